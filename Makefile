@@ -1,0 +1,28 @@
+# hwm: PGXS build.  `make && make install`, then `make installcheck` runs the
+# regression and isolation suites against a temporary instance that the run
+# starts itself (it preloads hwm through test/hwm.conf); no server is needed.
+# scripts/test.sh is the one command that does all of that from a fresh machine.
+
+EXTENSION = hwm
+MODULE_big = hwm
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+DATA = $(sort $(wildcard hwm--*.sql))
+PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and backfill"
+
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
+
+ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
+	--inputdir=test --outputdir=output_iso
+
+
+PG_CONFIG ?= pg_config
+PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK += $(filter -lm, $(LIBS))
+override CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regression.out
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,189 @@
+/* hwm--1.0.sql: schema, catalog, history, status view and functions of hwm 1.0 */
+
+\echo Use "CREATE EXTENSION hwm" to load this file. \quit
+
+-- The catalog: one row per pipeline.  Written only by hwm's C functions,
+-- which switch to the catalog's owner for the write; ordinary users may read
+-- it but not change it directly (see the REVOKE below).
+CREATE TABLE hwm.state (
+    pipeline             text        NOT NULL PRIMARY KEY
+                                     CHECK (pipeline OPERATOR(pg_catalog.<>) ''),
+    source               regclass    NOT NULL,
+    target               regclass    NOT NULL,
+    unique_key           name[]      NOT NULL,
+    watermark_column     name        NOT NULL,
+    watermark_type       regtype     NOT NULL,
+    partition_column     name,
+    lookback             integer     NOT NULL DEFAULT 0 CHECK (lookback OPERATOR(pg_catalog.>=) 0),
+    schedule             interval,
+    next_run_at          timestamptz,
+    watermark            text,
+    owner                regrole     NOT NULL,
+    enabled              boolean     NOT NULL DEFAULT true,
+    created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    last_run_id          bigint,
+    last_run_started_at  timestamptz,
+    last_run_finished_at timestamptz,
+    last_status          text,
+    last_rows            bigint,
+    consecutive_failures integer     NOT NULL DEFAULT 0,
+    last_error           text
+);
+
+COMMENT ON TABLE hwm.state IS
+'hwm catalog: one row per pipeline (source, target, business key, watermark, partition column, lookback, owner, last run). Change it only through the hwm functions.';
+COMMENT ON COLUMN hwm.state.watermark IS
+'High-water mark: the greatest watermark_column value loaded so far, in the column type''s text form (NULL: nothing loaded yet).';
+COMMENT ON COLUMN hwm.state.lookback IS
+'Number of newest source partitions that every run re-overwrites to catch late-arriving rows (0: none).';
+
+-- Run history: one row per run, overwrite, backfill step, swap or manual
+-- watermark change.
+CREATE TABLE hwm.runs (
+    run_id                bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    pipeline              text,
+    kind                  text        NOT NULL
+                                      CHECK (kind OPERATOR(pg_catalog.=) ANY
+                                             (ARRAY['load', 'overwrite', 'backfill', 'swap', 'set_watermark'])),
+    started_at            timestamptz NOT NULL,
+    finished_at           timestamptz,
+    status                text        NOT NULL
+                                      CHECK (status OPERATOR(pg_catalog.=) ANY
+                                             (ARRAY['running', 'succeeded', 'failed', 'interrupted'])),
+    rows_upserted         bigint,
+    partitions_overwritten integer,
+    rows_deleted          bigint,
+    rows_inserted         bigint,
+    watermark_before      text,
+    watermark_after       text,
+    from_partition        text,
+    to_partition          text,
+    run_by                name        NOT NULL DEFAULT CURRENT_USER,
+    error_sqlstate        text,
+    error                 text
+);
+
+CREATE INDEX runs_pipeline_idx ON hwm.runs (pipeline, run_id);
+
+COMMENT ON TABLE hwm.runs IS
+'hwm run history: one row per load, overwrite, backfill, swap or manual watermark change, with row counts and the watermark before and after.';
+
+-- pg_dump keeps the pipelines, their watermarks and the history.
+SELECT pg_catalog.pg_extension_config_dump('hwm.state', '');
+SELECT pg_catalog.pg_extension_config_dump('hwm.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('hwm.runs_run_id_seq', '');
+
+-- Nobody but the catalog owner writes these tables directly: the functions
+-- below do it on the caller's behalf after checking who is asking.
+REVOKE ALL ON hwm.state, hwm.runs FROM PUBLIC;
+GRANT SELECT ON hwm.state, hwm.runs TO PUBLIC;
+
+CREATE VIEW hwm.status AS
+SELECT s.pipeline,
+       s.owner,
+       s.source,
+       s.target,
+       s.watermark_column,
+       s.watermark,
+       CASE WHEN s.watermark IS NOT NULL
+             AND s.watermark_type OPERATOR(pg_catalog.=) ANY
+                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[])
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
+       END AS lag,
+       s.partition_column,
+       s.lookback,
+       s.enabled,
+       s.schedule,
+       s.next_run_at,
+       s.last_run_id,
+       s.last_run_started_at,
+       s.last_run_finished_at,
+       s.last_status,
+       s.last_rows,
+       s.consecutive_failures,
+       s.last_error
+  FROM hwm.state AS s;
+
+GRANT SELECT ON hwm.status TO PUBLIC;
+
+COMMENT ON VIEW hwm.status IS
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run.';
+
+CREATE FUNCTION hwm.create_pipeline(
+    pipeline          text,
+    source            regclass,
+    target            regclass,
+    unique_key        text[],
+    watermark_column  name,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT 0,
+    schedule          interval DEFAULT NULL,
+    initial_watermark text     DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
+
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run. Everything is validated up front.';
+
+CREATE FUNCTION hwm.drop_pipeline(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_drop_pipeline';
+
+COMMENT ON FUNCTION hwm.drop_pipeline(text) IS
+'Remove a pipeline from the catalog; its run history stays in hwm.runs.';
+
+CREATE FUNCTION hwm.run(
+    pipeline                   text,
+    OUT rows_upserted          bigint,
+    OUT partitions_overwritten integer,
+    OUT rows_deleted           bigint,
+    OUT rows_inserted          bigint,
+    OUT watermark_before       text,
+    OUT watermark_after        text,
+    OUT run_id                 bigint)
+RETURNS record
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_run';
+
+COMMENT ON FUNCTION hwm.run(text) IS
+'One incremental run in the caller''s transaction: upsert the source rows newer than the watermark, advance the watermark, re-overwrite the lookback newest partitions, record the run. Returns one summary row.';
+
+CREATE FUNCTION hwm.overwrite(
+    pipeline           text,
+    from_partition     text,
+    to_partition       text,
+    OUT rows_deleted   bigint,
+    OUT rows_inserted  bigint,
+    OUT run_id         bigint)
+RETURNS record
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_overwrite';
+
+COMMENT ON FUNCTION hwm.overwrite(text, text, text) IS
+'Make the target''s partitions from_partition..to_partition (inclusive) equal to the source''s, in one transaction: delete what the source no longer has, upsert the rest. Idempotent.';
+
+CREATE FUNCTION hwm.overwrite_partition(
+    target             regclass,
+    source             regclass,
+    partition_column   name,
+    from_partition     text,
+    to_partition       text,
+    OUT rows_deleted   bigint,
+    OUT rows_inserted  bigint,
+    OUT run_id         bigint)
+RETURNS record
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_overwrite_partition';
+
+COMMENT ON FUNCTION hwm.overwrite_partition(regclass, regclass, name, text, text) IS
+'Partition overwrite without a pipeline: make target''s rows with partition_column in from_partition..to_partition equal to source''s, in one transaction, upserting on the target''s primary key when it has one.';
+
+CREATE FUNCTION hwm.set_watermark(pipeline text, watermark text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_set_watermark';
+
+COMMENT ON FUNCTION hwm.set_watermark(text, text) IS
+'Move a pipeline''s watermark by hand (NULL: the next run loads everything). The change is recorded in hwm.runs.';

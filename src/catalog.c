@@ -1,0 +1,291 @@
+/*
+ * catalog.c
+ *		Reading and locking a pipeline's row in hwm.state, writing the state
+ *		back and appending to hwm.runs.
+ *
+ * Ordinary users cannot write hwm's tables (the install script revokes it),
+ * so every access here runs as the catalog's owner, with search_path pinned;
+ * who may act on which pipeline is decided by hwm_check_may_manage() before
+ * anything is changed.  All statements go through SPI with $n parameters;
+ * the caller must have called SPI_connect().
+ */
+#include "hwm.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+/*
+ * Run one SPI statement and insist on its outcome: expected is the SPI_OK_*
+ * code the statement must return (0: any success).
+ */
+void
+hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls, int expected)
+{
+	int			rc;
+
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	if (rc < 0 || (expected != 0 && rc != expected))
+		elog(ERROR, "hwm: SPI_execute_with_args failed (%s) for: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+/*
+ * The role that owns hwm's catalog (the role that ran CREATE EXTENSION).
+ */
+Oid
+hwm_catalog_owner(void)
+{
+	Oid			nsp = get_namespace_oid("hwm", false);
+	Oid			relid = get_relname_relid("state", nsp);
+	HeapTuple	tup;
+	Oid			owner;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("hwm catalog table hwm.state is missing"),
+				 errhint("Reinstall the extension with DROP EXTENSION hwm; CREATE EXTENSION hwm.")));
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * A required text argument, or a clear error naming it when it is NULL.
+ */
+char *
+hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/*
+ * Does a pipeline of this name exist?  (Visible to anyone: names are not
+ * secret, and refusing a duplicate name needs it.)
+ */
+bool
+hwm_pipeline_exists(const char *name)
+{
+	HwmRoleSwitch sw;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	bool		found;
+
+	values[0] = CStringGetTextDatum(name);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("SELECT 1 FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	hwm_unbecome(&sw);
+	return found;
+}
+
+/*
+ * Read a pipeline's catalog row; with for_update, lock it until the end of
+ * the transaction, which is what keeps two runs, overwrites or watermark
+ * changes of one pipeline from interleaving.  A second caller waits, then
+ * reads the row as the first one left it.  Refuses callers that may not
+ * manage the pipeline.
+ */
+HwmPipeline *
+hwm_pipeline_fetch(const char *name, bool for_update)
+{
+	HwmRoleSwitch sw;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	HwmPipeline *p;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	values[0] = CStringGetTextDatum(name);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec(for_update ?
+				 "SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
+				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
+				 " partition_column::pg_catalog.text, lookback, watermark,"
+				 " owner::pg_catalog.oid, enabled"
+				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
+				 "SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
+				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
+				 " partition_column::pg_catalog.text, lookback, watermark,"
+				 " owner::pg_catalog.oid, enabled"
+				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 1, argtypes, values, NULL, 0);
+	hwm_unbecome(&sw);
+
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" does not exist", name),
+				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	p = palloc0(sizeof(HwmPipeline));
+	p->name = SPI_getvalue(tup, desc, 1);
+	p->source = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	p->target = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(d);
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, NULL, &nelems);
+		for (int i = 0; i < nelems; i++)
+			p->unique_key = lappend(p->unique_key, TextDatumGetCString(elems[i]));
+	}
+	p->watermark_column = SPI_getvalue(tup, desc, 5);
+	p->partition_column = SPI_getvalue(tup, desc, 6);
+	p->lookback = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+	p->watermark = SPI_getvalue(tup, desc, 8);
+	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 9, &isnull));
+	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
+
+	hwm_check_may_manage(p);
+	return p;
+}
+
+/*
+ * Only the pipeline's owner, a member of the owner role, or a superuser may
+ * run or change it.  A pipeline whose owner role is gone runs for nobody.
+ */
+void
+hwm_check_may_manage(HwmPipeline *p)
+{
+	char	   *owner_name = GetUserNameFromId(p->owner, true);
+
+	if (owner_name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("owner of pipeline \"%s\" no longer exists", p->name),
+				 errdetail("The role with OID %u that created the pipeline has been dropped.", p->owner),
+				 errhint("Drop the pipeline with hwm.drop_pipeline and create it again as an existing role.")));
+
+	if (!has_privs_of_role(GetUserId(), p->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for pipeline \"%s\"", p->name),
+				 errdetail("Pipeline \"%s\" is owned by role \"%s\".", p->name, owner_name),
+				 errhint("Only the pipeline's owner, a member of its owner role, or a superuser can run or change it.")));
+}
+
+/*
+ * Append a successful run to hwm.runs and return its run_id.  A negative
+ * count is recorded as NULL (not applicable).
+ */
+int64
+hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
+			   int64 rows_upserted, int partitions,
+			   int64 rows_deleted, int64 rows_inserted,
+			   const char *wm_before, const char *wm_after,
+			   const char *from_partition, const char *to_partition)
+{
+	Oid			argtypes[12] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
+	INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID};
+	Datum		values[12];
+	char		nulls[12];
+	HwmRoleSwitch sw;
+	bool		isnull;
+	int64		run_id;
+	const char *strs[4] = {wm_before, wm_after, from_partition, to_partition};
+
+	memset(nulls, ' ', sizeof(nulls));
+	if (pipeline)
+		values[0] = CStringGetTextDatum(pipeline);
+	else
+		nulls[0] = 'n';
+	values[1] = CStringGetTextDatum(kind);
+	values[2] = TimestampTzGetDatum(started_at);
+	/* negative counts: not applicable to this kind of run */
+	values[3] = Int64GetDatum(rows_upserted);
+	if (rows_upserted < 0)
+		nulls[3] = 'n';
+	values[4] = Int32GetDatum(partitions);
+	if (partitions < 0)
+		nulls[4] = 'n';
+	values[5] = Int64GetDatum(rows_deleted);
+	if (rows_deleted < 0)
+		nulls[5] = 'n';
+	values[6] = Int64GetDatum(rows_inserted);
+	if (rows_inserted < 0)
+		nulls[6] = 'n';
+	for (int i = 0; i < 4; i++)
+	{
+		if (strs[i])
+			values[7 + i] = CStringGetTextDatum(strs[i]);
+		else
+			nulls[7 + i] = 'n';
+	}
+	values[11] = DirectFunctionCall1(namein,
+									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+				 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
+				 " watermark_before, watermark_after, from_partition, to_partition, run_by)"
+				 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), 'succeeded',"
+				 " $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING run_id",
+				 12, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	hwm_unbecome(&sw);
+	return run_id;
+}
+
+/*
+ * Write a finished run's facts (and, with set_watermark, the new watermark)
+ * into the pipeline's catalog row.
+ */
+void
+hwm_update_state_after_run(const char *pipeline, int64 run_id,
+						   TimestampTz started_at, bool set_watermark,
+						   const char *watermark, int64 rows)
+{
+	Oid			argtypes[6] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID, TEXTOID, INT8OID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	HwmRoleSwitch sw;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = Int64GetDatum(run_id);
+	values[2] = TimestampTzGetDatum(started_at);
+	values[3] = BoolGetDatum(set_watermark);
+	if (watermark)
+		values[4] = CStringGetTextDatum(watermark);
+	else
+		nulls[4] = 'n';
+	values[5] = Int64GetDatum(rows);
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.state SET"
+				 " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
+				 " last_run_id = $2, last_run_started_at = $3,"
+				 " last_run_finished_at = pg_catalog.clock_timestamp(),"
+				 " last_status = 'succeeded', last_rows = $6,"
+				 " consecutive_failures = 0, last_error = NULL"
+				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 6, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_unbecome(&sw);
+}

@@ -1,0 +1,133 @@
+/*
+ * hwm.h
+ *		Declarations shared by hwm's source files.
+ *
+ * A pipeline's catalog row (HwmPipeline) is turned once per run into an
+ * HwmPlan: the quoted SQL statements and the type facts needed to convert
+ * watermark and partition values between text and the columns' own types.
+ */
+#ifndef HWM_H
+#define HWM_H
+
+#include "postgres.h"
+
+#include "access/attnum.h"
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+#include "datatype/timestamp.h"
+
+/* One pipeline, as stored in hwm.state. */
+typedef struct HwmPipeline
+{
+	char	   *name;
+	Oid			source;
+	Oid			target;
+	List	   *unique_key;		/* column names (char *) */
+	char	   *watermark_column;
+	char	   *partition_column;	/* NULL: none */
+	int			lookback;
+	char	   *watermark;		/* NULL: nothing loaded yet */
+	Oid			owner;
+	bool		enabled;
+} HwmPipeline;
+
+/* A value type used in comparisons (watermark or partition column). */
+typedef struct HwmValueType
+{
+	Oid			type;			/* column type (may be a domain) */
+	int32		typmod;
+	Oid			collation;
+	char	   *gt;				/* "OPERATOR(schema.>)" and friends */
+	char	   *ge;
+	char	   *lt;
+	char	   *le;
+	Oid			cmp_proc;		/* btree comparison support function */
+} HwmValueType;
+
+/* What a plan is built from: a pipeline, or overwrite_partition's arguments. */
+typedef struct HwmPlanSpec
+{
+	Oid			source;
+	Oid			target;
+	List	   *unique_key;		/* NIL: plain DELETE + INSERT, no upsert */
+	const char *watermark_column;	/* NULL: no incremental statements */
+	const char *partition_column;	/* NULL: no overwrite statements */
+	const char *pipeline;		/* for messages; NULL without a pipeline */
+} HwmPlanSpec;
+
+/* Statements and types for one run, built once from the catalog. */
+typedef struct HwmPlan
+{
+	HwmValueType wm;
+	HwmValueType part;
+	bool		has_wm;
+	bool		has_part;
+	List	   *source_columns;	/* attnums (int) of the source read */
+	List	   *target_columns;	/* attnums (int) of the target read */
+
+	/* $1 = old watermark (absent in the *_first forms), result: new one */
+	char	   *max_wm_sql;
+	char	   *max_wm_first_sql;
+	/* $1 = old watermark, $2 = new watermark (first form: $1 = new) */
+	char	   *upsert_sql;
+	char	   *upsert_first_sql;
+	/* $1 = number of partitions; returns their values, newest first */
+	char	   *newest_partitions_sql;
+	/* $1, $2 = inclusive partition range */
+	char	   *delete_range_sql;
+	char	   *insert_range_sql;
+} HwmPlan;
+
+/* Saved state of hwm_become(), restored by hwm_unbecome(). */
+typedef struct HwmRoleSwitch
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} HwmRoleSwitch;
+
+/* catalog.c */
+extern Oid	hwm_catalog_owner(void);
+extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool for_update);
+extern bool hwm_pipeline_exists(const char *name);
+extern void hwm_check_may_manage(HwmPipeline *p);
+extern int64 hwm_record_run(const char *pipeline, const char *kind,
+							TimestampTz started_at,
+							int64 rows_upserted, int partitions,
+							int64 rows_deleted, int64 rows_inserted,
+							const char *wm_before, const char *wm_after,
+							const char *from_partition, const char *to_partition);
+extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
+									   TimestampTz started_at,
+									   bool set_watermark, const char *watermark,
+									   int64 rows);
+extern void hwm_spi_exec(const char *sql, int nargs, Oid *argtypes,
+						 Datum *values, const char *nulls, int expected);
+extern char *hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what);
+
+/* pipeline.c */
+extern HwmPlan *hwm_plan_build(const HwmPlanSpec *spec);
+extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
+								Oid collation, const char *colname,
+								const char *relname);
+extern Datum hwm_value_in(const HwmValueType *vt, const char *text,
+						  const char *what);
+extern char *hwm_value_out(const HwmValueType *vt, Datum value);
+extern int	hwm_value_cmp(const HwmValueType *vt, Datum a, Datum b);
+extern char *hwm_qualified_name(Oid relid);
+
+/* privilege.c */
+extern void hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw);
+extern void hwm_unbecome(HwmRoleSwitch *sw);
+extern void hwm_check_privileges(Oid role, const HwmPlanSpec *spec,
+								 const HwmPlan *plan);
+
+/* overwrite.c */
+extern void hwm_overwrite_range(const HwmPlan *plan, Datum from, Datum to,
+								int64 *rows_deleted, int64 *rows_inserted);
+extern void hwm_parse_range(const HwmPlan *plan, FunctionCallInfo fcinfo,
+							int from_arg, int to_arg,
+							Datum *from, Datum *to,
+							char **from_text, char **to_text);
+
+#endif							/* HWM_H */

@@ -1,0 +1,248 @@
+/*
+ * manage.c
+ *		Declaring, dropping and re-pointing pipelines: hwm.create_pipeline,
+ *		hwm.drop_pipeline and hwm.set_watermark.
+ *
+ * create_pipeline validates everything a run will rely on (by building the
+ * run's statements once, see pipeline.c) before it writes the catalog, so a
+ * pipeline that exists can run.
+ */
+#include "hwm.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+/* unique_key as a list of column names, refusing empty, NULL and repeats */
+static List *
+key_list(ArrayType *arr)
+{
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	List	   *keys = NIL;
+
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &elemnulls, &nelems);
+	if (nelems == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unique_key must name at least one column"),
+				 errhint("Pass the business key of the target, for example unique_key => '{id}'.")));
+	for (int i = 0; i < nelems; i++)
+	{
+		char	   *col;
+		ListCell   *lc;
+
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("unique_key must not contain null elements")));
+		col = TextDatumGetCString(elems[i]);
+		foreach(lc, keys)
+			if (strcmp(lfirst(lc), col) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" appears twice in unique_key", col)));
+		keys = lappend(keys, col);
+	}
+	return keys;
+}
+
+PG_FUNCTION_INFO_V1(hwm_create_pipeline);
+
+Datum
+hwm_create_pipeline(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	HwmPlanSpec spec = {0};
+	HwmPlan    *plan;
+	HwmRoleSwitch sw;
+	int32		lookback;
+	char	   *watermark = NULL;
+	Oid			owner = GetUserId();
+	Interval   *schedule = NULL;
+	Oid			argtypes[11] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
+	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID};
+	Datum		values[11];
+	char		nulls[11] = "          ";
+
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pipeline name must not be empty")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("source must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("target must not be null")));
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("unique_key must not be null"),
+				 errhint("Pass the business key of the target, for example unique_key => '{id}'.")));
+	if (PG_ARGISNULL(4))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("watermark_column must not be null"),
+						errhint("Name the source column whose growing values mark new rows, for example updated_at.")));
+	if (PG_ARGISNULL(6))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("lookback must not be null"),
+						errhint("Pass 0 for no lookback.")));
+
+	spec.source = PG_GETARG_OID(1);
+	spec.target = PG_GETARG_OID(2);
+	spec.unique_key = key_list(PG_GETARG_ARRAYTYPE_P(3));
+	spec.watermark_column = NameStr(*PG_GETARG_NAME(4));
+	spec.partition_column = PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5));
+	spec.pipeline = name;
+	lookback = PG_GETARG_INT32(6);
+
+	if (lookback < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lookback must not be negative"),
+				 errdetail("lookback is the number of newest partitions every run overwrites again.")));
+	if (lookback > 0 && spec.partition_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lookback needs a partition column"),
+				 errhint("Pass partition_column => '...' naming the column whose newest values are overwritten again on every run.")));
+	if (!PG_ARGISNULL(7))
+	{
+		Interval	zero = {0};
+
+		schedule = PG_GETARG_INTERVAL_P(7);
+		if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(schedule),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("schedule must be a positive interval"),
+					 errhint("Pass for example schedule => '5 minutes', or NULL to run only on demand.")));
+	}
+
+	SPI_connect();
+	if (hwm_pipeline_exists(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists", name),
+				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
+
+	hwm_become(owner, true, &sw);
+	plan = hwm_plan_build(&spec);
+	hwm_check_privileges(owner, &spec, plan);
+	if (!PG_ARGISNULL(8))
+		watermark = hwm_value_out(&plan->wm,
+								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 8, "initial_watermark"),
+											   "initial_watermark"));
+	hwm_unbecome(&sw);
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = ObjectIdGetDatum(spec.source);
+	values[2] = ObjectIdGetDatum(spec.target);
+	values[3] = PG_GETARG_DATUM(3);
+	values[4] = PG_GETARG_DATUM(4);
+	values[5] = ObjectIdGetDatum(plan->wm.type);
+	values[6] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
+	nulls[6] = PG_ARGISNULL(5) ? 'n' : ' ';
+	values[7] = Int32GetDatum(lookback);
+	values[8] = schedule ? IntervalPGetDatum(schedule) : (Datum) 0;
+	nulls[8] = schedule ? ' ' : 'n';
+	values[9] = watermark ? CStringGetTextDatum(watermark) : (Datum) 0;
+	nulls[9] = watermark ? ' ' : 'n';
+	values[10] = ObjectIdGetDatum(owner);
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+				 " watermark_column, watermark_type, partition_column, lookback,"
+				 " schedule, watermark, owner)"
+				 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
+				 " $11::pg_catalog.regrole)",
+				 11, argtypes, values, nulls, SPI_OK_INSERT);
+	hwm_unbecome(&sw);
+	SPI_finish();
+
+	if (schedule)
+		ereport(WARNING,
+				(errmsg("schedule of pipeline \"%s\" is recorded, but this version of hwm has no background scheduler yet", name),
+				 errhint("Run the pipeline with SELECT * FROM hwm.run('%s') from cron, pg_cron or your orchestrator until then.", name)));
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(hwm_drop_pipeline);
+
+Datum
+hwm_drop_pipeline(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	HwmRoleSwitch sw;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	SPI_connect();
+	(void) hwm_pipeline_fetch(name, true);
+	values[0] = CStringGetTextDatum(name);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_unbecome(&sw);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(hwm_set_watermark);
+
+/*
+ * hwm.set_watermark(pipeline, watermark): the value is parsed with the
+ * watermark column's type and stored in canonical form; NULL means that the
+ * next run loads everything again.
+ */
+Datum
+hwm_set_watermark(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	TimestampTz started_at = GetCurrentTimestamp();
+	HwmPipeline *p;
+	HwmPlanSpec spec = {0};
+	HwmPlan    *plan;
+	HwmRoleSwitch sw;
+	char	   *watermark = NULL;
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	SPI_connect();
+	p = hwm_pipeline_fetch(name, true);
+	spec.source = p->source;
+	spec.target = p->target;
+	spec.unique_key = p->unique_key;
+	spec.watermark_column = p->watermark_column;
+	spec.pipeline = p->name;
+
+	hwm_become(p->owner, true, &sw);
+	plan = hwm_plan_build(&spec);
+	if (!PG_ARGISNULL(1))
+		watermark = hwm_value_out(&plan->wm,
+								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 1, "watermark"),
+											   "watermark"));
+	hwm_unbecome(&sw);
+
+	(void) hwm_record_run(p->name, "set_watermark", started_at, -1, -1, -1, -1,
+						  p->watermark, watermark, NULL, NULL);
+	values[0] = CStringGetTextDatum(p->name);
+	if (watermark)
+		values[1] = CStringGetTextDatum(watermark);
+	else
+		nulls[1] = 'n';
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 2, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_unbecome(&sw);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,603 @@
+/*
+ * pipeline.c
+ *		Turning a pipeline (or overwrite_partition's arguments) into the
+ *		quoted SQL statements of one run, and converting watermark and
+ *		partition values between text and their columns' types.
+ *
+ * Everything a run executes is built here, once per run, from the relations'
+ * current descriptors: every identifier goes through quote_identifier, every
+ * user relation and type is schema-qualified, every operator is spelled
+ * OPERATOR(schema.op) after looking it up in the column type's default btree
+ * operator family, and every value is a $n parameter.  So a run never
+ * resolves anything through search_path, and a table named
+ * x"; DROP TABLE t; -- is just a name.
+ *
+ * The same descriptors are what create_pipeline validates, so a pipeline
+ * that was valid when created and whose tables changed later fails its next
+ * run with the same clear error instead of a confusing one from the executor.
+ */
+#include "hwm.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "access/stratnum.h"
+#include "lib/stringinfo.h"
+#include "parser/parse_coerce.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+/* "schema"."relation", quoted as needed */
+char *
+hwm_qualified_name(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid),
+				 errhint("The table may have been dropped; drop the pipeline or create it again.")));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  relname);
+}
+
+/* OPERATOR("schema".op), so that no look-alike operator is ever chosen */
+static char *
+operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	result = psprintf("OPERATOR(%s.%s)",
+					  quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static char *
+strategy_operator(Oid opfamily, Oid type, int16 strategy)
+{
+	Oid			opno = get_opfamily_member(opfamily, type, type, strategy);
+
+	if (!OidIsValid(opno))
+		elog(ERROR, "btree operator family %u lacks strategy %d for type %u",
+			 opfamily, strategy, type);
+	return operator_sql(opno);
+}
+
+/*
+ * Describe a column type used to compare values (watermark or partition):
+ * refuses types without a default btree ordering.
+ */
+void
+hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod, Oid collation,
+					const char *colname, const char *relname)
+{
+	Oid			base = getBaseType(type);
+	TypeCacheEntry *tc = lookup_type_cache(base, TYPECACHE_BTREE_OPFAMILY |
+										   TYPECACHE_CMP_PROC);
+	Oid			opintype;
+
+	if (!OidIsValid(tc->btree_opf) || !OidIsValid(tc->cmp_proc))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("column \"%s\" of %s has type %s, which has no btree ordering",
+						colname, relname, format_type_be(type)),
+				 errdetail("hwm compares watermark and partition values with the type's default btree operator class."),
+				 errhint("Use a column of an ordered type such as timestamptz, timestamp, date, an integer type, numeric or text.")));
+
+	opintype = tc->btree_opintype;
+	vt->type = type;
+	vt->typmod = typmod;
+	vt->collation = collation;
+	vt->cmp_proc = tc->cmp_proc;
+	vt->gt = strategy_operator(tc->btree_opf, opintype, BTGreaterStrategyNumber);
+	vt->ge = strategy_operator(tc->btree_opf, opintype, BTGreaterEqualStrategyNumber);
+	vt->lt = strategy_operator(tc->btree_opf, opintype, BTLessStrategyNumber);
+	vt->le = strategy_operator(tc->btree_opf, opintype, BTLessEqualStrategyNumber);
+}
+
+/* Error context for converting a value from text */
+typedef struct ValueInContext
+{
+	const char *what;
+	const char *text;
+	Oid			type;
+} ValueInContext;
+
+static void
+value_in_callback(void *arg)
+{
+	ValueInContext *c = (ValueInContext *) arg;
+
+	errcontext("converting %s \"%s\" to type %s", c->what, c->text,
+			   format_type_be(c->type));
+}
+
+/*
+ * Convert text to a value of the column's type with the type's own input
+ * function: a value that does not parse is an error, never a silent cast.
+ */
+Datum
+hwm_value_in(const HwmValueType *vt, const char *text, const char *what)
+{
+	Oid			infunc;
+	Oid			ioparam;
+	ErrorContextCallback cb;
+	ValueInContext c = {what, text, vt->type};
+	Datum		result;
+
+	getTypeInputInfo(vt->type, &infunc, &ioparam);
+	cb.callback = value_in_callback;
+	cb.arg = &c;
+	cb.previous = error_context_stack;
+	error_context_stack = &cb;
+	result = OidInputFunctionCall(infunc, unconstify(char *, text), ioparam, vt->typmod);
+	error_context_stack = cb.previous;
+	return result;
+}
+
+/*
+ * Convert a value to the text stored in the catalog, in a form that reads
+ * back the same whatever the session's DateStyle, IntervalStyle, TimeZone or
+ * extra_float_digits.
+ */
+char *
+hwm_value_out(const HwmValueType *vt, Datum value)
+{
+	Oid			outfunc;
+	bool		isvarlena;
+	int			nest = NewGUCNestLevel();
+	char	   *result;
+
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("timezone", "UTC", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	getTypeOutputInfo(vt->type, &outfunc, &isvarlena);
+	result = OidOutputFunctionCall(outfunc, value);
+	AtEOXact_GUC(false, nest);
+	return result;
+}
+
+/* Three-way comparison with the type's btree support function */
+int
+hwm_value_cmp(const HwmValueType *vt, Datum a, Datum b)
+{
+	return DatumGetInt32(OidFunctionCall2Coll(vt->cmp_proc, vt->collation, a, b));
+}
+
+/* A column of the plan's target that is loaded from the source */
+typedef struct LoadColumn
+{
+	char	   *name;			/* quoted */
+	bool		is_key;
+	Oid			source_type;
+	Oid			target_type;
+	int32		target_typmod;
+} LoadColumn;
+
+static bool
+key_contains(List *keys, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, keys)
+		if (strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Insist that a unique, immediate, non-partial index on plain columns of the
+ * target covers exactly the key columns: that is what INSERT ... ON CONFLICT
+ * (key) needs to find its arbiter.
+ */
+static void
+check_unique_index(Relation target, List *keys, const char *tgtname)
+{
+	List	   *indexes = RelationGetIndexList(target);
+	ListCell   *lc;
+	int			nkeys = list_length(keys);
+	StringInfoData cols;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		Form_pg_index idx;
+		bool		ok;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", indexoid);
+		idx = (Form_pg_index) GETSTRUCT(tup);
+		ok = idx->indisunique && idx->indimmediate && idx->indisvalid &&
+			idx->indnkeyatts == nkeys &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+		for (int i = 0; ok && i < idx->indnkeyatts; i++)
+		{
+			AttrNumber	attno = idx->indkey.values[i];
+
+			ok = attno > 0 &&
+				key_contains(keys, NameStr(TupleDescAttr(RelationGetDescr(target), attno - 1)->attname));
+		}
+		ReleaseSysCache(tup);
+		if (ok)
+			return;
+	}
+
+	initStringInfo(&cols);
+	foreach(lc, keys)
+		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
+						 quote_identifier((char *) lfirst(lc)));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+			 errmsg("no unique index on target %s covers exactly the unique key (%s)",
+					tgtname, cols.data),
+			 errdetail("hwm upserts with INSERT ... ON CONFLICT, which needs a unique, non-deferrable, non-partial index on exactly the key columns."),
+			 errhint("Add one with CREATE UNIQUE INDEX ON %s (%s), or name the columns of the primary key.",
+					 tgtname, cols.data)));
+}
+
+static Relation
+open_checked(Oid relid, const char *role, bool is_target)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	char		kind = rel->rd_rel->relkind;
+	bool		ok;
+
+	if (is_target)
+		ok = kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE;
+	else
+		ok = kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE ||
+			kind == RELKIND_VIEW || kind == RELKIND_MATVIEW ||
+			kind == RELKIND_FOREIGN_TABLE;
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s %s is not a table", role, hwm_qualified_name(relid)),
+				 is_target ?
+				 errhint("The target must be an ordinary or partitioned table.") :
+				 errhint("The source must be a table, a partitioned table, a view, a materialized view or a foreign table.")));
+	return rel;
+}
+
+static AttrNumber
+column_of(Relation rel, const char *colname, const char *what, const char *relname)
+{
+	AttrNumber	attno;
+
+	attno = get_attnum(RelationGetRelid(rel), colname);
+	if (attno == InvalidAttrNumber || attno < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("%s column \"%s\" does not exist in %s", what, colname, relname),
+				 errhint("Name a column of %s; column names are case-sensitive.", relname)));
+	return attno;
+}
+
+/* s."col" or s."col"::target_type when the types differ */
+static void
+append_source_key(StringInfo buf, const LoadColumn *c)
+{
+	if (c->source_type == c->target_type)
+		appendStringInfo(buf, "s.%s", c->name);
+	else
+		appendStringInfo(buf, "CAST(s.%s AS %s)", c->name,
+						 format_type_extended(c->target_type, c->target_typmod,
+											  FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
+}
+
+/*
+ * Build the statements of one run.  Validates everything a statement relies
+ * on and refuses with a clear error otherwise; this is also all of
+ * create_pipeline's validation.
+ */
+HwmPlan *
+hwm_plan_build(const HwmPlanSpec *spec)
+{
+	HwmPlan    *plan = palloc0(sizeof(HwmPlan));
+	Relation	src;
+	Relation	tgt;
+	TupleDesc	sdesc;
+	TupleDesc	tdesc;
+	char	   *srcname;
+	char	   *tgtname;
+	List	   *cols = NIL;
+	ListCell   *lc;
+	bool		override = false;
+	bool		has_nonkey = false;
+	StringInfoData insert_head;	/* INSERT INTO t (...) SELECT s.... FROM s */
+	StringInfoData conflict;	/* ON CONFLICT ... or empty */
+	StringInfoData keymatch;	/* s.k = t.k AND ... */
+	StringInfoData buf;
+
+	if (spec->source == spec->target)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source and target must be different tables"),
+				 errhint("Load from a staging table or a view into the table that readers use.")));
+
+	src = open_checked(spec->source, "source", false);
+	tgt = open_checked(spec->target, "target", true);
+	sdesc = RelationGetDescr(src);
+	tdesc = RelationGetDescr(tgt);
+	srcname = hwm_qualified_name(spec->source);
+	tgtname = hwm_qualified_name(spec->target);
+
+	/* keys must be target columns; checked before the column walk */
+	foreach(lc, spec->unique_key)
+		(void) column_of(tgt, (char *) lfirst(lc), "unique key", tgtname);
+	if (spec->unique_key != NIL)
+		check_unique_index(tgt, spec->unique_key, tgtname);
+
+	/* the columns loaded: every target column that the source has */
+	for (int i = 0; i < tdesc->natts; i++)
+	{
+		Form_pg_attribute tatt = TupleDescAttr(tdesc, i);
+		AttrNumber	sattno;
+		Form_pg_attribute satt;
+		LoadColumn *c;
+		bool		is_key;
+
+		if (tatt->attisdropped || tatt->attgenerated)
+			continue;
+		is_key = key_contains(spec->unique_key, NameStr(tatt->attname));
+		sattno = get_attnum(spec->source, NameStr(tatt->attname));
+		if (sattno == InvalidAttrNumber || sattno < 0)
+		{
+			if (is_key)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("unique key column \"%s\" does not exist in source %s",
+								NameStr(tatt->attname), srcname),
+						 errhint("The source must provide every column of the unique key.")));
+			if (tatt->attnotnull && !tatt->atthasdef && !tatt->attidentity)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("target column \"%s\" is NOT NULL without a default, but source %s has no such column",
+								NameStr(tatt->attname), srcname),
+						 errhint("Add the column to the source (a view over it will do), or give the target column a default.")));
+			continue;			/* takes its default */
+		}
+		satt = TupleDescAttr(sdesc, sattno - 1);
+		if (!can_coerce_type(1, &satt->atttypid, &tatt->atttypid, COERCION_ASSIGNMENT))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("column \"%s\" has type %s in source %s but type %s in target %s",
+							NameStr(tatt->attname), format_type_be(satt->atttypid), srcname,
+							format_type_be(tatt->atttypid), tgtname),
+					 errdetail("There is no assignment cast from %s to %s.",
+							   format_type_be(satt->atttypid), format_type_be(tatt->atttypid)),
+					 errhint("Cast the column in a view over the source, or change one of the column types.")));
+
+		c = palloc(sizeof(LoadColumn));
+		c->name = pstrdup(quote_identifier(NameStr(tatt->attname)));
+		c->is_key = is_key;
+		c->source_type = satt->atttypid;
+		c->target_type = tatt->atttypid;
+		c->target_typmod = tatt->atttypmod;
+		cols = lappend(cols, c);
+		plan->source_columns = lappend_int(plan->source_columns, sattno);
+		plan->target_columns = lappend_int(plan->target_columns, tatt->attnum);
+		if (tatt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
+			override = true;
+		if (!is_key)
+			has_nonkey = true;
+	}
+	if (cols == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("target %s has no column in common with source %s", tgtname, srcname),
+				 errhint("hwm loads the target columns whose names also exist in the source.")));
+
+	if (spec->watermark_column)
+	{
+		AttrNumber	attno = column_of(src, spec->watermark_column, "watermark", srcname);
+		Form_pg_attribute att = TupleDescAttr(sdesc, attno - 1);
+
+		hwm_value_type_init(&plan->wm, att->atttypid, att->atttypmod,
+							att->attcollation, spec->watermark_column, srcname);
+		plan->has_wm = true;
+		plan->source_columns = lappend_int(plan->source_columns, attno);
+	}
+
+	if (spec->partition_column)
+	{
+		AttrNumber	sattno = column_of(src, spec->partition_column, "partition", srcname);
+		AttrNumber	tattno = column_of(tgt, spec->partition_column, "partition", tgtname);
+		Form_pg_attribute satt = TupleDescAttr(sdesc, sattno - 1);
+		Form_pg_attribute tatt = TupleDescAttr(tdesc, tattno - 1);
+
+		if (satt->atttypid != tatt->atttypid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("partition column \"%s\" has type %s in source %s but type %s in target %s",
+							spec->partition_column, format_type_be(satt->atttypid), srcname,
+							format_type_be(tatt->atttypid), tgtname),
+					 errhint("The partition column must have the same type in both tables, so that one range selects the same partitions in each.")));
+		hwm_value_type_init(&plan->part, satt->atttypid, satt->atttypmod,
+							satt->attcollation, spec->partition_column, srcname);
+		plan->has_part = true;
+		plan->source_columns = lappend_int(plan->source_columns, sattno);
+		plan->target_columns = lappend_int(plan->target_columns, tattno);
+	}
+
+	/* INSERT INTO tgt AS t (cols) SELECT s.cols FROM src AS s */
+	initStringInfo(&insert_head);
+	appendStringInfo(&insert_head, "INSERT INTO %s AS t (", tgtname);
+	foreach(lc, cols)
+		appendStringInfo(&insert_head, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 ((LoadColumn *) lfirst(lc))->name);
+	appendStringInfoString(&insert_head, override ? ") OVERRIDING SYSTEM VALUE SELECT " : ") SELECT ");
+	foreach(lc, cols)
+		appendStringInfo(&insert_head, "%ss.%s", foreach_current_index(lc) ? ", " : "",
+						 ((LoadColumn *) lfirst(lc))->name);
+	appendStringInfo(&insert_head, " FROM %s AS s", srcname);
+
+	/*
+	 * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
+	 * loading the same rows again writes no new row versions.  The binary
+	 * image comparison (record_image_ne, the *<> operator) works for every
+	 * type, json included, and treats two NULLs as equal.
+	 */
+	initStringInfo(&conflict);
+	initStringInfo(&keymatch);
+	if (spec->unique_key != NIL)
+	{
+		appendStringInfoString(&conflict, " ON CONFLICT (");
+		foreach(lc, spec->unique_key)
+			appendStringInfo(&conflict, "%s%s", foreach_current_index(lc) ? ", " : "",
+							 quote_identifier((char *) lfirst(lc)));
+		if (!has_nonkey)
+			appendStringInfoString(&conflict, ") DO NOTHING");
+		else
+		{
+			bool		first = true;
+
+			appendStringInfoString(&conflict, ") DO UPDATE SET ");
+			foreach(lc, cols)
+			{
+				LoadColumn *c = lfirst(lc);
+
+				if (c->is_key)
+					continue;
+				appendStringInfo(&conflict, "%s%s = EXCLUDED.%s", first ? "" : ", ",
+								 c->name, c->name);
+				first = false;
+			}
+			appendStringInfoString(&conflict, " WHERE pg_catalog.record_image_ne(ROW(");
+			first = true;
+			foreach(lc, cols)
+			{
+				LoadColumn *c = lfirst(lc);
+
+				if (c->is_key)
+					continue;
+				appendStringInfo(&conflict, "%st.%s", first ? "" : ", ", c->name);
+				first = false;
+			}
+			appendStringInfoString(&conflict, "), ROW(");
+			first = true;
+			foreach(lc, cols)
+			{
+				LoadColumn *c = lfirst(lc);
+
+				if (c->is_key)
+					continue;
+				appendStringInfo(&conflict, "%sEXCLUDED.%s", first ? "" : ", ", c->name);
+				first = false;
+			}
+			appendStringInfoString(&conflict, "))");
+		}
+
+		/* s.k = t.k for the overwrite's anti-join */
+		foreach(lc, cols)
+		{
+			LoadColumn *c = lfirst(lc);
+			TypeCacheEntry *tc;
+
+			if (!c->is_key)
+				continue;
+			tc = lookup_type_cache(getBaseType(c->target_type), TYPECACHE_EQ_OPR);
+			if (!OidIsValid(tc->eq_opr))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("unique key column %s of %s has type %s, which has no equality operator",
+								c->name, tgtname, format_type_be(c->target_type))));
+			appendStringInfoString(&keymatch, " AND ");
+			append_source_key(&keymatch, c);
+			appendStringInfo(&keymatch, " %s t.%s", operator_sql(tc->eq_opr), c->name);
+		}
+	}
+
+	if (plan->has_wm)
+	{
+		const char *wm = quote_identifier(spec->watermark_column);
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1",
+						 wm, srcname, wm, plan->wm.gt, wm, plan->wm.gt);
+		plan->max_wm_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "SELECT s.%s FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1",
+						 wm, srcname, wm, wm, plan->wm.gt);
+		plan->max_wm_first_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s WHERE s.%s %s $1 AND s.%s %s $2%s",
+						 insert_head.data, wm, plan->wm.gt, wm, plan->wm.le, conflict.data);
+		plan->upsert_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s WHERE s.%s %s $1%s",
+						 insert_head.data, wm, plan->wm.le, conflict.data);
+		plan->upsert_first_sql = buf.data;
+	}
+
+	if (plan->has_part)
+	{
+		const char *p = quote_identifier(spec->partition_column);
+
+		/*
+		 * The newest partition values, newest first: a loose index scan that
+		 * reads one row per partition when the column is indexed.
+		 */
+		initStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "WITH RECURSIVE hwm_parts(v, n) AS ("
+						 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
+						 " UNION ALL"
+						 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
+						 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
+						 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
+						 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
+						 p, srcname, p, p, plan->part.gt,
+						 p, srcname, p, plan->part.lt, p, plan->part.gt);
+		plan->newest_partitions_sql = buf.data;
+
+		/* delete what the source's range no longer has (all, without a key) */
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "DELETE FROM %s AS t WHERE t.%s %s $1 AND t.%s %s $2",
+						 tgtname, p, plan->part.ge, p, plan->part.le);
+		if (spec->unique_key != NIL)
+			appendStringInfo(&buf,
+							 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
+							 srcname, p, plan->part.ge, p, plan->part.le, keymatch.data);
+		plan->delete_range_sql = buf.data;
+
+		/* then upsert the source's range: unchanged rows are not rewritten */
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s WHERE s.%s %s $1 AND s.%s %s $2%s",
+						 insert_head.data, p, plan->part.ge, p, plan->part.le,
+						 conflict.data);
+		plan->insert_range_sql = buf.data;
+	}
+
+	relation_close(src, NoLock);
+	relation_close(tgt, NoLock);
+	return plan;
+}
