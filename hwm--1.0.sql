@@ -2,6 +2,13 @@
 
 \echo Use "CREATE EXTENSION hwm" to load this file. \quit
 
+COMMENT ON SCHEMA hwm IS
+'hwm: high-water-mark incremental loads, partition overwrite, backfill and atomic swap';
+
+-- Anyone may declare and run pipelines over the tables they can use; the
+-- functions check the rights of the caller and of the pipeline's owner.
+GRANT USAGE ON SCHEMA hwm TO PUBLIC;
+
 -- The catalog: one row per pipeline.  Written only by hwm's C functions,
 -- which switch to the catalog's owner for the write; ordinary users may read
 -- it but not change it directly (see the REVOKE below).
