@@ -22,7 +22,7 @@ ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK += $(filter -lm, $(LIBS))
-override CFLAGS += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regression.out
 

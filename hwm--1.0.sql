@@ -22,6 +22,7 @@ CREATE TABLE hwm.state (
     watermark_type       regtype     NOT NULL,
     partition_column     name,
     lookback             integer     NOT NULL DEFAULT 0 CHECK (lookback OPERATOR(pg_catalog.>=) 0),
+    delay                interval,
     schedule             interval,
     next_run_at          timestamptz,
     watermark            text,
@@ -41,6 +42,8 @@ COMMENT ON TABLE hwm.state IS
 'hwm catalog: one row per pipeline (source, target, business key, watermark, partition column, lookback, owner, last run). Change it only through the hwm functions.';
 COMMENT ON COLUMN hwm.state.watermark IS
 'High-water mark: the greatest watermark_column value loaded so far, in the column type''s text form (NULL: nothing loaded yet).';
+COMMENT ON COLUMN hwm.state.delay IS
+'Settle time for application-supplied timestamps: the watermark never moves past now() - delay (NULL: none).';
 COMMENT ON COLUMN hwm.state.lookback IS
 'Number of newest source partitions that every run re-overwrites to catch late-arriving rows (0: none).';
 
@@ -125,13 +128,14 @@ CREATE FUNCTION hwm.create_pipeline(
     partition_column  name     DEFAULT NULL,
     lookback          integer  DEFAULT 0,
     schedule          interval DEFAULT NULL,
-    initial_watermark text     DEFAULT NULL)
+    initial_watermark text     DEFAULT NULL,
+    delay             interval DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
 
-COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text) IS
-'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run. Everything is validated up front.';
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(). Everything is validated up front.';
 
 CREATE FUNCTION hwm.drop_pipeline(pipeline text)
 RETURNS void
@@ -143,6 +147,7 @@ COMMENT ON FUNCTION hwm.drop_pipeline(text) IS
 
 CREATE FUNCTION hwm.run(
     pipeline                   text,
+    nowait                     boolean DEFAULT false,
     OUT rows_upserted          bigint,
     OUT partitions_overwritten integer,
     OUT rows_deleted           bigint,
@@ -154,13 +159,14 @@ RETURNS record
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_run';
 
-COMMENT ON FUNCTION hwm.run(text) IS
-'One incremental run in the caller''s transaction: upsert the source rows newer than the watermark, advance the watermark, re-overwrite the lookback newest partitions, record the run. Returns one summary row.';
+COMMENT ON FUNCTION hwm.run(text, boolean) IS
+'One incremental run in the caller''s transaction: upsert the source rows newer than the watermark, advance the watermark no further than transactions still in flight allow, re-overwrite the lookback newest partitions, record the run. Waits for a concurrent run of the same pipeline, or fails at once with nowait. Returns one summary row.';
 
 CREATE FUNCTION hwm.overwrite(
     pipeline           text,
     from_partition     text,
     to_partition       text,
+    nowait             boolean DEFAULT false,
     OUT rows_deleted   bigint,
     OUT rows_inserted  bigint,
     OUT run_id         bigint)
@@ -168,7 +174,7 @@ RETURNS record
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_overwrite';
 
-COMMENT ON FUNCTION hwm.overwrite(text, text, text) IS
+COMMENT ON FUNCTION hwm.overwrite(text, text, text, boolean) IS
 'Make the target''s partitions from_partition..to_partition (inclusive) equal to the source''s, in one transaction: delete what the source no longer has, upsert the rest. Idempotent.';
 
 CREATE FUNCTION hwm.overwrite_partition(

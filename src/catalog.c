@@ -15,8 +15,11 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/datum.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -99,14 +102,37 @@ hwm_pipeline_exists(const char *name)
 }
 
 /*
- * Read a pipeline's catalog row; with for_update, lock it until the end of
- * the transaction, which is what keeps two runs, overwrites or watermark
- * changes of one pipeline from interleaving.  A second caller waits, then
- * reads the row as the first one left it.  Refuses callers that may not
- * manage the pipeline.
+ * Take the pipeline's lock until the end of the transaction: every run,
+ * overwrite, backfill step, watermark change and drop of one pipeline takes
+ * it, so they never interleave, while different pipelines proceed in
+ * parallel.  It is a heavyweight lock (so waits show in pg_locks and take
+ * part in deadlock detection) on an advisory tag whose key is a 64-bit hash
+ * of the pipeline's name and whose fourth field, HWM_LOCK_SPACE, keeps it
+ * apart from the advisory locks that users take.  With nowait, a busy
+ * pipeline is an error at once instead of a wait.
  */
-HwmPipeline *
-hwm_pipeline_fetch(const char *name, bool for_update)
+#define HWM_LOCK_SPACE 0x686d
+
+static void
+pipeline_lock(const char *name, bool nowait)
+{
+	LOCKTAG		tag;
+	uint64		h = hash_bytes_extended((const unsigned char *) name, strlen(name),
+										UINT64CONST(0x68776d));
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
+						 HWM_LOCK_SPACE);
+	if (LockAcquire(&tag, ExclusiveLock, false, nowait) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("pipeline \"%s\" is busy", name),
+				 errdetail("Another run, overwrite, backfill or change of this pipeline holds its lock."),
+				 errhint("Wait for it to finish, or call without nowait to queue behind it.")));
+}
+
+/* Read a pipeline's catalog row as it is now, or NULL */
+static HwmPipeline *
+pipeline_read(const char *name)
 {
 	HwmRoleSwitch sw;
 	Oid			argtypes[1] = {TEXTOID};
@@ -119,25 +145,15 @@ hwm_pipeline_fetch(const char *name, bool for_update)
 
 	values[0] = CStringGetTextDatum(name);
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec(for_update ?
-				 "SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
+	hwm_spi_exec("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 				 " partition_column::pg_catalog.text, lookback, watermark,"
-				 " owner::pg_catalog.oid, enabled"
-				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1 FOR UPDATE" :
-				 "SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
-				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
-				 " partition_column::pg_catalog.text, lookback, watermark,"
-				 " owner::pg_catalog.oid, enabled"
+				 " owner::pg_catalog.oid, enabled, delay"
 				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 1, argtypes, values, NULL, 0);
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
-
 	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("pipeline \"%s\" does not exist", name),
-				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
+		return NULL;
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -162,7 +178,38 @@ hwm_pipeline_fetch(const char *name, bool for_update)
 	p->watermark = SPI_getvalue(tup, desc, 8);
 	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 9, &isnull));
 	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
+	d = SPI_getbinval(tup, desc, 11, &isnull);
+	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+	return p;
+}
 
+/*
+ * Read a pipeline's catalog row, refusing callers that may not manage it.
+ * With lock, also take the pipeline's lock (see pipeline_lock) and read the
+ * row again under it, so a caller that waited sees what the previous holder
+ * committed.  Permission is checked before locking, so nobody can hold up a
+ * pipeline that is not theirs.
+ */
+HwmPipeline *
+hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
+{
+	HwmPipeline *p = pipeline_read(name);
+
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" does not exist", name),
+				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
+	hwm_check_may_manage(p);
+	if (!lock)
+		return p;
+
+	pipeline_lock(name, nowait);
+	p = pipeline_read(name);
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" was dropped while waiting for its lock", name)));
 	hwm_check_may_manage(p);
 	return p;
 }

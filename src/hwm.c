@@ -17,5 +17,20 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	DefineCustomIntVariable("hwm.wait_timeout",
+							"How long a run waits for writers of its source before holding the watermark back.",
+							"A run waits at most this long for transactions that may still commit rows below the new watermark; "
+							"if any is still running then, the run loads what it sees and keeps the watermark where it is safe.",
+							&hwm_wait_timeout,
+							1000, 0, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.start_margin",
+							"How far behind the current time the watermark of a time-typed column stays at least.",
+							"Covers a transaction that has taken its start time (now()) but is not yet visible to other sessions.",
+							&hwm_start_margin,
+							1000, 0, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 }

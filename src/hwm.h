@@ -29,6 +29,7 @@ typedef struct HwmPipeline
 	char	   *watermark;		/* NULL: nothing loaded yet */
 	Oid			owner;
 	bool		enabled;
+	Interval   *delay;			/* NULL: none */
 } HwmPipeline;
 
 /* A value type used in comparisons (watermark or partition column). */
@@ -68,7 +69,10 @@ typedef struct HwmPlan
 	/* $1 = old watermark (absent in the *_first forms), result: new one */
 	char	   *max_wm_sql;
 	char	   *max_wm_first_sql;
-	/* $1 = old watermark, $2 = new watermark (first form: $1 = new) */
+	/* the greatest value (above $1 and) below the limit $2 (first form: $1) */
+	char	   *max_below_sql;
+	char	   *max_below_first_sql;
+	/* $1 = old watermark (absent in the first form): the rows above it */
 	char	   *upsert_sql;
 	char	   *upsert_first_sql;
 	/* $1 = number of partitions; returns their values, newest first */
@@ -86,9 +90,19 @@ typedef struct HwmRoleSwitch
 	int			save_nestlevel;
 } HwmRoleSwitch;
 
+/* What hwm_safe_bound() found */
+typedef struct HwmSafeBound
+{
+	bool		hold;			/* keep the watermark where it is */
+	bool		has_limit;		/* else keep it strictly below limit */
+	Datum		limit;			/* in the watermark column's type */
+	int			in_flight;		/* transactions that mattered */
+	int			still_running;	/* ... of those, still running after the wait */
+} HwmSafeBound;
+
 /* catalog.c */
 extern Oid	hwm_catalog_owner(void);
-extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool for_update);
+extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern bool hwm_pipeline_exists(const char *name);
 extern void hwm_check_may_manage(HwmPipeline *p);
 extern int64 hwm_record_run(const char *pipeline, const char *kind,
@@ -121,6 +135,13 @@ extern void hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw);
 extern void hwm_unbecome(HwmRoleSwitch *sw);
 extern void hwm_check_privileges(Oid role, const HwmPlanSpec *spec,
 								 const HwmPlan *plan);
+
+/* watermark.c */
+extern int	hwm_wait_timeout;
+extern int	hwm_start_margin;
+extern bool hwm_is_time_type(Oid type);
+extern void hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
+						   HwmSafeBound *b);
 
 /* overwrite.c */
 extern void hwm_overwrite_range(const HwmPlan *plan, Datum from, Datum to,

@@ -17,12 +17,20 @@
 #include "hwm.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
+
+/* A copy of a watermark value that outlives the SPI tuple table */
+static Datum
+datum_copy_of(const HwmPlan *plan, Datum d)
+{
+	return datumCopy(d, get_typbyval(plan->wm.type), get_typlen(plan->wm.type));
+}
 
 PG_FUNCTION_INFO_V1(hwm_run);
 
@@ -44,6 +52,8 @@ hwm_run(PG_FUNCTION_ARGS)
 	char	   *from_text = NULL;
 	char	   *to_text = NULL;
 	bool		advanced = false;
+	bool		held = false;
+	HwmSafeBound bound;
 	int64		run_id;
 	TupleDesc	tupdesc;
 	Datum		values[7];
@@ -51,9 +61,18 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("nowait must not be null")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("hwm.run cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("Such a transaction reads with the snapshot of its first statement, so rows committed after it would be skipped for good once the watermark moved past them."),
+				 errhint("Call hwm.run in a READ COMMITTED transaction (the default), or on its own.")));
 
 	SPI_connect();
-	p = hwm_pipeline_fetch(name, true);
+	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
 
 	spec.source = p->source;
 	spec.target = p->target;
@@ -66,41 +85,48 @@ hwm_run(PG_FUNCTION_ARGS)
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(p->owner, &spec, plan);
 
-	/* steps 2 and 3: the slice above the watermark */
+	/* steps 2 and 3: the slice above the watermark, and how far it may go */
 	{
 		Oid			argtypes[2] = {plan->wm.type, plan->wm.type};
 		Datum		args[2];
+		int			nold = p->watermark ? 1 : 0;
 		bool		isnull;
-		Datum		newwm;
+		Datum		w0;
 
 		if (p->watermark)
-		{
 			args[0] = hwm_value_in(&plan->wm, p->watermark, "stored watermark");
-			hwm_spi_exec(plan->max_wm_sql, 1, argtypes, args, NULL, SPI_OK_SELECT);
-		}
-		else
-			hwm_spi_exec(plan->max_wm_first_sql, 0, NULL, NULL, NULL, SPI_OK_SELECT);
+		hwm_spi_exec(p->watermark ? plan->max_wm_sql : plan->max_wm_first_sql,
+					 nold, argtypes, args, NULL, SPI_OK_SELECT);
 
+		wm_after = p->watermark;
 		if (SPI_processed > 0)
 		{
-			newwm = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			newwm = datumCopy(newwm, get_typbyval(plan->wm.type), get_typlen(plan->wm.type));
-			if (p->watermark)
+			w0 = datum_copy_of(plan, SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+			hwm_safe_bound(plan, p->source, p->delay, &bound);
+			if (bound.hold)
+				held = true;
+			else if (bound.has_limit && hwm_value_cmp(&plan->wm, w0, bound.limit) >= 0)
 			{
-				args[1] = newwm;
-				hwm_spi_exec(plan->upsert_sql, 2, argtypes, args, NULL, SPI_OK_INSERT);
+				/* the greatest visible value below the limit, if any */
+				held = true;
+				args[nold] = bound.limit;
+				hwm_spi_exec(p->watermark ? plan->max_below_sql : plan->max_below_first_sql,
+							 nold + 1, argtypes, args, NULL, SPI_OK_SELECT);
+				if (SPI_processed > 0)
+					wm_after = hwm_value_out(&plan->wm,
+											 SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, &isnull));
 			}
 			else
-			{
-				args[0] = newwm;
-				hwm_spi_exec(plan->upsert_first_sql, 1, argtypes, args, NULL, SPI_OK_INSERT);
-			}
+				wm_after = hwm_value_out(&plan->wm, w0);
+
+			/* load everything visible above the old watermark */
+			hwm_spi_exec(p->watermark ? plan->upsert_sql : plan->upsert_first_sql,
+						 nold, argtypes, args, NULL, SPI_OK_INSERT);
 			upserted = (int64) SPI_processed;
-			wm_after = hwm_value_out(&plan->wm, newwm);
-			advanced = true;
+			advanced = wm_after != p->watermark;
 		}
-		else
-			wm_after = p->watermark;
 	}
 
 	/* step 4: the lookback */
@@ -137,10 +163,11 @@ hwm_run(PG_FUNCTION_ARGS)
 							   upserted + deleted + inserted);
 
 	ereport(NOTICE,
-			(errmsg("hwm: pipeline \"%s\" upserted " INT64_FORMAT " rows, overwrote %d partitions (" INT64_FORMAT " rows deleted, " INT64_FORMAT " inserted or updated), watermark %s -> %s",
+			(errmsg("hwm: pipeline \"%s\" upserted " INT64_FORMAT " rows, overwrote %d partitions (" INT64_FORMAT " rows deleted, " INT64_FORMAT " inserted or updated), watermark %s -> %s%s",
 					p->name, upserted, partitions, deleted, inserted,
 					p->watermark ? p->watermark : "(none)",
-					wm_after ? wm_after : "(none)")));
+					wm_after ? wm_after : "(none)",
+					held ? " (held back below transactions still in flight)" : "")));
 
 	values[0] = Int64GetDatum(upserted);
 	values[1] = Int32GetDatum(partitions);

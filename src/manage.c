@@ -66,10 +66,11 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	char	   *watermark = NULL;
 	Oid			owner = GetUserId();
 	Interval   *schedule = NULL;
-	Oid			argtypes[11] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
-	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID};
-	Datum		values[11];
-	char		nulls[11] = "          ";
+	Interval   *delay = NULL;
+	Oid			argtypes[12] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
+	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID};
+	Datum		values[12];
+	char		nulls[13] = "            ";
 
 	if (name[0] == '\0')
 		ereport(ERROR,
@@ -126,6 +127,19 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 					 errhint("Pass for example schedule => '5 minutes', or NULL to run only on demand.")));
 	}
 
+	if (!PG_ARGISNULL(9))
+	{
+		Interval	zero = {0};
+
+		delay = PG_GETARG_INTERVAL_P(9);
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(delay),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("delay must not be negative"),
+					 errhint("delay is how long rows need to settle: the watermark never moves past now() - delay.")));
+	}
+
 	SPI_connect();
 	if (hwm_pipeline_exists(name))
 		ereport(ERROR,
@@ -136,6 +150,13 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	hwm_become(owner, true, &sw);
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(owner, &spec, plan);
+	if (delay && !hwm_is_time_type(plan->wm.type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("delay needs a time-typed watermark column"),
+				 errdetail("Watermark column \"%s\" has type %s.", spec.watermark_column,
+						   format_type_be(plan->wm.type)),
+				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
 	if (!PG_ARGISNULL(8))
 		watermark = hwm_value_out(&plan->wm,
 								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 8, "initial_watermark"),
@@ -156,14 +177,16 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	values[9] = watermark ? CStringGetTextDatum(watermark) : (Datum) 0;
 	nulls[9] = watermark ? ' ' : 'n';
 	values[10] = ObjectIdGetDatum(owner);
+	values[11] = delay ? IntervalPGetDatum(delay) : (Datum) 0;
+	nulls[11] = delay ? ' ' : 'n';
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 				 " watermark_column, watermark_type, partition_column, lookback,"
-				 " schedule, watermark, owner)"
+				 " schedule, watermark, owner, delay)"
 				 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-				 " $11::pg_catalog.regrole)",
-				 11, argtypes, values, nulls, SPI_OK_INSERT);
+				 " $11::pg_catalog.regrole, $12)",
+				 12, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
 	SPI_finish();
 
@@ -185,7 +208,7 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 	Datum		values[1];
 
 	SPI_connect();
-	(void) hwm_pipeline_fetch(name, true);
+	(void) hwm_pipeline_fetch(name, true, false);
 	values[0] = CStringGetTextDatum(name);
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
@@ -217,7 +240,7 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 	char		nulls[2] = {' ', ' '};
 
 	SPI_connect();
-	p = hwm_pipeline_fetch(name, true);
+	p = hwm_pipeline_fetch(name, true, false);
 	spec.source = p->source;
 	spec.target = p->target;
 	spec.unique_key = p->unique_key;

@@ -122,8 +122,11 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	int64		inserted;
 	int64		run_id;
 
+	if (PG_ARGISNULL(3))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("nowait must not be null")));
 	SPI_connect();
-	p = hwm_pipeline_fetch(name, true);
+	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(3));
 	if (p->partition_column == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -548,13 +548,25 @@ hwm_plan_build(const HwmPlanSpec *spec)
 		plan->max_wm_first_sql = buf.data;
 
 		initStringInfo(&buf);
-		appendStringInfo(&buf, "%s WHERE s.%s %s $1 AND s.%s %s $2%s",
-						 insert_head.data, wm, plan->wm.gt, wm, plan->wm.le, conflict.data);
-		plan->upsert_sql = buf.data;
+		appendStringInfo(&buf,
+						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2 ORDER BY s.%s USING %s LIMIT 1",
+						 wm, srcname, wm, plan->wm.gt, wm, plan->wm.lt, wm, plan->wm.gt);
+		plan->max_below_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1",
+						 wm, srcname, wm, plan->wm.lt, wm, plan->wm.gt);
+		plan->max_below_first_sql = buf.data;
 
 		initStringInfo(&buf);
 		appendStringInfo(&buf, "%s WHERE s.%s %s $1%s",
-						 insert_head.data, wm, plan->wm.le, conflict.data);
+						 insert_head.data, wm, plan->wm.gt, conflict.data);
+		plan->upsert_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s WHERE s.%s IS NOT NULL%s",
+						 insert_head.data, wm, conflict.data);
 		plan->upsert_first_sql = buf.data;
 	}
 

@@ -1,0 +1,167 @@
+# shellcheck shell=bash
+# scripts/lib.sh: helpers shared by scripts/demo.sh and scripts/test.sh.
+# Source it; do not run it.  Callers set `set -euo pipefail` themselves.
+#
+#   hwm_install_deps    apt-get the build/test packages that are missing
+#   hwm_apt_install P.. apt-get those of packages P.. that are missing
+#   hwm_build_install   make && make install (COPT=-Werror under CI)
+#   hwm_start_cluster   throwaway PostgreSQL 15 cluster with hwm preloaded,
+#                       stopped and deleted when the calling script exits
+#   hwm_psql ARGS...    psql against that cluster, stopping at the first error
+#   hwm_on_exit CMD     run CMD (a string) when the calling script exits
+
+PGBIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$PGBIN/pg_config
+# Repository root: the parent of the folder that holds this file.
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+hwm_log() { printf '==> %s\n' "$*" >&2; }
+
+# Run a command as root (sudo when we are not root).
+hwm_as_root() {
+    if [[ $EUID -eq 0 ]]; then "$@"; else sudo -- "$@"; fi
+}
+
+# Run a command as the postgres OS user: initdb/postgres refuse to run as
+# root.  It runs from / so that it never starts in a folder postgres may not
+# read.  Note that sudo (the non-root case) drops the environment, so pass
+# anything the command needs as arguments.
+hwm_as_postgres() {
+    if [[ $(id -un) == postgres ]]; then
+        (cd / && "$@")
+    elif [[ $EUID -eq 0 ]]; then
+        (cd / && runuser -u postgres -- "$@")
+    else
+        (cd / && sudo -u postgres -- "$@")
+    fi
+}
+
+# --- cleanup on exit -------------------------------------------------------
+# One EXIT trap runs every registered command, newest first.  INT and TERM
+# just exit, which fires the EXIT trap, so cleanup runs exactly once.
+_HWM_ON_EXIT=()
+_hwm_run_on_exit() {
+    local i
+    for ((i = ${#_HWM_ON_EXIT[@]} - 1; i >= 0; i--)); do
+        eval "${_HWM_ON_EXIT[i]}" || true
+    done
+    _HWM_ON_EXIT=()
+}
+hwm_on_exit() {
+    _HWM_ON_EXIT+=("$1")
+    trap _hwm_run_on_exit EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+# --- dependencies ----------------------------------------------------------
+# postgresql-15 (the server: initdb, postgres, pg_regress) is listed too,
+# because postgresql-server-dev-15 does not pull it in.
+HWM_DEPS=(postgresql-15 postgresql-server-dev-15 libipc-run-perl build-essential gcc make)
+
+hwm_pkg_installed() {
+    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *"ok installed" ]]
+}
+
+# Install those of the given packages that are not installed yet.
+hwm_apt_install() {
+    local pkg missing=()
+    for pkg in "$@"; do
+        hwm_pkg_installed "$pkg" || missing+=("$pkg")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    hwm_log "installing: ${missing[*]}"
+    # -qq keeps apt quiet; errors still reach stderr.
+    hwm_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    hwm_as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+hwm_install_deps() { hwm_apt_install "${HWM_DEPS[@]}"; }
+
+# --- build -----------------------------------------------------------------
+# Incremental (no `make clean`).  Under CI=true or HWM_WERROR=1 warnings are
+# errors; only files that get recompiled are checked, which in CI's fresh
+# clone is all of them.
+hwm_build_install() {
+    local args=(PG_CONFIG="$PG_CONFIG")
+    if [[ ${CI:-} == true || ${HWM_WERROR:-} == 1 ]]; then
+        args+=(COPT=-Werror)
+    fi
+    hwm_log "building hwm"
+    make -C "$REPO" -j"$(nproc)" "${args[@]}"
+    hwm_log "installing hwm into $("$PG_CONFIG" --pkglibdir)"
+    hwm_as_root make -C "$REPO" "${args[@]}" install
+}
+
+# --- throwaway cluster -----------------------------------------------------
+# Pick a free TCP port on 127.0.0.1: random tries in 20000-60000 until
+# nothing answers there.
+hwm_free_port() {
+    local port try
+    for try in $(seq 1 100); do
+        port=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+        # A successful connect means something listens: try another.
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "$port"
+            return 0
+        fi
+    done
+    echo "no free port found after $try tries" >&2
+    return 1
+}
+
+# Start a cluster in a new temp dir (short path under /tmp: the Unix socket
+# lives there and socket paths are limited to about 100 bytes).  Exports
+# HWM_CLUSTER_DIR, PGHOST, PGPORT, PGUSER, PGDATABASE.
+hwm_start_cluster() {
+    HWM_CLUSTER_DIR=$(mktemp -d /tmp/hwm.XXXXXX)
+    export HWM_CLUSTER_DIR
+    hwm_on_exit _hwm_stop_cluster
+    chown postgres: "$HWM_CLUSTER_DIR" 2>/dev/null || hwm_as_root chown postgres: "$HWM_CLUSTER_DIR"
+
+    local data=$HWM_CLUSTER_DIR/data log=$HWM_CLUSTER_DIR/server.log
+    hwm_log "initdb in $data"
+    if ! hwm_as_postgres "$PGBIN/initdb" -D "$data" -A trust -U postgres \
+        -E UTF8 --locale=C --no-sync --no-instructions >"$HWM_CLUSTER_DIR/initdb.log" 2>&1; then
+        cat "$HWM_CLUSTER_DIR/initdb.log" >&2
+        return 1
+    fi
+
+    PGPORT=$(hwm_free_port)
+    hwm_as_postgres tee -a "$data/postgresql.conf" >/dev/null <<EOF
+
+# Added by scripts/lib.sh (hwm_start_cluster)
+shared_preload_libraries = 'hwm'
+listen_addresses = '127.0.0.1'
+port = $PGPORT
+unix_socket_directories = '$HWM_CLUSTER_DIR'
+max_prepared_transactions = 10
+EOF
+
+    hwm_log "starting PostgreSQL on 127.0.0.1:$PGPORT (log: $log)"
+    if ! hwm_as_postgres "$PGBIN/pg_ctl" -D "$data" -l "$log" -w -t 60 start >/dev/null; then
+        echo "PostgreSQL failed to start; end of $log:" >&2
+        tail -n 40 "$log" >&2 || true
+        return 1
+    fi
+    export PGHOST=$HWM_CLUSTER_DIR PGPORT PGUSER=postgres PGDATABASE=postgres
+}
+
+# Registered by hwm_start_cluster: fast stop, then delete everything.
+_hwm_stop_cluster() {
+    [[ -n ${HWM_CLUSTER_DIR:-} && -d $HWM_CLUSTER_DIR ]] || return 0
+    local data=$HWM_CLUSTER_DIR/data
+    if hwm_as_postgres "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+        hwm_log "stopping PostgreSQL"
+        hwm_as_postgres "$PGBIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null || true
+    fi
+    rm -rf "$HWM_CLUSTER_DIR" 2>/dev/null || hwm_as_root rm -rf "$HWM_CLUSTER_DIR"
+}
+
+# psql as postgres against the cluster of hwm_start_cluster; connection
+# settings are passed as options since sudo would drop PG* variables.
+hwm_psql() {
+    hwm_as_postgres "$PGBIN/psql" -X -v ON_ERROR_STOP=1 \
+        -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d "$PGDATABASE" "$@"
+}
