@@ -12,7 +12,7 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 # One file per feature, in this order (install first: it creates the extension).
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load types \
 	overwrite_partition bad_input
-REGRESS += backfill
+REGRESS += backfill swap
 # Until sql/types.sql and sql/bad_input.sql exist, skip listed tests that have
 # no file (pg_regress stops at the first missing one and runs none after it).
 REGRESS := $(foreach t,$(REGRESS),$(if $(wildcard sql/$(t).sql),$(t)))

@@ -261,3 +261,25 @@ AS 'MODULE_PATHNAME', 'hwm_backfill_plan';
 
 COMMENT ON FUNCTION hwm.backfill_plan(text, text, text) IS
 'The partitions that a backfill of the inclusive range would overwrite, in order, with their row counts in the source and the target. Changes nothing.';
+
+-- Staging swap.  Not SECURITY DEFINER: the caller must own both tables.
+CREATE PROCEDURE hwm.swap(
+    target       regclass,
+    staging      regclass,
+    min_rows     bigint   DEFAULT NULL,
+    min_ratio    float8   DEFAULT NULL,
+    check_query  text     DEFAULT NULL,
+    lock_timeout interval DEFAULT '5s')
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_swap';
+
+COMMENT ON PROCEDURE hwm.swap(regclass, regclass, bigint, double precision, text, interval) IS
+'Validate staging (same columns, types and nullability; an index matching each of the target''s; the target''s CHECK constraints and foreign keys; at least min_rows rows and min_ratio times the target''s; check_query returns true), then exchange the storage of the two tables in one transaction. The target keeps its OID, so its views, grants, foreign keys, triggers, policies and publications stay attached; staging then holds the previous contents (swap again to restore them). Locks are waited for at most lock_timeout.';
+
+CREATE FUNCTION hwm.create_staging(target regclass)
+RETURNS regclass
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_staging';
+
+COMMENT ON FUNCTION hwm.create_staging(regclass) IS
+'Create <target>_hwm_staging next to the target with the same columns, defaults, constraints, indexes, persistence and owner (CREATE TABLE ... (LIKE target INCLUDING ALL)), ready to be loaded and swapped in with hwm.swap.';
