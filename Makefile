@@ -11,7 +11,7 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 
 # One file per feature, in this order (install first: it creates the extension).
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types \
-	overwrite_partition bad_input
+	overwrite_partition backfill swap bad_input
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 
 TAP_TESTS = 1
@@ -20,7 +20,6 @@ PROVE_TESTS = test/t/*.pl
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
 	--inputdir=test --outputdir=output_iso
-
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -I$(srcdir)/src
