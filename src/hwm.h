@@ -103,6 +103,8 @@ typedef struct HwmSafeBound
 /* catalog.c */
 extern Oid	hwm_catalog_owner(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
+extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
+												bool nowait, bool orphan_ok);
 extern bool hwm_pipeline_exists(const char *name);
 extern void hwm_check_may_manage(HwmPipeline *p);
 extern int64 hwm_record_run(const char *pipeline, const char *kind,
@@ -135,6 +137,9 @@ extern void hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw);
 extern void hwm_unbecome(HwmRoleSwitch *sw);
 extern void hwm_check_privileges(Oid role, const HwmPlanSpec *spec,
 								 const HwmPlan *plan);
+extern bool hwm_allow_superuser_pipelines;
+extern void hwm_check_owner_allowed(Oid owner, const char *pipeline,
+									bool creating);
 
 /* watermark.c */
 extern int	hwm_wait_timeout;

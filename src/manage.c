@@ -76,6 +76,14 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("pipeline name must not be empty")));
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("pipeline name is too long"),
+				 errdetail("The name has %d bytes; at most %d are allowed, as for any PostgreSQL identifier.",
+						   (int) strlen(name), NAMEDATALEN - 1),
+				 errhint("Choose a shorter name.")));
+	hwm_check_owner_allowed(owner, name, true);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 						errmsg("source must not be null")));
@@ -208,7 +216,8 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 	Datum		values[1];
 
 	SPI_connect();
-	(void) hwm_pipeline_fetch(name, true, false);
+	/* a superuser may drop a pipeline whose owner role is gone */
+	(void) hwm_pipeline_fetch_extended(name, true, false, true);
 	values[0] = CStringGetTextDatum(name);
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",

@@ -20,6 +20,9 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
+/* hwm.allow_superuser_pipelines */
+bool		hwm_allow_superuser_pipelines = false;
+
 /*
  * Switch to role (restricted: also forbid what a security-restricted
  * operation forbids) and pin search_path, until hwm_unbecome().  An error in
@@ -102,6 +105,8 @@ require(Oid role, Oid relid, AclMode priv, const char *privname,
 void
 hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 {
+	if (spec->pipeline)
+		hwm_check_owner_allowed(role, spec->pipeline, false);
 	require(role, spec->source, ACL_SELECT, "SELECT", plan->source_columns,
 			"source table", spec->pipeline);
 	require(role, spec->target, ACL_SELECT, "SELECT", plan->target_columns,
@@ -114,4 +119,35 @@ hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 	if (plan->has_part)
 		require(role, spec->target, ACL_DELETE, "DELETE", NIL,
 				"target table", spec->pipeline);
+}
+
+/*
+ * Refuse a pipeline owned by a superuser unless hwm.allow_superuser_pipelines
+ * is on: a pipeline runs its statements (and so the triggers, defaults,
+ * domain checks and views of its tables) with its owner's rights, which for
+ * a superuser are unlimited.  Checked when the pipeline is created and on
+ * every run, so that an owner who became superuser later is refused too.
+ */
+void
+hwm_check_owner_allowed(Oid owner, const char *pipeline, bool creating)
+{
+	char	   *rolname;
+
+	if (hwm_allow_superuser_pipelines || !superuser_arg(owner))
+		return;
+	rolname = GetUserNameFromId(owner, false);
+	if (creating)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pipeline \"%s\" would be owned by superuser \"%s\"",
+						pipeline, rolname),
+				 errdetail("A pipeline runs with its owner's rights, which for a superuser are unlimited, and hwm.allow_superuser_pipelines is off."),
+				 errhint("Create the pipeline as an ordinary role that has only the privileges it needs (SET ROLE ... first), or have a superuser set hwm.allow_superuser_pipelines = on.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("pipeline \"%s\" is owned by superuser \"%s\"",
+					pipeline, rolname),
+			 errdetail("A pipeline runs with its owner's rights, which for a superuser are unlimited, and hwm.allow_superuser_pipelines is off."),
+			 errhint("Remove the attribute with ALTER ROLE %s NOSUPERUSER, or recreate the pipeline as an ordinary role, or have a superuser set hwm.allow_superuser_pipelines = on.",
+					 quote_identifier(rolname))));
 }
