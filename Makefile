@@ -12,6 +12,8 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 # One file per feature, in this order (install first: it creates the extension).
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load types \
 	overwrite_partition bad_input
+# Least privilege and hostile input (issue 6).
+REGRESS += privileges
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
