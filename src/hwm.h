@@ -140,6 +140,8 @@ extern void hwm_check_privileges(Oid role, const HwmPlanSpec *spec,
 extern bool hwm_allow_superuser_pipelines;
 extern void hwm_check_owner_allowed(Oid owner, const char *pipeline,
 									bool creating);
+extern void hwm_check_pipeline_tables(const HwmPlanSpec *spec,
+									  const Interval *delay);
 
 /* watermark.c */
 extern int	hwm_wait_timeout;

@@ -26,6 +26,11 @@ key_list(ArrayType *arr)
 	int			nelems;
 	List	   *keys = NIL;
 
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("unique_key must be a one-dimensional array"),
+				 errhint("Pass the key columns as a flat list, for example unique_key => '{id,day}'.")));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
 					  &elems, &elemnulls, &nelems);
 	if (nelems == 0)
@@ -158,6 +163,7 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	hwm_become(owner, true, &sw);
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(owner, &spec, plan);
+	hwm_check_pipeline_tables(&spec, delay);
 	if (delay && !hwm_is_time_type(plan->wm.type))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
