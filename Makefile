@@ -10,11 +10,14 @@ DATA = $(sort $(wildcard hwm--*.sql))
 PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and backfill"
 
 # One file per feature, in this order (install first: it creates the extension).
-REGRESS = install lesson_load lesson_overwrite lesson_backfill load types \
+REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types \
 	overwrite_partition bad_input
 # Least privilege and hostile input (issue 6).
 REGRESS += privileges injection planted
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
 
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
@@ -30,3 +33,6 @@ EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regres
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: every object depends on the shared header.
+$(OBJS): src/hwm.h

@@ -23,6 +23,7 @@ CREATE TABLE hwm.state (
     partition_column     name,
     lookback             integer     NOT NULL DEFAULT 0 CHECK (lookback OPERATOR(pg_catalog.>=) 0),
     delay                interval,
+    batch_size           bigint      CHECK (batch_size OPERATOR(pg_catalog.>) 0),
     schedule             interval,
     next_run_at          timestamptz,
     watermark            text,
@@ -44,6 +45,8 @@ COMMENT ON COLUMN hwm.state.watermark IS
 'High-water mark: the greatest watermark_column value loaded so far, in the column type''s text form (NULL: nothing loaded yet).';
 COMMENT ON COLUMN hwm.state.delay IS
 'Settle time for application-supplied timestamps: the watermark never moves past now() - delay (NULL: none).';
+COMMENT ON COLUMN hwm.state.batch_size IS
+'Most rows one run loads (NULL: no cap); rows sharing one watermark value are never split. CALL hwm.catch_up runs batch after batch.';
 COMMENT ON COLUMN hwm.state.lookback IS
 'Number of newest source partitions that every run re-overwrites to catch late-arriving rows (0: none).';
 
@@ -119,8 +122,10 @@ SELECT s.pipeline,
        s.watermark_column,
        s.watermark,
        CASE WHEN s.watermark IS NOT NULL
-             AND s.watermark_type OPERATOR(pg_catalog.=) ANY
-                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[])
+             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+                    FROM pg_catalog.pg_type AS t
+                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
+                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
             THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
        END AS lag,
        s.partition_column,
@@ -155,13 +160,14 @@ CREATE FUNCTION hwm.create_pipeline(
     lookback          integer  DEFAULT 0,
     schedule          interval DEFAULT NULL,
     initial_watermark text     DEFAULT NULL,
-    delay             interval DEFAULT NULL)
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
 
-COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval) IS
-'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(). Everything is validated up front.';
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run. Everything is validated up front.';
 
 CREATE FUNCTION hwm.drop_pipeline(pipeline text)
 RETURNS void
@@ -187,6 +193,13 @@ AS 'MODULE_PATHNAME', 'hwm_run';
 
 COMMENT ON FUNCTION hwm.run(text, boolean) IS
 'One incremental run in the caller''s transaction: upsert the source rows newer than the watermark, advance the watermark no further than transactions still in flight allow, re-overwrite the lookback newest partitions, record the run. Waits for a concurrent run of the same pipeline, or fails at once with nowait. Returns one summary row.';
+
+CREATE PROCEDURE hwm.catch_up(pipeline text)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_catch_up';
+
+COMMENT ON PROCEDURE hwm.catch_up(text) IS
+'Run a pipeline batch after batch until its watermark stops moving; outside a transaction block each batch commits on its own, inside one they share the caller''s transaction.';
 
 CREATE FUNCTION hwm.overwrite(
     pipeline           text,
