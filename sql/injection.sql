@@ -7,6 +7,8 @@
 -- schemas, tables, columns and pipelines, through every function.
 SET datestyle = ISO;
 SET timezone = 'UTC';
+-- (the results say what each call did; its NOTICE would only repeat it)
+SET client_min_messages = warning;
 \set VERBOSITY default
 
 -- the tables an injection would drop
@@ -129,7 +131,6 @@ BEGIN
 END
 $$;
 
-SET client_min_messages = warning;
 SELECT kind, octet_length(base) + 1 AS name_bytes, r.*
   FROM (VALUES ('double quote', 'a"b'),
                ('single quote', 'it''s'),
@@ -145,7 +146,6 @@ SELECT kind, octet_length(base) + 1 AS name_bytes, r.*
                ('max length, ascii', repeat('m', 62)),
                ('max length, unicode', repeat('é', 31))) AS f(kind, base),
        LATERAL inj.try(f.base) AS r;
-RESET client_min_messages;
 
 -- 63 bytes is the most a name can have: a 64-byte pipeline name is refused
 -- (PostgreSQL would silently truncate an identifier that long)
@@ -156,7 +156,5 @@ SELECT hwm.create_pipeline(repeat('m', 64), 'inj.codes_src', 'inj.codes', '{code
 SELECT (SELECT count(*) FROM public.t) AS public_t, (SELECT count(*) FROM inj.t) AS inj_t;
 
 -- clean up
-SET client_min_messages = warning;
 DROP SCHEMA inj CASCADE;
-RESET client_min_messages;
 DROP TABLE public.t;

@@ -10,6 +10,8 @@
 -- shows first that the planted objects do catch unqualified SQL.
 SET datestyle = ISO;
 SET timezone = 'UTC';
+-- (the results say what each call did; its NOTICE would only repeat it)
+SET client_min_messages = warning;
 \set VERBOSITY default
 
 CREATE ROLE regress_hwm_mallory;
@@ -188,8 +190,6 @@ SELECT (SELECT count(*) FROM early.tgt) AS early_tgt, (SELECT count(*) FROM earl
 
 -- clean up
 SELECT hwm.drop_pipeline('pl_time');
-SET client_min_messages = warning;
 DROP SCHEMA planted, early, data CASCADE;
 DROP OWNED BY regress_hwm_mallory, regress_hwm_victim;
-RESET client_min_messages;
 DROP ROLE regress_hwm_mallory, regress_hwm_victim;

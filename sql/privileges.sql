@@ -8,6 +8,8 @@
 -- dropped owners never let a pipeline run with someone else's rights.
 SET datestyle = ISO;
 SET timezone = 'UTC';
+-- (the results say what each call did; its NOTICE would only repeat it)
+SET client_min_messages = warning;
 \set VERBOSITY default
 
 -- a data owner owns the tables; alice and bob each load their own rows into
@@ -318,9 +320,7 @@ SELECT hwm.drop_pipeline('p_bob');
 RESET ROLE;
 
 -- clean up
-SET client_min_messages = warning;
 DROP SCHEMA priv CASCADE;
-RESET client_min_messages;
 DROP OWNED BY regress_hwm_alice, regress_hwm_bob, regress_hwm_carol, regress_hwm_data;
 DROP ROLE regress_hwm_alice, regress_hwm_bob, regress_hwm_carol, regress_hwm_data;
 SELECT count(*) AS pipelines_left FROM hwm.state WHERE pipeline LIKE 'p\_%';
