@@ -206,7 +206,7 @@ hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
 		if (get_rel_persistence(rels[i]) == RELPERSISTENCE_TEMP)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s %s is a temporary table", what[i], hwm_qualified_name(rels[i])),
+					 errmsg("%s \"%s\" is a temporary table", what[i], get_rel_name(rels[i])),
 					 errdetail("A pipeline outlives the session, and no other session can read a temporary table."),
 					 errhint("Use an ordinary or unlogged table, or hwm.overwrite_partition for a one-off load.")));
 	if (delay)
