@@ -13,7 +13,7 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types \
 	overwrite_partition bad_input
 # Least privilege and hostile input (issue 6).
-REGRESS += privileges injection planted bad_input_more
+REGRESS += privileges injection planted bad_input_more fuzz
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 
 TAP_TESTS = 1
