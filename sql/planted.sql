@@ -154,6 +154,8 @@ SELECT rows_deleted, rows_inserted FROM hwm.overwrite('pl_time', '2026-03-01', '
 SELECT rows_deleted, rows_inserted FROM hwm.overwrite('pl_text', 'r0', 'r2');
 SELECT hwm.set_watermark('pl_time', NULL);
 SELECT hwm.set_watermark('pl_text', '3');
+CALL hwm.catch_up('pl_text');
+SELECT hwm.set_watermark('pl_text', '3');
 SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('pl_time');
 SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('pl_text');
 SELECT rows_deleted, rows_inserted
@@ -172,6 +174,8 @@ SET search_path = early, public, pg_catalog;
 SELECT rows_upserted, watermark_after FROM hwm.run('pl_time');
 SELECT rows_upserted, watermark_after FROM hwm.run('pl_text');
 SELECT rows_deleted, rows_inserted FROM hwm.overwrite('pl_text', 'r0', 'r2');
+SELECT hwm.set_watermark('pl_text', '2');
+CALL hwm.catch_up('pl_text');
 SELECT hwm.set_watermark('pl_time', '2026-03-01 00:00+00');
 SELECT rows_upserted FROM hwm.run('pl_time');
 SELECT hwm.drop_pipeline('pl_text');
