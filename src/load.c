@@ -1,18 +1,22 @@
 /*
  * load.c
- *		hwm.run(pipeline): one incremental run in the caller's transaction.
+ *		hwm.run(pipeline): one incremental run in the caller's transaction,
+ *		and CALL hwm.catch_up(pipeline), which repeats it batch by batch.
  *
- *	1. lock the pipeline's catalog row (a concurrent run of the same pipeline
- *	   waits here, then reads the watermark this run leaves);
- *	2. find the greatest watermark value above the stored one;
- *	3. upsert the slice (old, new] on the business key, skipping rows whose
- *	   values did not change;
- *	4. overwrite the lookback newest partitions to catch late rows;
- *	5. store the new watermark and the run's facts, in the same transaction.
+ *	1. take the pipeline's lock (a concurrent run of the same pipeline waits
+ *	   here, then reads the watermark this run leaves);
+ *	2. find W0, the greatest watermark value above the stored one, or the
+ *	   end of the batch when batch_size caps the run;
+ *	3. ask watermark.c how far the watermark may go given the transactions
+ *	   still in flight, and settle on the greatest visible value below that;
+ *	4. upsert every visible row above the old watermark (up to the batch's
+ *	   end) on the business key, skipping rows whose values did not change;
+ *	5. overwrite the lookback newest partitions to catch late rows;
+ *	6. store the new watermark and the run's facts, in the same transaction.
  *
- * The upsert is bounded above by the value found in step 2, so what is
- * loaded is exactly what the stored watermark claims: a row committed between
- * the two statements with a greater value is left for the next run.
+ * Rows above the stored watermark are loaded at once even when the
+ * watermark is held back; the next run reads them again, and the upsert
+ * finds nothing to change.
  */
 #include "hwm.h"
 
