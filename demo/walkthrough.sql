@@ -11,6 +11,12 @@ SET timezone = 'UTC';
 \echo '=== 1. Install the extension: its functions live in schema hwm'
 CREATE EXTENSION hwm;
 
+\echo '===    A pipeline runs with the rights of the role that created it, so hwm'
+\echo '===    refuses pipelines owned by superusers: the rest runs as an ordinary role'
+CREATE ROLE demo_loader;
+GRANT CREATE ON SCHEMA public TO demo_loader;
+SET ROLE demo_loader;
+
 \echo
 \echo '=== 2. A source table (rows arrive here) and a target table (hwm loads it)'
 CREATE TABLE source (id int, load_date date, updated_at timestamptz, amount int);
