@@ -347,10 +347,10 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 			return "it has dropped columns";
 		if (att->attgenerated || loaded(plan, NameStr(att->attname)))
 			continue;
-		if (att->attidentity)
+		tattno = get_attnum(RelationGetRelid(tgt), NameStr(att->attname));
+		if (att->attidentity || TupleDescAttr(RelationGetDescr(tgt), tattno - 1)->attidentity)
 			return psprintf("its identity column %s is not in the source",
 							quote_identifier(NameStr(att->attname)));
-		tattno = get_attnum(RelationGetRelid(tgt), NameStr(att->attname));
 		if (!equal(column_default(leaf, att->attnum), column_default(tgt, tattno)))
 			return psprintf("column %s, which the source lacks, has another default in the partition than in the target",
 							quote_identifier(NameStr(att->attname)));
@@ -679,9 +679,11 @@ exchange_leaf(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf
 /*
  * Exchange one leaf in a subtransaction.  Returns false, with the reason,
  * when the exchange gave up (a refusal, the lock not granted in time, a
- * deadlock, a missing privilege): the subtransaction is rolled back, so
- * nothing of it remains, and the caller overwrites the partition row by row.
- * Any other error is raised again.
+ * deadlock, a missing privilege, a row that breaks a constraint or a value
+ * out of range): the subtransaction is rolled back, so nothing of it
+ * remains, and the caller overwrites the partition row by row, which raises
+ * a bad row's error again in the target's terms.  Any other error (a
+ * cancel, say) is raised again at once.
  */
 static bool
 exchange_guarded(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf,
@@ -720,6 +722,13 @@ exchange_guarded(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf 
 		else if (edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
 				 edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
 			*why = psprintf("%s", edata->message);
+		else if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
+				 ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_DATA_EXCEPTION)
+		{
+			/* let the row-by-row overwrite report it, with the target's names */
+			*why = psprintf("building its new contents failed with SQLSTATE %s",
+							unpack_sql_state(edata->sqlerrcode));
+		}
 		else
 			ReThrowError(edata);
 	}
