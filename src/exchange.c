@@ -7,7 +7,8 @@
  *		partition (a range that cuts through it) is overwritten by the diff
  *		of overwrite.c, in the same transaction.
  *
- * For each covered leaf partition L:
+ * For each covered leaf partition L (every L is built before the rest of the
+ * range is diffed, and only then is any L locked, so the locks are short):
  *
  *	1. CREATE TABLE hwm_exchange_<oid of L> (LIKE L ...) next to L, with its
  *	   defaults, constraints, indexes, storage, access method, persistence,
@@ -92,6 +93,12 @@ typedef struct CoveredLeaf
 	Datum		hi;
 	Datum	   *values;			/* LIST: its values */
 	int			nvalues;
+	/* once built (see build_leaf) */
+	bool		built;
+	Oid			newoid;			/* the table aside */
+	char	   *newqual;
+	int64		old_rows;
+	int64		new_rows;
 } CoveredLeaf;
 
 /* The partitioning of a target, when hwm can exchange its partitions */
@@ -541,32 +548,25 @@ rename_toast(Oid relid)
 }
 
 /*
- * Exchange one covered leaf (see the file header).  Runs inside
+ * Step 1 for one covered leaf: build its new contents in a table aside
+ * (see the file header), and count the rows that will go.  Runs inside
  * exchange_guarded's subtransaction, as the role that runs the overwrite.
  */
 static void
-exchange_leaf(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf,
-			  int64 *old_rows, int64 *new_rows)
+build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 {
 	Relation	leaf;
-	Relation	tgt;
-	Relation	newrel;
 	Oid			nsp = get_rel_namespace(lf->relid);
 	char	   *newname = psprintf("hwm_exchange_%u", lf->relid);
-	char	   *newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
-	Oid			newoid;
 	Oid			owner;
 	StringInfoData sql;
-	const char *why;
-	List	   *pairs;
-	ListCell   *lc;
 	bool		isnull;
 	const char *p = quote_identifier(plan->partition_column);
 
+	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
 	if (OidIsValid(get_relname_relid(newname, nsp)))
-		refuse(psprintf("a table named %s is in the way", newqual));
+		refuse(psprintf("a table named %s is in the way", lf->newqual));
 
-	/* 1. build the new contents aside */
 	leaf = table_open(lf->relid, AccessShareLock);
 	owner = leaf->rd_rel->relowner;
 	initStringInfo(&sql);
@@ -575,22 +575,22 @@ exchange_leaf(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf
 					 " INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE"
 					 " INCLUDING COMPRESSION) USING %s%s",
 					 leaf->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED ? "UNLOGGED " : "",
-					 newqual, lf->name, quote_identifier(get_am_name(leaf->rd_rel->relam)),
+					 lf->newqual, lf->name, quote_identifier(get_am_name(leaf->rd_rel->relam)),
 					 with_options(lf->relid));
 	if (OidIsValid(leaf->rd_rel->reltablespace))
 		appendStringInfo(&sql, " TABLESPACE %s",
 						 quote_identifier(get_tablespace_name(leaf->rd_rel->reltablespace)));
 	table_close(leaf, NoLock);
 	hwm_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	newoid = get_relname_relid(newname, nsp);
+	lf->newoid = get_relname_relid(newname, nsp);
 	if (owner != GetUserId())
-		hwm_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", newqual,
+		hwm_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", lf->newqual,
 							  quote_identifier(GetUserNameFromId(owner, false))),
 					 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s AS s WHERE ",
-					 newqual, plan->column_list_sql, plan->select_list_sql,
+					 lf->newqual, plan->column_list_sql, plan->select_list_sql,
 					 hwm_qualified_name(plan->source));
 	if (pt->is_list)
 	{
@@ -614,14 +614,29 @@ exchange_leaf(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf
 		appendStringInfo(&sql, "s.%s %s $1 AND s.%s %s $2", p, plan->part.ge, p, plan->part.lt);
 		hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_INSERT);
 	}
-	*new_rows = (int64) SPI_processed;
+	lf->new_rows = (int64) SPI_processed;
 
-	/* the rows that go, counted before the lock so readers wait less */
+	/* the rows that go, counted now so readers wait less */
 	hwm_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", lf->name),
 				 0, NULL, NULL, NULL, SPI_OK_SELECT);
-	*old_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	lf->old_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
 
-	/* 2. the lock, then everything checked again under it */
+/*
+ * Steps 2 and 3 for one built leaf: lock it, check everything again under
+ * the lock, trade storage and drop the table that now holds the old rows.
+ * Runs inside exchange_guarded's subtransaction.
+ */
+static void
+swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+{
+	Relation	leaf;
+	Relation	tgt;
+	Relation	newrel;
+	const char *why;
+	List	   *pairs;
+	ListCell   *lc;
+
 	lock_leaf(lf->relid);
 	leaf = table_open(lf->relid, NoLock);
 	tgt = table_open(plan->target, AccessShareLock);
@@ -631,7 +646,7 @@ exchange_leaf(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf
 		refuse(why);
 	if (leaf->rd_refcnt != 1 || AfterTriggerPendingOnRel(lf->relid))
 		refuse("it is in use by this session");
-	newrel = table_open(newoid, AccessExclusiveLock);
+	newrel = table_open(lf->newoid, AccessExclusiveLock);
 	if (RelationGetDescr(leaf)->natts != RelationGetDescr(newrel)->natts ||
 		leaf->rd_rel->relam != newrel->rd_rel->relam ||
 		leaf->rd_rel->relpersistence != newrel->rd_rel->relpersistence ||
@@ -650,44 +665,44 @@ exchange_leaf(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf
 			strcmp(NameStr(a->attname), NameStr(b->attname)) != 0)
 			refuse("a copy made with CREATE TABLE ... LIKE does not have its storage layout");
 	}
-	pairs = hwm_match_indexes(leaf, newrel, lf->name, newqual);
+	pairs = hwm_match_indexes(leaf, newrel, lf->name, lf->newqual);
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		if (get_rel_tablespace(lfirst_oid(lc)) != get_rel_tablespace(lfirst_oid(lnext(pairs, lc))))
 			refuse(psprintf("its index %s is in another tablespace than the table",
 							quote_identifier(get_rel_name(lfirst_oid(lc)))));
-	set_size_stats(newrel, *new_rows);
+	set_size_stats(newrel, lf->new_rows);
 	table_close(newrel, NoLock);
 
-	/* 3. trade storage, then drop the table that now holds the old rows */
 	TransferPredicateLocksToHeapRelation(leaf);
 	table_close(leaf, NoLock);
-	hwm_swap_storage(lf->relid, newoid, pairs);
-	storage_now_new(lf->relid, newoid);
+	hwm_swap_storage(lf->relid, lf->newoid, pairs);
+	storage_now_new(lf->relid, lf->newoid);
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		storage_now_new(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
 
 	/* the partition's activity counters: as TRUNCATE and INSERT would leave them */
 	leaf = table_open(lf->relid, NoLock);
 	pgstat_count_truncate(leaf);
-	pgstat_count_heap_insert(leaf, *new_rows);
+	pgstat_count_heap_insert(leaf, lf->new_rows);
 	table_close(leaf, NoLock);
 
-	hwm_spi_exec(psprintf("DROP TABLE %s", newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	hwm_spi_exec(psprintf("DROP TABLE %s", lf->newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	lf->newoid = InvalidOid;
 	rename_toast(lf->relid);
 }
 
 /*
- * Exchange one leaf in a subtransaction.  Returns false, with the reason,
- * when the exchange gave up (a refusal, the lock not granted in time, a
- * deadlock, a missing privilege, a row that breaks a constraint or a value
- * out of range): the subtransaction is rolled back, so nothing of it
- * remains, and the caller overwrites the partition row by row, which raises
- * a bad row's error again in the target's terms.  Any other error (a
- * cancel, say) is raised again at once.
+ * Run build_leaf (swap false) or swap_leaf (swap true) in a subtransaction.
+ * Returns false, with the reason, when the exchange gave up (a refusal, the
+ * lock not granted in time, a deadlock, a missing privilege, a row that
+ * breaks a constraint or a value out of range): the subtransaction is rolled
+ * back, so nothing of that step remains, and the caller overwrites the
+ * partition row by row, which raises a bad row's error again in the target's
+ * terms.  Any other error (a cancel, say) is raised again at once.
  */
 static bool
-exchange_guarded(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf *lf,
-				 int64 *old_rows, int64 *new_rows, const char **why)
+exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
+				 bool swap, const char **why)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -698,7 +713,10 @@ exchange_guarded(const HwmPlan *plan, const Partitioning *pt, const CoveredLeaf 
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		exchange_leaf(plan, pt, lf, old_rows, new_rows);
+		if (swap)
+			swap_leaf(plan, pt, lf);
+		else
+			build_leaf(plan, pt, lf);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -799,14 +817,26 @@ sort_datums(const HwmPlan *plan, Datum *d, Datum *d2, int n)
 		}
 }
 
+/* The NOTICE for a covered partition that is overwritten row by row */
+static void
+fallback_notice(const HwmPlan *plan, const CoveredLeaf *lf, const char *why)
+{
+	ereport(NOTICE,
+			(errmsg("hwm: partition %s of %s is overwritten row by row, not exchanged: %s",
+					lf->name, hwm_qualified_name(plan->target), why)));
+}
+
 /*
  * Overwrite [from, to] of the plan's target from its source, exchanging the
  * partitions the range covers when hwm.partition_exchange is on (see the
  * file header) and overwriting the rest with the diff, in the caller's
- * transaction.  Returns the method used: "diff", "exchange" (every row of
- * the range was in an exchanged partition) or "exchange+diff".  The counts
- * are, for an exchanged partition, all of its old rows (deleted) and all of
- * its new rows (inserted).
+ * transaction.  The order keeps the partitions' exclusive locks short: first
+ * every new partition is built, then the rest of the range is diffed, and
+ * only then is each partition locked and exchanged (one whose lock is not
+ * granted in time is diffed after all).  Returns the method used: "diff",
+ * "exchange" (every row of the range was in an exchanged partition) or
+ * "exchange+diff".  The counts are, for an exchanged partition, all of its
+ * old rows (deleted) and all of its new rows (inserted).
  */
 const char *
 hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
@@ -816,6 +846,7 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 	ListCell   *lc;
 	int			n = 0;
 	int			nvalues = 0;
+	int			exchanged = 0;
 	Datum	   *lo;
 	Datum	   *hi;
 	bool		diffed = false;
@@ -827,6 +858,7 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 		return "diff";
 	}
 
+	/* 1. build every covered partition that can be exchanged */
 	*rows_deleted = 0;
 	*rows_inserted = 0;
 	foreach(lc, pt.covered)
@@ -837,39 +869,26 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 	{
 		CoveredLeaf *lf = lfirst(lc);
 		const char *why;
-		int64		old_rows = 0;
-		int64		new_rows = 0;
-		bool		ok;
+		Relation	leaf = table_open(lf->relid, AccessShareLock);
+		Relation	tgt = table_open(plan->target, AccessShareLock);
 
+		why = leaf_refusal(plan, leaf, tgt);
+		table_close(tgt, NoLock);
+		table_close(leaf, NoLock);
+		if (why == NULL && exchange_guarded(plan, &pt, lf, false, &why))
 		{
-			Relation	leaf = table_open(lf->relid, AccessShareLock);
-			Relation	tgt = table_open(plan->target, AccessShareLock);
-
-			why = leaf_refusal(plan, leaf, tgt);
-			table_close(tgt, NoLock);
-			table_close(leaf, NoLock);
+			lf->built = true;
+			if (pt.is_list)
+				for (int i = 0; i < lf->nvalues; i++)
+					lo[n++] = lf->values[i];
+			else
+			{
+				lo[n] = lf->lo;
+				hi[n++] = lf->hi;
+			}
 		}
-		ok = why == NULL && exchange_guarded(plan, &pt, lf, &old_rows, &new_rows, &why);
-		if (!ok)
-		{
-			ereport(NOTICE,
-					(errmsg("hwm: partition %s of %s is overwritten row by row, not exchanged: %s",
-							lf->name, hwm_qualified_name(plan->target), why)));
-			continue;
-		}
-		ereport(NOTICE,
-				(errmsg("hwm: exchanged partition %s of %s: " INT64_FORMAT " old rows out, " INT64_FORMAT " new rows in",
-						lf->name, hwm_qualified_name(plan->target), old_rows, new_rows)));
-		*rows_deleted += old_rows;
-		*rows_inserted += new_rows;
-		if (pt.is_list)
-			for (int i = 0; i < lf->nvalues; i++)
-				lo[n++] = lf->values[i];
 		else
-		{
-			lo[n] = lf->lo;
-			hi[n++] = lf->hi;
-		}
+			fallback_notice(plan, lf, why);
 	}
 	if (n == 0)
 	{
@@ -877,7 +896,7 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 		return "diff";
 	}
 
-	/* the diff for what the exchanged partitions leave of the range */
+	/* 2. the diff for what the built partitions leave of the range */
 	sort_datums(plan, lo, pt.is_list ? NULL : hi, n);
 	{
 		Datum		start = from;
@@ -892,6 +911,36 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 		}
 		diffed |= diff_piece(plan, start, start_incl, to, true, rows_deleted, rows_inserted);
 	}
+
+	/* 3. lock and exchange each built partition, or diff it after all */
+	foreach(lc, pt.covered)
+	{
+		CoveredLeaf *lf = lfirst(lc);
+		const char *why;
+
+		if (!lf->built)
+			continue;
+		if (exchange_guarded(plan, &pt, lf, true, &why))
+		{
+			exchanged++;
+			*rows_deleted += lf->old_rows;
+			*rows_inserted += lf->new_rows;
+			ereport(NOTICE,
+					(errmsg("hwm: exchanged partition %s of %s: " INT64_FORMAT " old rows out, " INT64_FORMAT " new rows in",
+							lf->name, hwm_qualified_name(plan->target), lf->old_rows, lf->new_rows)));
+			continue;
+		}
+		fallback_notice(plan, lf, why);
+		hwm_spi_exec(psprintf("DROP TABLE %s", lf->newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		if (pt.is_list)
+			for (int i = 0; i < lf->nvalues; i++)
+				diffed |= diff_piece(plan, lf->values[i], true, lf->values[i], true,
+									 rows_deleted, rows_inserted);
+		else
+			diffed |= diff_piece(plan, lf->lo, true, lf->hi, false, rows_deleted, rows_inserted);
+	}
+	if (exchanged == 0)
+		return "diff";
 	return diffed ? "exchange+diff" : "exchange";
 }
 
