@@ -147,7 +147,9 @@ CREATE TABLE daily_02 PARTITION OF daily FOR VALUES FROM ('2026-01-02') TO ('202
 CREATE TABLE daily_03 PARTITION OF daily FOR VALUES FROM ('2026-01-03') TO ('2026-01-04');
 CREATE TABLE daily_rest PARTITION OF daily FOR VALUES FROM ('2026-01-04') TO ('2026-02-01');
 SELECT hwm.create_pipeline('pex_daily', 'src', 'daily', ARRAY['id', 'day'], 'id', 'day');
+SET client_min_messages = warning;  -- the backfill's NOTICE shows its id
 CALL hwm.backfill('pex_daily', '2026-01-01', '2026-01-05');
+RESET client_min_messages;
 SELECT from_partition, rows_deleted, rows_inserted, method
   FROM hwm.runs WHERE pipeline = 'pex_daily' ORDER BY run_id;
 SELECT count(*) AS differences FROM (SELECT * FROM src WHERE day <= '2026-01-05' EXCEPT SELECT * FROM daily) d;
