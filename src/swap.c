@@ -862,3 +862,31 @@ hwm_create_staging(PG_FUNCTION_ARGS)
 	SPI_finish();
 	PG_RETURN_OID(result);
 }
+
+/*
+ * For exchange.c: pair the indexes of two tables of the same layout (see
+ * match_indexes), and trade the storage of two heaps and of each index pair
+ * (target index, staging index, ...) in pg_class.  The caller holds ACCESS
+ * EXCLUSIVE locks on both tables and takes care of the relcache's view of
+ * which storage is new.
+ */
+List *
+hwm_match_indexes(Relation tgt, Relation stg, const char *tgtname, const char *stgname)
+{
+	return match_indexes(tgt, stg, tgtname, stgname);
+}
+
+void
+hwm_swap_storage(Oid r1, Oid r2, List *index_pairs)
+{
+	ListCell   *lc;
+
+	swap_pg_class(r1, r2);
+	for (lc = list_head(index_pairs); lc; lc = lnext(index_pairs, lnext(index_pairs, lc)))
+		swap_pg_class(lfirst_oid(lc), lfirst_oid(lnext(index_pairs, lc)));
+	CommandCounterIncrement();
+	RelationCloseSmgrByOid(r1);
+	RelationCloseSmgrByOid(r2);
+	foreach(lc, index_pairs)
+		RelationCloseSmgrByOid(lfirst_oid(lc));
+}
