@@ -39,6 +39,13 @@ DROP INDEX doc_s_tsv;
 CREATE INDEX doc_s_tsv ON doc_s USING gist (tsv tsvector_ops (siglen = 8));
 CALL hwm.swap('doc', 'doc_s');
 
+-- an invalid index of the target (a failed CREATE INDEX CONCURRENTLY) is
+-- named as such
+INSERT INTO doc VALUES (1, NULL), (1, NULL);
+CREATE UNIQUE INDEX CONCURRENTLY doc_id ON doc (id);
+CALL hwm.swap('doc', 'doc_s');
+DROP INDEX doc_id;
+
 -- MATCH FULL: a key with some columns null and some not is a violation
 CREATE TABLE pk2 (a int, b int, PRIMARY KEY (a, b));
 INSERT INTO pk2 VALUES (1, 1);

@@ -353,6 +353,13 @@ match_indexes(Relation tgt, Relation stg, const char *tgtname, const char *stgna
 		Oid			found = InvalidOid;
 		ListCell   *sc;
 
+		if (!get_index_isvalid(t))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("staging table %s cannot replace %s", stgname, tgtname),
+					 errdetail("Index %s of %s is not valid (a CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY failed or is running).",
+							   quote_identifier(get_rel_name(t)), tgtname),
+					 errhint("Drop the index or rebuild it with REINDEX INDEX, then swap.")));
 		foreach(sc, sidx)
 		{
 			if (index_matches(t, lfirst_oid(sc)))
