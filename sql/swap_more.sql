@@ -126,6 +126,21 @@ CALL hwm.swap('r', 'r_s');
 RESET ROLE;
 SELECT count(*) AS rows_in_r FROM r;
 
+-- planner statistics follow the rows, those of expression indexes too
+CREATE TABLE st (id int, grp text);
+CREATE INDEX st_lower ON st (lower(grp));
+INSERT INTO st SELECT g, 'A' FROM generate_series(1, 1000) g;
+CREATE TABLE st_s (LIKE st INCLUDING ALL);
+INSERT INTO st_s SELECT g, 'G' || g FROM generate_series(1, 1000) g;
+ANALYZE st, st_s;
+SELECT tablename, attname, n_distinct FROM pg_stats
+ WHERE schemaname = 'swm' AND tablename IN ('st', 'st_s', 'st_lower', 'st_s_lower_idx') AND attname IN ('grp', 'lower')
+ ORDER BY 1, 2;
+CALL hwm.swap('st', 'st_s');
+SELECT tablename, attname, n_distinct FROM pg_stats
+ WHERE schemaname = 'swm' AND tablename IN ('st', 'st_s', 'st_lower', 'st_s_lower_idx') AND attname IN ('grp', 'lower')
+ ORDER BY 1, 2;
+
 -- rollback: a swap undone by ROLLBACK TO SAVEPOINT or by an exception block
 -- leaves both tables as they were, readable, their indexes and TOAST intact
 CREATE TABLE big (id int PRIMARY KEY, v text);

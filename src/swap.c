@@ -36,6 +36,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -49,6 +50,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
+#include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "commands/tablecmds.h"
 #include "commands/tablespace.h"
@@ -684,6 +686,43 @@ swap_pg_class(Oid r1, Oid r2)
 }
 
 /*
+ * The planner statistics that ANALYZE stored describe rows, so they follow
+ * the rows, like relpages and reltuples: pg_statistic rows of r1 go to r2 and
+ * back.  Deleted first, then inserted, so that the unique index never sees
+ * both at once.
+ */
+static void
+swap_statistics(Oid r1, Oid r2)
+{
+	Relation	statrel = table_open(StatisticRelationId, RowExclusiveLock);
+	List	   *moved = NIL;
+	ListCell   *lc;
+
+	for (int i = 0; i < 2; i++)
+	{
+		ScanKeyData key;
+		SysScanDesc scan;
+		HeapTuple	tup;
+
+		ScanKeyInit(&key, Anum_pg_statistic_starelid, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(i == 0 ? r1 : r2));
+		scan = systable_beginscan(statrel, StatisticRelidAttnumInhIndexId, true, NULL, 1, &key);
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			HeapTuple	copy = heap_copytuple(tup);
+
+			((Form_pg_statistic) GETSTRUCT(copy))->starelid = i == 0 ? r2 : r1;
+			moved = lappend(moved, copy);
+			CatalogTupleDelete(statrel, &tup->t_self);
+		}
+		systable_endscan(scan);
+	}
+	foreach(lc, moved)
+		CatalogTupleInsert(statrel, (HeapTuple) lfirst(lc));
+	table_close(statrel, RowExclusiveLock);
+}
+
+/*
  * Columns added with a fast default keep their value in pg_attribute for the
  * rows stored before; those rows now live in the other table, so the
  * missing values trade places too.
@@ -979,6 +1018,9 @@ hwm_swap(PG_FUNCTION_ARGS)
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		swap_pg_class(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
 	swap_missing_values(target, staging, natts);
+	swap_statistics(target, staging);
+	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
+		swap_statistics(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
 	table_close(tgt, NoLock);
 	table_close(stg, NoLock);
 
