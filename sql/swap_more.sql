@@ -3,8 +3,10 @@
 -- exclusion operators, generation expressions, opclass options, MATCH FULL
 -- foreign keys, foreign keys to partitioned tables, the staging table's own
 -- constraints (it receives the target's rows), forced row security hiding
--- bad rows from the checks; then rollback of a swap to a savepoint or in an
--- exception block, with amcheck on heaps, TOAST tables and indexes.
+-- bad rows from the checks, an invalid index of the target, a user catalog
+-- table; planner statistics that follow the rows; then rollback of a swap to
+-- a savepoint or in an exception block, with amcheck on heaps, TOAST tables
+-- and indexes.
 CREATE EXTENSION amcheck;
 CREATE SCHEMA swm;
 SET search_path = swm, public;
@@ -45,6 +47,11 @@ INSERT INTO doc VALUES (1, NULL), (1, NULL);
 CREATE UNIQUE INDEX CONCURRENTLY doc_id ON doc (id);
 CALL hwm.swap('doc', 'doc_s');
 DROP INDEX doc_id;
+
+-- a user catalog table is read by logical decoding through old relfilenodes
+CREATE TABLE uc (id int) WITH (user_catalog_table = true);
+CREATE TABLE uc_s (id int);
+CALL hwm.swap('uc', 'uc_s');
 
 -- MATCH FULL: a key with some columns null and some not is a violation
 CREATE TABLE pk2 (a int, b int, PRIMARY KEY (a, b));

@@ -475,14 +475,14 @@ fk_sql(StringInfo buf, Oid child, const char *childfrom, Oid parent, const char 
 
 /* Is there a validated CHECK constraint on relid with this expression? */
 static bool
-has_valid_check(List *checks, Oid relid, const char *bin)
+has_valid_check(List *rels, List *bins, Oid relid, const char *bin)
 {
-	ListCell   *lc;
+	ListCell   *lr;
+	ListCell   *lb;
 	Node	   *expr = stringToNode(bin);
 
-	for (lc = list_head(checks); lc; lc = lnext(checks, lnext(checks, lc)))
-		if (lfirst_oid(lc) == relid &&
-			equal(expr, stringToNode((char *) lfirst(lnext(checks, lc)))))
+	forboth(lr, rels, lb, bins)
+		if (lfirst_oid(lr) == relid && equal(expr, stringToNode((char *) lfirst(lb))))
 			return true;
 	return false;
 }
@@ -501,7 +501,8 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 	Relation	conrel = table_open(ConstraintRelationId, AccessShareLock);
 	SysScanDesc scan;
 	HeapTuple	tup;
-	List	   *valid = NIL;	/* pairs: relid, conbin of validated CHECKs */
+	List	   *valid_rels = NIL;	/* validated CHECKs: their tables */
+	List	   *valid_bins = NIL;	/* ... and expressions */
 	List	   *checks = NIL;	/* pairs: errdetail, SQL */
 	ListCell   *lc;
 	TupleDesc	sd;
@@ -533,12 +534,12 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 				{
 					if (con->convalidated)
 					{
-						valid = lappend_oid(valid, con->conrelid);
-						valid = lappend(valid, TextDatumGetCString(bin));
+						valid_rels = lappend_oid(valid_rels, con->conrelid);
+						valid_bins = lappend(valid_bins, TextDatumGetCString(bin));
 					}
 					continue;
 				}
-				if (has_valid_check(valid, other, TextDatumGetCString(bin)))
+				if (has_valid_check(valid_rels, valid_bins, other, TextDatumGetCString(bin)))
 					continue;
 				expr = TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bin,
 															   ObjectIdGetDatum(con->conrelid)));
@@ -898,6 +899,14 @@ hwm_swap(PG_FUNCTION_ARGS)
 					tgt->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED ? "unlogged" : "logged",
 					stgname,
 					stg->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED ? "unlogged" : "logged");
+	/*
+	 * Logical decoding reads a user catalog table with historic snapshots,
+	 * through the relfilenode its pg_class row had then; CLUSTER leaves
+	 * mapping files for that, the swap does not.
+	 */
+	if (RelationIsUsedAsCatalogTable(tgt) || RelationIsUsedAsCatalogTable(stg))
+		SWAP_REFUSE("%s or %s is a user catalog table (user_catalog_table = true), which logical decoding reads with historic snapshots.",
+					tgtname, stgname);
 	if (tgt->rd_rel->relam != stg->rd_rel->relam)
 		SWAP_REFUSE("%s and %s use different table access methods.", tgtname, stgname);
 	if (tgt->rd_rel->relowner != stg->rd_rel->relowner)
