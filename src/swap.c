@@ -18,12 +18,16 @@
  *
  * Because the target's rows change without any row being written, what the
  * executor would have checked on INSERT is checked here first, against the
- * staging rows: same physical layout (columns, types, nullability, dropped
- * columns), an index matching each of the target's (so unique keys hold),
- * the target's CHECK constraints, foreign keys from the target and to it;
- * plus the caller's guards (row count, ratio, check query).  Everything is
+ * staging rows: same physical layout (columns, types, nullability,
+ * generation expressions, dropped columns), an index matching each of the
+ * target's down to opclass parameters and exclusion operators (so unique
+ * and exclusion constraints hold), the target's CHECK constraints, foreign
+ * keys from the target and to it; and as the staging table receives the
+ * target's rows, its own CHECK, NOT NULL and foreign keys for those; plus
+ * the caller's guards (row count, ratio, check query).  Everything is
  * checked under ACCESS EXCLUSIVE locks on both tables, taken with a bounded
- * wait, and a failure changes nothing.
+ * wait, with a snapshot taken after the wait and row security out of the
+ * way, and a failure changes nothing.  Planner statistics follow the rows.
  *
  * Like TRUNCATE and CLUSTER, the swap is not MVCC-safe for a transaction
  * whose snapshot is older than the swap and that reads the target for the
