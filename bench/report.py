@@ -110,7 +110,14 @@ for key, label in [("command", "command"), ("date", "date"), ("nproc", "nproc"),
                    ("postgres", "PostgreSQL"), ("hwm_commit", "hwm commit"),
                    ("dbt", "dbt"), ("data_build_seconds", "data build (s)"),
                    ("database_size", "database size after build"),
-                   ("total_seconds", "whole run (s)")]:
+                   ("phase_build_done_seconds", "data built after (s)"),
+                   ("phase_1_5_done_seconds", "benchmarks 1 and 5 done after (s)"),
+                   ("phase_2_done_seconds", "benchmark 2 done after (s)"),
+                   ("phase_3_done_seconds", "benchmark 3 done after (s)"),
+                   ("phase_4_done_seconds", "benchmark 4 done after (s)"),
+                   ("total_seconds", "whole run (s)"),
+                   ("load_before", "load average before (1, 5, 15 min)"),
+                   ("load_after", "load average after (1, 5, 15 min)")]:
     if key in m:
         val = f"`{m[key]}`" if key == "command" else m[key]
         p(f"| {label} | {val} |")
@@ -300,6 +307,26 @@ if notes.get("check"):
     for n in notes["check"]:
         p(f"- {n}")
     p("")
+
+plans = [(f, t) for f, t in [("explain-hwm.txt", "hwm.run('p1'), through auto_explain (log_analyze, log_buffers, log_nested_statements)"),
+                              ("explain-bare.txt", "the bare upsert, EXPLAIN (ANALYZE, BUFFERS)")]
+         if os.path.exists(os.path.join(work, f))]
+if plans:
+    p("## Plans of benchmark 1")
+    p("")
+    p("One more run of each after a reset, not timed (the instrumentation slows it down).")
+    p("")
+    for f, title in plans:
+        with open(os.path.join(work, f)) as fh:
+            text = fh.read().strip()
+        p(f"<details><summary>{title}</summary>")
+        p("")
+        p("```")
+        p(text)
+        p("```")
+        p("")
+        p("</details>")
+        p("")
 
 if os.path.exists(findings):
     with open(findings) as f:
