@@ -6,7 +6,7 @@
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 SET search_path = bench, pg_catalog;
-CREATE EXTENSION pgstattuple;
+CREATE EXTENSION pgstattuple SCHEMA public;
 
 -- Benchmark 2: a small source (the big one is bench.src), and empty targets.
 CREATE TABLE bench.src2small (LIKE bench.src);
