@@ -164,13 +164,14 @@ p("")
 # --- 1 -------------------------------------------------------------------------
 p("## 1. Incremental load: 1M-row slice into a 10M-row target")
 p("")
-p(f"Target `bench.tgt`: {m.get('rows_tgt_bench3', '?')} rows after the reset that ends the benchmark "
-  "(ids 1..n, primary key on id, index on updated_at). Source `bench.src`: the same ids with every "
+p(f"Target `bench.tgt`: ids 1..n ({m.get('rows_src', '?')} source rows in all), "
+  "primary key on id, index on updated_at. Source `bench.src`: the same ids with every "
   "20th row updated, plus new ids (index on updated_at); the slice above the watermark is the updated "
   "rows and the new rows, interleaved in time, half and half.")
-p("Before every repetition of every contender the target is reset: `TRUNCATE` + `INSERT` from a "
-  "pristine copy (same rows, same physical order), `VACUUM (ANALYZE)`, the watermarks set back, "
-  "`CHECKPOINT`. The contenders run in rotating order.")
+p("Every run of every contender starts in a fresh file copy of a template database "
+  "(`CREATE DATABASE b1 TEMPLATE b1tmpl STRATEGY FILE_COPY`: same rows in the same physical order, "
+  "vacuumed and analyzed, the watermarks before the slice), then `pg_prewarm` of every table and index "
+  "and a `CHECKPOINT`. One untimed warm-up load comes first; then the contenders run in rotating order.")
 p("")
 p("- hwm: `SELECT * FROM hwm.run('p1')` (one statement: finds the new maximum with `ORDER BY updated_at DESC LIMIT 1`, upserts, records the run).")
 p("- bare: `BEGIN`; read the watermark; `INSERT INTO bench.tgt ... SELECT ... FROM bench.src WHERE updated_at > '<watermark>' "
