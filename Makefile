@@ -11,13 +11,16 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 
 # One file per feature, in this order (install first: it creates the extension).
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load types \
-	overwrite_partition bad_input
+	overwrite_partition bad_input schedule
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
 	--inputdir=test --outputdir=output_iso
 
+# TAP (test/t/*.pl, PostgreSQL::Test::Cluster): the scheduler, crashes, restarts.
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -151,4 +151,21 @@ extern void hwm_parse_range(const HwmPlan *plan, FunctionCallInfo fcinfo,
 							Datum *from, Datum *to,
 							char **from_text, char **to_text);
 
+/* schedule.c */
+extern void hwm_check_schedule(const Interval *every, const char *what);
+extern TimestampTz hwm_schedule_next(TimestampTz anchor, const Interval *every,
+									 TimestampTz after, bool inclusive);
+extern TimestampTz hwm_schedule_set(const char *pipeline, const Interval *every,
+									TimestampTz start_at);
+
+/* scheduler.c */
+extern char *hwm_database;
+extern bool hwm_enabled;
+extern int	hwm_max_workers;
+extern int	hwm_max_runs_per_pipeline;
+extern int	hwm_history_days;
+extern void hwm_scheduler_init(void);
+extern void hwm_scheduler_wake_at_commit(void);
+extern void hwm_scheduler_warn_if_not_served(const char *pipeline);
+
 #endif							/* HWM_H */
