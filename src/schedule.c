@@ -38,7 +38,7 @@ hwm_check_schedule(const Interval *every, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not have negative parts", what),
-				 errdetail("Interval %s mixes positive and negative units.",
+				 errdetail("Interval %s has a negative part.",
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(every)))),
 				 errhint("Pass a plain interval such as '5 minutes' or '1 day'.")));

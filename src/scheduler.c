@@ -325,14 +325,14 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 				 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
 				 "  error_sqlstate = $3, error = $4"
 				 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
-				 " RETURNING pipeline, run_id, started_at)"
+				 " RETURNING pipeline, run_id, started_at, finished_at)"
 				 " UPDATE hwm.state AS s SET"
 				 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
-				 "  last_run_finished_at = pg_catalog.clock_timestamp(),"
+				 "  last_run_finished_at = r.finished_at,"
 				 "  last_status = $2, last_rows = NULL, last_error = $4,"
 				 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
 				 "  next_run_at = CASE WHEN s.schedule IS NOT NULL THEN"
-				 "   pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+)"
+				 "   r.finished_at OPERATOR(pg_catalog.+)"
 				 "   LEAST(s.schedule OPERATOR(pg_catalog.*)"
 				 "          pg_catalog.power(2::pg_catalog.float8,"
 				 "                           LEAST(s.consecutive_failures, 20)::pg_catalog.float8),"
@@ -358,7 +358,7 @@ typedef struct LaunchedWorker
 } LaunchedWorker;
 
 static List *launched = NIL;	/* in TopMemoryContext */
-static bool slots_exhausted_logged = false;
+static TimestampTz slots_exhausted_logged_at = 0;
 static bool extension_seen = false;
 static TimestampTz last_maintenance = 0;
 
@@ -670,7 +670,9 @@ claim_due_runs(int room, long *sleep_ms)
 				 "   WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
 				 "    AND r.status OPERATOR(pg_catalog.=) 'running'"
 				 "    AND r.kind OPERATOR(pg_catalog.=) 'load')"
-				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1",
+				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1"
+				 /* a row locked by a run in progress (by hand) is not waited for */
+				 " FOR UPDATE OF s SKIP LOCKED",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
 	due = SPI_tuptable;
@@ -803,10 +805,6 @@ start_workers(List *pending)
 			w->run_id = run->run_id;
 			w->handle = handle;
 			launched = lappend(launched, w);
-			if (slots_exhausted_logged)
-				ereport(LOG,
-						(errmsg("hwm: background worker slots are available again")));
-			slots_exhausted_logged = false;
 		}
 		else
 			failed = lappend(failed, run);
@@ -821,12 +819,18 @@ unclaim_runs(List *failed)
 {
 	ListCell   *lc;
 
-	if (!slots_exhausted_logged)
+	/* said once (then at most every 10 minutes), not on every retry */
+	if (slots_exhausted_logged_at == 0 ||
+		TimestampDifferenceExceeds(slots_exhausted_logged_at, GetCurrentTimestamp(),
+								   10 * 60 * 1000))
+	{
 		ereport(LOG,
 				(errmsg("hwm: no background worker slot is free to run pipeline \"%s\"; will try again",
 						((PendingRun *) linitial(failed))->pipeline),
+				 errdetail("Scheduled runs wait until a slot is free; this is logged at most every 10 minutes."),
 				 errhint("Raise max_worker_processes (the scheduler needs hwm.max_workers of them, besides its launcher and parallel query).")));
-	slots_exhausted_logged = true;
+		slots_exhausted_logged_at = GetCurrentTimestamp();
+	}
 
 	launcher_begin();
 	foreach(lc, failed)
@@ -874,17 +878,16 @@ launcher_iteration(void)
 	}
 
 	reap_workers();
-	if (!hwm_enabled)
-		return LAUNCHER_MAX_SLEEP_MS;
 
 	launcher_begin();
 	if (!OidIsValid(get_extension_oid("hwm", true)))
 	{
 		extension_seen = false;
 		launcher_commit();
-		return LAUNCHER_MAX_SLEEP_MS;
+		return LAUNCHER_MAX_SLEEP_MS;	/* CREATE EXTENSION wakes us */
 	}
 
+	/* bookkeeping goes on while scheduling is switched off */
 	now = GetCurrentTimestamp();
 	if (!extension_seen ||
 		TimestampDifferenceExceeds(last_maintenance, now, LAUNCHER_MAINTENANCE_MS))
@@ -896,10 +899,11 @@ launcher_iteration(void)
 	extension_seen = true;
 
 	room = Min(hwm_max_workers, sched->nslots) - slots_in_use();
-	if (room <= 0)
+	if (!hwm_enabled || room <= 0)
 	{
 		launcher_commit();
-		return LAUNCHER_MAX_SLEEP_MS;	/* a worker's exit wakes us */
+		/* a reload, or a worker's exit, wakes us */
+		return Min(LAUNCHER_MAX_SLEEP_MS, LAUNCHER_MAINTENANCE_MS);
 	}
 	pending = claim_due_runs(room, &sleep_ms);
 	launcher_commit();
