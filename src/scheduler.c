@@ -754,7 +754,10 @@ claim_due_runs(int room, long *sleep_ms)
 		run->slotno = take_slot(run->run_id, &run->generation);
 		if (run->slotno < 0)
 			elog(ERROR, "hwm: no free scheduler slot although %d are free", room);
+		/* the list outlives this transaction (and SPI's memory) */
+		spicxt = MemoryContextSwitchTo(TopMemoryContext);
 		pending = lappend(pending, run);
+		MemoryContextSwitchTo(spicxt);
 	}
 	return pending;
 }
