@@ -26,6 +26,8 @@ CREATE TABLE hwm.state (
     batch_size           bigint      CHECK (batch_size OPERATOR(pg_catalog.>) 0),
     schedule             interval,
     next_run_at          timestamptz,
+    schedule_anchor      timestamptz,
+    timeout              interval,
     watermark            text,
     owner                regrole     NOT NULL,
     enabled              boolean     NOT NULL DEFAULT true,
@@ -62,7 +64,7 @@ CREATE TABLE hwm.runs (
     finished_at           timestamptz,
     status                text        NOT NULL
                                       CHECK (status OPERATOR(pg_catalog.=) ANY
-                                             (ARRAY['running', 'succeeded', 'failed', 'interrupted'])),
+                                             (ARRAY['running', 'succeeded', 'failed', 'interrupted', 'skipped'])),
     rows_upserted         bigint,
     partitions_overwritten integer,
     rows_deleted          bigint,
@@ -80,6 +82,8 @@ CREATE TABLE hwm.runs (
 );
 
 CREATE INDEX runs_pipeline_idx ON hwm.runs (pipeline, run_id);
+-- The scheduler's runs in progress (see src/scheduler.c).
+CREATE INDEX runs_running_idx ON hwm.runs (pipeline) WHERE status OPERATOR(pg_catalog.=) 'running';
 
 COMMENT ON TABLE hwm.runs IS
 'hwm run history: one row per load, overwrite, backfill, swap or manual watermark change, with row counts and the watermark before and after.';
@@ -138,6 +142,10 @@ SELECT s.pipeline,
        s.enabled,
        s.schedule,
        s.next_run_at,
+       s.timeout,
+       (SELECT pg_catalog.min(r.started_at) FROM hwm.runs AS r
+         WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
+           AND r.status OPERATOR(pg_catalog.=) 'running') AS running_since,
        s.last_run_id,
        s.last_run_started_at,
        s.last_run_finished_at,
@@ -327,3 +335,55 @@ AS 'MODULE_PATHNAME', 'hwm_create_staging';
 
 COMMENT ON FUNCTION hwm.create_staging(regclass) IS
 'Create <target>_hwm_staging next to the target with the same columns, defaults, constraints, indexes, persistence and owner (CREATE TABLE ... (LIKE target INCLUDING ALL)), ready to be loaded and swapped in with hwm.swap.';
+-- Scheduling (src/schedule.c; the background worker is src/scheduler.c).
+COMMENT ON COLUMN hwm.state.schedule IS
+'How often the background scheduler runs the pipeline (NULL: only on demand).';
+COMMENT ON COLUMN hwm.state.schedule_anchor IS
+'The instant the schedule counts from: runs are due at schedule_anchor + k * schedule, so they never drift.';
+COMMENT ON COLUMN hwm.state.next_run_at IS
+'When the scheduler runs the pipeline next (a missed slot after downtime becomes one catch-up run; after a failure, the backed-off retry time).';
+COMMENT ON COLUMN hwm.state.timeout IS
+'Longest a scheduled run may take before it is cancelled and recorded as failed (NULL: no limit).';
+
+CREATE FUNCTION hwm.schedule(
+    pipeline text,
+    every    interval,
+    start_at timestamptz DEFAULT pg_catalog.now())
+RETURNS timestamptz
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_schedule';
+
+COMMENT ON FUNCTION hwm.schedule(text, interval, timestamptz) IS
+'Run the pipeline every interval, at start_at + k * every (anchored: runs do not drift); start_at defaults to now(), which runs it at once. Returns the next run time. The background scheduler needs shared_preload_libraries = ''hwm''.';
+
+CREATE FUNCTION hwm.unschedule(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_unschedule';
+
+COMMENT ON FUNCTION hwm.unschedule(text) IS
+'Stop running the pipeline on a schedule; it still runs on demand with hwm.run. A run in progress finishes.';
+
+CREATE FUNCTION hwm.pause(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_pause';
+
+COMMENT ON FUNCTION hwm.pause(text) IS
+'Keep the scheduler from starting the pipeline (enabled = false) while keeping its schedule; hwm.run still works by hand.';
+
+CREATE FUNCTION hwm.resume(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_resume';
+
+COMMENT ON FUNCTION hwm.resume(text) IS
+'Let the scheduler run a paused pipeline again; slots missed while paused become one catch-up run.';
+
+CREATE FUNCTION hwm.set_timeout(pipeline text, timeout interval)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_set_timeout';
+
+COMMENT ON FUNCTION hwm.set_timeout(text, interval) IS
+'Cancel a scheduled run of the pipeline that takes longer than timeout and record it as failed (NULL: no limit).';

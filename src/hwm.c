@@ -4,10 +4,14 @@
  *
  * hwm works without shared_preload_libraries: every SQL function loads the
  * module on first use.  Preloading it reserves the hwm.* settings prefix
- * now, and is where the background scheduler will be registered.
+ * now, and registers the background scheduler (see scheduler.c).
  */
 #include "hwm.h"
 
+#include <limits.h>
+
+#include "postmaster/postmaster.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
@@ -55,5 +59,47 @@ _PG_init(void)
 							1000, 1, 3600 * 1000,
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	/*
+	 * The scheduler's database is fixed at server start; a PGC_POSTMASTER
+	 * setting can only be defined while preloading, and only the preloaded
+	 * library runs the scheduler anyway.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomStringVariable("hwm.database",
+								   "The database whose pipelines the background scheduler runs.",
+								   "Pipelines scheduled in other databases are stored but not run.",
+								   &hwm_database,
+								   "postgres",
+								   PGC_POSTMASTER, 0,
+								   NULL, NULL, NULL);
+	DefineCustomBoolVariable("hwm.enabled",
+							 "Whether the background scheduler starts scheduled runs.",
+							 "Off: no new scheduled run starts (runs in progress finish); hwm.run still works by hand.",
+							 &hwm_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.max_workers",
+							"How many scheduled runs may be in progress at once.",
+							"Each run is a background worker, taken from max_worker_processes.",
+							&hwm_max_workers,
+							2, 1, MAX_BACKENDS,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.max_runs_per_pipeline",
+							"How many finished scheduled runs (kind load) hwm.runs keeps per pipeline.",
+							"The scheduler deletes older ones; 0 keeps all.",
+							&hwm_max_runs_per_pipeline,
+							1000, 0, INT_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.history_days",
+							"How many days of finished runs of kind load hwm.runs keeps.",
+							"The scheduler deletes older ones; 0 keeps them regardless of age.",
+							&hwm_history_days,
+							0, 0, 36500,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
+	hwm_scheduler_init();
 }

@@ -193,5 +193,21 @@ extern void hwm_record_method(int64 run_id, const char *method);
 extern List *hwm_match_indexes(Relation tgt, Relation stg,
 							   const char *tgtname, const char *stgname);
 extern void hwm_swap_storage(Oid r1, Oid r2, List *index_pairs);
+/* schedule.c */
+extern void hwm_check_schedule(const Interval *every, const char *what);
+extern TimestampTz hwm_schedule_next(TimestampTz anchor, const Interval *every,
+									 TimestampTz after, bool inclusive);
+extern TimestampTz hwm_schedule_set(const char *pipeline, const Interval *every,
+									TimestampTz start_at);
+
+/* scheduler.c */
+extern char *hwm_database;
+extern bool hwm_enabled;
+extern int	hwm_max_workers;
+extern int	hwm_max_runs_per_pipeline;
+extern int	hwm_history_days;
+extern void hwm_scheduler_init(void);
+extern void hwm_scheduler_wake_at_commit(void);
+extern void hwm_scheduler_warn_if_not_served(const char *pipeline);
 
 #endif							/* HWM_H */

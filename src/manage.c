@@ -9,6 +9,7 @@
  */
 #include "hwm.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -128,6 +129,7 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("schedule must be a positive interval"),
 					 errhint("Pass for example schedule => '5 minutes', or NULL to run only on demand.")));
+		hwm_check_schedule(schedule, "schedule");
 	}
 
 	if (!PG_ARGISNULL(9))
@@ -204,12 +206,11 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 				 " $11::pg_catalog.regrole, $12, $13)",
 				 13, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
+	/* the first run is due at once; the scheduler takes it from there */
+	if (schedule)
+		(void) hwm_schedule_set(name, schedule, GetCurrentTransactionStartTimestamp());
 	SPI_finish();
 
-	if (schedule)
-		ereport(WARNING,
-				(errmsg("schedule of pipeline \"%s\" is recorded, but this version of hwm has no background scheduler yet", name),
-				 errhint("Run the pipeline with SELECT * FROM hwm.run('%s') from cron, pg_cron or your orchestrator until then.", name)));
 	PG_RETURN_VOID();
 }
 

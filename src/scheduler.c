@@ -1,0 +1,1157 @@
+/*
+ * scheduler.c
+ *		The background scheduler: a launcher that finds due pipelines, and
+ *		one short-lived worker per run.
+ *
+ * With shared_preload_libraries = 'hwm', _PG_init registers the launcher, a
+ * background worker connected to the database named by hwm.database.  It
+ * starts once recovery has finished (a hot standby runs nothing; promotion
+ * starts it) and loops:
+ *
+ *	1. reap workers that have exited (recording those that died without
+ *	   recording an outcome);
+ *	2. unless hwm.enabled is off or the extension is absent, read the due
+ *	   pipelines (enabled, scheduled, next_run_at <= now(), no run of theirs
+ *	   in progress), oldest first, as many as hwm.max_workers leaves room for;
+ *	3. for each, in one transaction: insert a 'running' row into hwm.runs and
+ *	   move next_run_at to the first slot of the anchored grid after now()
+ *	   (so a backlog becomes one catch-up run);
+ *	4. start a dynamic worker per run; when no background worker slot is free
+ *	   (max_worker_processes exhausted), undo step 3 for it, log once, retry
+ *	   a second later;
+ *	5. sleep until the next pipeline is due, a worker exits, a schedule
+ *	   changes or the extension is created or dropped (those signal the
+ *	   launcher's latch at commit), or 10 seconds have passed.
+ *
+ * Every iteration runs under its own error handler: an error is logged, its
+ * transaction rolled back, and the loop goes on, so a broken pipeline (or a
+ * dropped extension) never takes the launcher down.
+ *
+ * A worker connects as the pipeline's owner, pins search_path, arms the
+ * pipeline's timeout as a statement timeout, and runs SELECT * FROM
+ * hwm.run(pipeline, nowait => true) in one transaction that also deletes the
+ * 'running' row (hwm.run records the successful run itself).  On an error
+ * the transaction rolls back and a second one marks the row 'failed' (or
+ * 'skipped' when the pipeline was busy with another run), and counts the
+ * failure in hwm.state, backing off: the retry waits schedule * 2^(n-1)
+ * after the n-th consecutive failure, at most one hour or one schedule,
+ * whichever is longer.  A 'running' row whose worker is gone (crash,
+ * immediate shutdown, kill -9) is marked 'interrupted' when the launcher
+ * starts.
+ *
+ * Shared memory holds the launcher's pid (for wake-ups) and one slot per
+ * possible worker, so that the number of runs in flight is known even to a
+ * restarted launcher.
+ */
+#include "hwm.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+/* Settings (defined in hwm.c) */
+char	   *hwm_database = NULL;
+bool		hwm_enabled = true;
+int			hwm_max_workers = 2;
+int			hwm_max_runs_per_pipeline = 1000;
+int			hwm_history_days = 0;
+
+/* How long the launcher sleeps at most, and between retries */
+#define LAUNCHER_MAX_SLEEP_MS	10000
+#define LAUNCHER_RETRY_MS		1000
+#define LAUNCHER_MAINTENANCE_MS	10000
+
+/* One run in flight */
+typedef struct HwmWorkerSlot
+{
+	bool		in_use;			/* taken by the launcher for a run */
+	bool		exited;			/* the worker has exited */
+	bool		recorded;		/* ... after committing the run's outcome */
+	pid_t		pid;			/* 0 until the worker has started */
+	uint64		generation;		/* tells reuses of the slot apart */
+	int64		run_id;			/* its 'running' row in hwm.runs */
+} HwmWorkerSlot;
+
+typedef struct HwmSchedShared
+{
+	slock_t		mutex;
+	pid_t		launcher_pid;	/* 0: no launcher running */
+	uint64		next_generation;
+	int			nslots;
+	HwmWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} HwmSchedShared;
+
+/* What a worker is told, in bgw_extra */
+typedef struct HwmWorkerArgs
+{
+	uint64		generation;
+	int64		run_id;
+	Oid			dboid;
+	Oid			owner;
+	int32		timeout_ms;		/* 0: none */
+} HwmWorkerArgs;
+
+StaticAssertDecl(sizeof(HwmWorkerArgs) <= BGW_EXTRALEN,
+				 "HwmWorkerArgs must fit into bgw_extra");
+
+static HwmSchedShared *sched = NULL;
+static bool preloaded = false;
+static bool wake_at_commit = false;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+
+PGDLLEXPORT void hwm_launcher_main(Datum main_arg);
+PGDLLEXPORT void hwm_worker_main(Datum main_arg);
+
+/* ------------------------------------------------------------------------
+ * Shared memory, wake-ups, registration
+ * ------------------------------------------------------------------------
+ */
+
+static Size
+sched_shmem_size(void)
+{
+	return add_size(offsetof(HwmSchedShared, slots),
+					mul_size(max_worker_processes, sizeof(HwmWorkerSlot)));
+}
+
+static void
+sched_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(sched_shmem_size());
+}
+
+static void
+sched_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	sched = ShmemInitStruct("hwm scheduler", sched_shmem_size(), &found);
+	if (!found)
+	{
+		memset(sched, 0, sched_shmem_size());
+		SpinLockInit(&sched->mutex);
+		sched->nslots = max_worker_processes;
+		sched->next_generation = 1;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Set the launcher's latch (through SIGUSR1, as the launcher of logical
+ * replication does), if there is a launcher. */
+static void
+wake_launcher(void)
+{
+	pid_t		pid;
+
+	if (sched == NULL)
+		return;
+	SpinLockAcquire(&sched->mutex);
+	pid = sched->launcher_pid;
+	SpinLockRelease(&sched->mutex);
+	if (pid != 0)
+		(void) kill(pid, SIGUSR1);
+}
+
+/*
+ * Wake the launcher when the current transaction commits: the change it
+ * should see (a schedule, a pipeline, the extension) is visible only then.
+ */
+void
+hwm_scheduler_wake_at_commit(void)
+{
+	wake_at_commit = true;
+}
+
+static void
+sched_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+			if (wake_at_commit)
+				wake_launcher();
+			wake_at_commit = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			wake_at_commit = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/* CREATE, ALTER and DROP EXTENSION wake the launcher at commit */
+static void
+sched_process_utility(PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (IsA(stmt, CreateExtensionStmt) || IsA(stmt, AlterExtensionStmt) ||
+		(IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION))
+		wake_at_commit = true;
+
+	if (prev_process_utility_hook)
+		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+								  params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+/*
+ * Called from _PG_init.  Only while shared_preload_libraries is processed
+ * (and never under pg_upgrade) is the launcher registered and shared memory
+ * requested; a module loaded later only provides the SQL functions.
+ */
+void
+hwm_scheduler_init(void)
+{
+	BackgroundWorker bgw;
+
+	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
+		return;
+	preloaded = true;
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = sched_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = sched_shmem_startup;
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = sched_process_utility;
+	RegisterXactCallback(sched_xact_callback, NULL);
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 10;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "hwm");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "hwm_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
+/*
+ * A schedule set in a database that the launcher does not serve, or on a
+ * server that did not preload hwm, never runs: say so.
+ */
+void
+hwm_scheduler_warn_if_not_served(const char *pipeline)
+{
+	if (!preloaded)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but hwm is not loaded through shared_preload_libraries", pipeline),
+				 errdetail("The schedule is stored; nothing runs it until the scheduler is started."),
+				 errhint("Add hwm to shared_preload_libraries in postgresql.conf and restart the server.")));
+	else if (hwm_database == NULL || strcmp(hwm_database, get_database_name(MyDatabaseId)) != 0)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
+						hwm_database ? hwm_database : ""),
+				 errdetail("The schedule is stored; nothing runs it in this database."),
+				 errhint("Set hwm.database in postgresql.conf to this database and restart the server.")));
+}
+
+/* ------------------------------------------------------------------------
+ * Recording outcomes (launcher and worker)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Finish a 'running' row of hwm.runs with status 'failed', 'skipped' or
+ * 'interrupted'; for 'failed' also count the failure in hwm.state and back
+ * off the next run.  Nothing happens when the row is no longer 'running'.
+ * Runs as the catalog owner; the caller is inside a transaction with SPI.
+ */
+static void
+record_outcome(int64 run_id, const char *status, const char *sqlstate,
+			   const char *error)
+{
+	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	HwmRoleSwitch sw;
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = CStringGetTextDatum(status);
+	if (sqlstate)
+		values[2] = CStringGetTextDatum(sqlstate);
+	else
+		nulls[2] = 'n';
+	if (error)
+		values[3] = CStringGetTextDatum(error);
+	else
+		nulls[3] = 'n';
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("WITH r AS ("
+				 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
+				 "  error_sqlstate = $3, error = $4"
+				 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
+				 " RETURNING pipeline, run_id, started_at, finished_at)"
+				 " UPDATE hwm.state AS s SET"
+				 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
+				 "  last_run_finished_at = r.finished_at,"
+				 "  last_status = $2, last_rows = NULL, last_error = $4,"
+				 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
+				 "  next_run_at = CASE WHEN s.schedule IS NOT NULL THEN"
+				 "   r.finished_at OPERATOR(pg_catalog.+)"
+				 "   LEAST(s.schedule OPERATOR(pg_catalog.*)"
+				 "          pg_catalog.power(2::pg_catalog.float8,"
+				 "                           LEAST(s.consecutive_failures, 20)::pg_catalog.float8),"
+				 "         GREATEST(s.schedule, '1 hour'::pg_catalog.interval)) END"
+				 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+				 "  AND $2 OPERATOR(pg_catalog.=) 'failed'",
+				 4, argtypes, values, nulls, 0);
+	hwm_unbecome(&sw);
+}
+
+/* ------------------------------------------------------------------------
+ * The launcher
+ * ------------------------------------------------------------------------
+ */
+
+/* A worker this launcher started */
+typedef struct LaunchedWorker
+{
+	int			slotno;
+	uint64		generation;
+	int64		run_id;
+	BackgroundWorkerHandle *handle;
+} LaunchedWorker;
+
+static List *launched = NIL;	/* in TopMemoryContext */
+static TimestampTz slots_exhausted_logged_at = 0;
+static bool extension_seen = false;
+static TimestampTz last_maintenance = 0;
+
+static void
+launcher_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&sched->mutex);
+	if (sched->launcher_pid == MyProcPid)
+		sched->launcher_pid = 0;
+	SpinLockRelease(&sched->mutex);
+}
+
+static int
+slots_in_use(void)
+{
+	int			n = 0;
+
+	SpinLockAcquire(&sched->mutex);
+	for (int i = 0; i < sched->nslots; i++)
+		if (sched->slots[i].in_use)
+			n++;
+	SpinLockRelease(&sched->mutex);
+	return n;
+}
+
+/* The run_ids of the runs in flight, as an int8[] datum */
+static Datum
+live_run_ids(void)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * (sched->nslots + 1));
+	int			n = 0;
+
+	SpinLockAcquire(&sched->mutex);
+	for (int i = 0; i < sched->nslots; i++)
+		if (sched->slots[i].in_use)
+			ids[n++] = Int64GetDatum(sched->slots[i].run_id);
+	SpinLockRelease(&sched->mutex);
+	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+static void
+launcher_begin(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+launcher_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Free the slots of workers that have exited, and of workers that never
+ * started; a run whose worker did not record an outcome is marked failed.
+ */
+static void
+reap_workers(void)
+{
+	int64	   *ids = palloc(sizeof(int64) * (sched->nslots + list_length(launched)));
+	int			nids = 0;
+	ListCell   *lc;
+
+	/* workers that exited (they mark their slot on the way out) */
+	SpinLockAcquire(&sched->mutex);
+	for (int i = 0; i < sched->nslots; i++)
+	{
+		HwmWorkerSlot *slot = &sched->slots[i];
+
+		if (slot->in_use && slot->exited)
+		{
+			if (!slot->recorded)
+				ids[nids++] = slot->run_id;
+			slot->in_use = false;
+		}
+	}
+	SpinLockRelease(&sched->mutex);
+
+	/* workers that will never start, or are gone from our list */
+	foreach(lc, launched)
+	{
+		LaunchedWorker *w = lfirst(lc);
+		HwmWorkerSlot *slot = &sched->slots[w->slotno];
+		pid_t		pid;
+		bool		mine;
+		bool		never_started = false;
+
+		SpinLockAcquire(&sched->mutex);
+		mine = slot->in_use && slot->generation == w->generation;
+		SpinLockRelease(&sched->mutex);
+		if (mine && GetBackgroundWorkerPid(w->handle, &pid) == BGWH_STOPPED)
+		{
+			SpinLockAcquire(&sched->mutex);
+			if (slot->in_use && slot->generation == w->generation && slot->pid == 0)
+			{
+				slot->in_use = false;
+				never_started = true;
+			}
+			else
+				mine = true;	/* it started: it marks the slot itself */
+			SpinLockRelease(&sched->mutex);
+			if (never_started)
+			{
+				ids[nids++] = w->run_id;
+				mine = false;
+			}
+		}
+		if (!mine)
+		{
+			pfree(w->handle);
+			pfree(w);
+			launched = foreach_delete_current(launched, lc);
+		}
+	}
+
+	if (nids == 0)
+		return;
+	launcher_begin();
+	if (OidIsValid(get_extension_oid("hwm", true)))
+	{
+		for (int i = 0; i < nids; i++)
+			record_outcome(ids[i], "failed", NULL,
+						   "the run's background worker exited before it recorded an outcome; the server log says why");
+	}
+	launcher_commit();
+}
+
+/*
+ * Runs left 'running' by workers that are gone (a crash, an immediate
+ * shutdown, a restarted launcher) become 'interrupted'.  Only the
+ * scheduler's own rows (kind 'load' with status 'running') are touched, and
+ * not those of runs still in flight.
+ */
+static void
+sweep_interrupted(void)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+
+	values[0] = live_run_ids();
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("WITH r AS ("
+				 " UPDATE hwm.runs SET status = 'interrupted', finished_at = pg_catalog.clock_timestamp(),"
+				 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
+				 " WHERE status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+				 "  AND run_id OPERATOR(pg_catalog.<>) ALL ($1)"
+				 " RETURNING pipeline, run_id, started_at, error)"
+				 " UPDATE hwm.state AS s SET last_run_id = r.run_id, last_run_started_at = r.started_at,"
+				 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = 'interrupted',"
+				 "  last_rows = NULL, last_error = r.error"
+				 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+				 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at)",
+				 1, argtypes, values, NULL, 0);
+	hwm_unbecome(&sw);
+}
+
+/* Keep the scheduler's run history bounded (hwm.max_runs_per_pipeline,
+ * hwm.history_days); only finished runs of kind 'load' are pruned. */
+static void
+prune_history(void)
+{
+	HwmRoleSwitch sw;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1];
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	if (hwm_history_days > 0)
+	{
+		values[0] = Int32GetDatum(hwm_history_days);
+		hwm_spi_exec("DELETE FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
+					 " AND status OPERATOR(pg_catalog.<>) 'running'"
+					 " AND started_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-)"
+					 "  pg_catalog.make_interval(days => $1)",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	if (hwm_max_runs_per_pipeline > 0)
+	{
+		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+		hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+					 "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
+					 "  FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
+					 "   AND status OPERATOR(pg_catalog.<>) 'running') AS x"
+					 " WHERE x.n OPERATOR(pg_catalog.>) $1))",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	hwm_unbecome(&sw);
+}
+
+/* A run to start, decided in the dispatch transaction */
+typedef struct PendingRun
+{
+	char	   *pipeline;
+	Oid			owner;
+	int64		run_id;
+	int			slotno;
+	uint64		generation;
+	int32		timeout_ms;
+	TimestampTz old_next_run_at;
+} PendingRun;
+
+/* Interval to milliseconds (months of 30 days), clamped to int32 */
+static int32
+interval_ms(const Interval *iv)
+{
+	int64		us = iv->time + iv->day * USECS_PER_DAY +
+		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	int64		ms = (us + 999) / 1000;
+
+	return (int32) Max(Min(ms, PG_INT32_MAX), 1);
+}
+
+/*
+ * Why the scheduler cannot start a session for this owner (NULL: it can).
+ * A worker connects as the owner, which needs LOGIN.
+ */
+static const char *
+owner_problem(Oid owner, const char **sqlstate)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
+	const char *problem = NULL;
+
+	if (!HeapTupleIsValid(tup))
+	{
+		*sqlstate = "42704";
+		return psprintf("the pipeline's owner (role OID %u) no longer exists", owner);
+	}
+	if (!((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin)
+	{
+		*sqlstate = "28000";
+		problem = psprintf("the pipeline's owner \"%s\" cannot log in, and scheduled runs connect as the owner;"
+						   " ALTER ROLE %s LOGIN, or run the pipeline by hand",
+						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname),
+						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
+	}
+	ReleaseSysCache(tup);
+	return problem;
+}
+
+/* Take a free slot for a run; -1 when none is free */
+static int
+take_slot(int64 run_id, uint64 *generation)
+{
+	int			slotno = -1;
+
+	SpinLockAcquire(&sched->mutex);
+	for (int i = 0; i < sched->nslots; i++)
+	{
+		HwmWorkerSlot *slot = &sched->slots[i];
+
+		if (!slot->in_use)
+		{
+			slot->in_use = true;
+			slot->exited = false;
+			slot->recorded = false;
+			slot->pid = 0;
+			slot->run_id = run_id;
+			slot->generation = sched->next_generation++;
+			*generation = slot->generation;
+			slotno = i;
+			break;
+		}
+	}
+	SpinLockRelease(&sched->mutex);
+	return slotno;
+}
+
+static void
+free_slot(int slotno, uint64 generation)
+{
+	SpinLockAcquire(&sched->mutex);
+	if (sched->slots[slotno].generation == generation)
+		sched->slots[slotno].in_use = false;
+	SpinLockRelease(&sched->mutex);
+}
+
+/*
+ * Steps 2 and 3: find due pipelines and claim their runs.  Returns the runs
+ * to start (in launcher memory) and sets *sleep_ms to when the next pipeline
+ * is due.
+ */
+static List *
+claim_due_runs(int room, long *sleep_ms)
+{
+	List	   *pending = NIL;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	TimestampTz now = GetCurrentTimestamp();
+	SPITupleTable *due;
+	uint64		ndue;
+
+	values[0] = Int32GetDatum(room + 1);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
+				 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
+				 " FROM hwm.state AS s"
+				 " WHERE s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL"
+				 "  AND NOT EXISTS (SELECT FROM hwm.runs AS r"
+				 "   WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+				 "    AND r.status OPERATOR(pg_catalog.=) 'running'"
+				 "    AND r.kind OPERATOR(pg_catalog.=) 'load')"
+				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1"
+				 /* a row locked by a run in progress (by hand) is not waited for */
+				 " FOR UPDATE OF s SKIP LOCKED",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	due = SPI_tuptable;
+	ndue = SPI_processed;
+
+	*sleep_ms = LAUNCHER_MAX_SLEEP_MS;
+	/* all rows due and room left: look again at once */
+	if (ndue == (uint64) room + 1)
+		*sleep_ms = 0;
+	for (uint64 i = 0; i < ndue; i++)
+	{
+		HeapTuple	tup = due->vals[i];
+		TupleDesc	desc = due->tupdesc;
+		bool		isnull;
+		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+		Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
+		TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+		bool		no_timeout;
+		Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
+		MemoryContext spicxt;
+		PendingRun *run;
+		const char *sqlstate = NULL;
+		const char *problem;
+		char	   *owner_name;
+		Oid			targs[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
+		Datum		tvals[3];
+
+		if (next_run_at > now)
+		{
+			/* not due yet: sleep until it is */
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(now, next_run_at, &secs, &usecs);
+			*sleep_ms = Min(LAUNCHER_MAX_SLEEP_MS, secs * 1000 + (usecs + 999) / 1000);
+			break;
+		}
+		if (list_length(pending) >= room)
+		{
+			/* due, but no room: a worker's exit wakes us */
+			break;
+		}
+
+		spicxt = MemoryContextSwitchTo(TopMemoryContext);
+		run = palloc0(sizeof(PendingRun));
+		run->pipeline = SPI_getvalue(tup, desc, 1);
+		MemoryContextSwitchTo(spicxt);
+		run->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+		run->old_next_run_at = next_run_at;
+		run->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
+
+		/* the 'running' row, and the next slot on the grid after now */
+		owner_name = GetUserNameFromId(run->owner, true);
+		tvals[0] = CStringGetTextDatum(run->pipeline);
+		tvals[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
+		tvals[2] = TimestampTzGetDatum(hwm_schedule_next(anchor, every, now, false));
+		hwm_become(hwm_catalog_owner(), false, &sw);
+		hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 3, targs, tvals, NULL, SPI_OK_UPDATE);
+		hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+					 " RETURNING run_id",
+					 2, targs, tvals, NULL, SPI_OK_INSERT_RETURNING);
+		run->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 1, &isnull));
+		hwm_unbecome(&sw);
+
+		problem = owner_problem(run->owner, &sqlstate);
+		if (problem)
+		{
+			/* it cannot run at all: a failure, recorded now */
+			ereport(LOG,
+					(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", run->pipeline, problem)));
+			record_outcome(run->run_id, "failed", sqlstate, problem);
+			pfree(run->pipeline);
+			pfree(run);
+			continue;
+		}
+		run->slotno = take_slot(run->run_id, &run->generation);
+		if (run->slotno < 0)
+			elog(ERROR, "hwm: no free scheduler slot although %d are free", room);
+		/* the list outlives this transaction (and SPI's memory) */
+		spicxt = MemoryContextSwitchTo(TopMemoryContext);
+		pending = lappend(pending, run);
+		MemoryContextSwitchTo(spicxt);
+	}
+	return pending;
+}
+
+/*
+ * Step 4: start a worker per claimed run.  Runs whose worker could not be
+ * registered are returned (their claim is undone by the caller).
+ */
+static List *
+start_workers(List *pending)
+{
+	List	   *failed = NIL;
+	ListCell   *lc;
+
+	foreach(lc, pending)
+	{
+		PendingRun *run = lfirst(lc);
+		BackgroundWorker bgw;
+		BackgroundWorkerHandle *handle;
+		HwmWorkerArgs args;
+		MemoryContext old;
+
+		memset(&bgw, 0, sizeof(bgw));
+		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		bgw.bgw_restart_time = BGW_NEVER_RESTART;
+		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "hwm");
+		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "hwm_worker_main");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm worker for pipeline %s", run->pipeline);
+		snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm worker");
+		bgw.bgw_main_arg = Int32GetDatum(run->slotno);
+		bgw.bgw_notify_pid = MyProcPid;
+		memset(&args, 0, sizeof(args));
+		args.generation = run->generation;
+		args.run_id = run->run_id;
+		args.dboid = MyDatabaseId;
+		args.owner = run->owner;
+		args.timeout_ms = run->timeout_ms;
+		memcpy(bgw.bgw_extra, &args, sizeof(args));
+
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		if (RegisterDynamicBackgroundWorker(&bgw, &handle))
+		{
+			LaunchedWorker *w = palloc(sizeof(LaunchedWorker));
+
+			w->slotno = run->slotno;
+			w->generation = run->generation;
+			w->run_id = run->run_id;
+			w->handle = handle;
+			launched = lappend(launched, w);
+		}
+		else
+			failed = lappend(failed, run);
+		MemoryContextSwitchTo(old);
+	}
+	return failed;
+}
+
+/* Undo the claim of runs that could not start: they are due again. */
+static void
+unclaim_runs(List *failed)
+{
+	ListCell   *lc;
+
+	/* said once (then at most every 10 minutes), not on every retry */
+	if (slots_exhausted_logged_at == 0 ||
+		TimestampDifferenceExceeds(slots_exhausted_logged_at, GetCurrentTimestamp(),
+								   10 * 60 * 1000))
+	{
+		ereport(LOG,
+				(errmsg("hwm: no background worker slot is free to run pipeline \"%s\"; will try again",
+						((PendingRun *) linitial(failed))->pipeline),
+				 errdetail("Scheduled runs wait until a slot is free; this is logged at most every 10 minutes."),
+				 errhint("Raise max_worker_processes (the scheduler needs hwm.max_workers of them, besides its launcher and parallel query).")));
+		slots_exhausted_logged_at = GetCurrentTimestamp();
+	}
+
+	launcher_begin();
+	foreach(lc, failed)
+	{
+		PendingRun *run = lfirst(lc);
+		Oid			argtypes[3] = {TEXTOID, INT8OID, TIMESTAMPTZOID};
+		Datum		values[3];
+		HwmRoleSwitch sw;
+
+		values[0] = CStringGetTextDatum(run->pipeline);
+		values[1] = Int64GetDatum(run->run_id);
+		values[2] = TimestampTzGetDatum(run->old_next_run_at);
+		hwm_become(hwm_catalog_owner(), false, &sw);
+		hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $2"
+					 " AND status OPERATOR(pg_catalog.=) 'running'",
+					 3, argtypes, values, NULL, SPI_OK_DELETE);
+		hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+		hwm_unbecome(&sw);
+	}
+	launcher_commit();
+	foreach(lc, failed)
+	{
+		PendingRun *run = lfirst(lc);
+
+		free_slot(run->slotno, run->generation);
+	}
+}
+
+/* One pass of the launcher's loop; returns how long to sleep (ms). */
+static long
+launcher_iteration(void)
+{
+	long		sleep_ms = LAUNCHER_MAX_SLEEP_MS;
+	int			room;
+	List	   *pending;
+	List	   *failed;
+	ListCell   *lc;
+	TimestampTz now;
+
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+
+	reap_workers();
+
+	launcher_begin();
+	if (!OidIsValid(get_extension_oid("hwm", true)))
+	{
+		extension_seen = false;
+		launcher_commit();
+		return LAUNCHER_MAX_SLEEP_MS;	/* CREATE EXTENSION wakes us */
+	}
+
+	/* bookkeeping goes on while scheduling is switched off */
+	now = GetCurrentTimestamp();
+	if (!extension_seen ||
+		TimestampDifferenceExceeds(last_maintenance, now, LAUNCHER_MAINTENANCE_MS))
+	{
+		sweep_interrupted();
+		prune_history();
+		last_maintenance = now;
+	}
+	extension_seen = true;
+
+	room = Min(hwm_max_workers, sched->nslots) - slots_in_use();
+	if (!hwm_enabled || room <= 0)
+	{
+		launcher_commit();
+		/* a reload, or a worker's exit, wakes us */
+		return Min(LAUNCHER_MAX_SLEEP_MS, LAUNCHER_MAINTENANCE_MS);
+	}
+	pending = claim_due_runs(room, &sleep_ms);
+	launcher_commit();
+
+	failed = start_workers(pending);
+	if (failed != NIL)
+	{
+		unclaim_runs(failed);
+		sleep_ms = LAUNCHER_RETRY_MS;
+	}
+	foreach(lc, pending)
+	{
+		PendingRun *run = lfirst(lc);
+
+		pfree(run->pipeline);
+		pfree(run);
+	}
+	list_free(pending);
+	list_free(failed);
+	return sleep_ms;
+}
+
+void
+hwm_launcher_main(Datum main_arg)
+{
+	MemoryContext loopcxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	BackgroundWorkerInitializeConnection(hwm_database, NULL, 0);
+	pgstat_report_appname("hwm launcher");
+
+	/* become the launcher; forget workers that never started */
+	SpinLockAcquire(&sched->mutex);
+	sched->launcher_pid = MyProcPid;
+	for (int i = 0; i < sched->nslots; i++)
+		if (sched->slots[i].in_use && sched->slots[i].pid == 0)
+			sched->slots[i].in_use = false;
+	SpinLockRelease(&sched->mutex);
+	before_shmem_exit(launcher_detach, (Datum) 0);
+
+	ereport(LOG,
+			(errmsg("hwm launcher started, serving database \"%s\"", hwm_database)));
+
+	loopcxt = AllocSetContextCreate(TopMemoryContext, "hwm launcher",
+									ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		long		sleep_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		MemoryContextSwitchTo(loopcxt);
+		PG_TRY();
+		{
+			sleep_ms = launcher_iteration();
+		}
+		PG_CATCH();
+		{
+			/* log it, roll back, and carry on a little later */
+			MemoryContextSwitchTo(loopcxt);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			sleep_ms = LAUNCHER_MAX_SLEEP_MS / 2;
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextReset(loopcxt);
+
+		(void) WaitLatch(MyLatch,
+						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Max(sleep_ms, 1), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The worker
+ * ------------------------------------------------------------------------
+ */
+
+static int	my_slotno = -1;
+
+/* On the way out: tell the launcher that this run's slot is free. */
+static void
+worker_detach(int code, Datum arg)
+{
+	SpinLockAcquire(&sched->mutex);
+	sched->slots[my_slotno].exited = true;
+	SpinLockRelease(&sched->mutex);
+	wake_launcher();
+}
+
+static void
+worker_begin(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+worker_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+static void
+mark_recorded(void)
+{
+	SpinLockAcquire(&sched->mutex);
+	sched->slots[my_slotno].recorded = true;
+	SpinLockRelease(&sched->mutex);
+}
+
+void
+hwm_worker_main(Datum main_arg)
+{
+	HwmWorkerArgs args;
+	bool		claimed;
+	char	   *volatile pipeline = NULL;
+	MemoryContext workcxt;
+	ErrorData  *volatile edata = NULL;
+
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	my_slotno = DatumGetInt32(main_arg);
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	SpinLockAcquire(&sched->mutex);
+	claimed = my_slotno >= 0 && my_slotno < sched->nslots &&
+		sched->slots[my_slotno].in_use &&
+		sched->slots[my_slotno].generation == args.generation;
+	if (claimed)
+		sched->slots[my_slotno].pid = MyProcPid;
+	SpinLockRelease(&sched->mutex);
+	if (!claimed)
+		proc_exit(0);			/* the launcher gave up on this run */
+	before_shmem_exit(worker_detach, (Datum) 0);
+
+	/* a session of the pipeline's owner, never of a superuser */
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SET, true, 0, false);
+	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
+									ALLOCSET_DEFAULT_SIZES);
+
+	PG_TRY();
+	{
+		Oid			argtypes[1] = {INT8OID};
+		Datum		values[1];
+		HwmRoleSwitch sw;
+		int			timeout_ms = args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout;
+
+		worker_begin();
+		values[0] = Int64GetDatum(args.run_id);
+		hwm_become(hwm_catalog_owner(), false, &sw);
+		hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+		hwm_unbecome(&sw);
+		if (SPI_processed > 0)
+		{
+			Oid			runtypes[1] = {TEXTOID};
+			Datum		runvals[1];
+			MemoryContext old = MemoryContextSwitchTo(workcxt);
+
+			pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			MemoryContextSwitchTo(old);
+			pgstat_report_appname(psprintf("hwm: %s", pipeline));
+			pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
+
+			runvals[0] = CStringGetTextDatum(pipeline);
+			if (timeout_ms > 0)
+				enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+			hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
+						 1, runtypes, runvals, NULL, SPI_OK_SELECT);
+			if (timeout_ms > 0)
+				disable_timeout(STATEMENT_TIMEOUT, false);
+
+			/* hwm.run recorded the run: the 'running' row goes */
+			hwm_become(hwm_catalog_owner(), false, &sw);
+			hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+						 1, argtypes, values, NULL, SPI_OK_DELETE);
+			hwm_unbecome(&sw);
+		}
+		worker_commit();
+		mark_recorded();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(workcxt);
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+
+	if (edata != NULL)
+	{
+		const char *status = "failed";
+		const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
+		char	   *error;
+
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && pipeline != NULL &&
+			edata->message != NULL &&
+			strcmp(edata->message, psprintf("pipeline \"%s\" is busy", pipeline)) == 0)
+		{
+			/* a run by hand (or a backfill) holds the pipeline: not doubled */
+			status = "skipped";
+			error = edata->message;
+			ereport(LOG,
+					(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", pipeline)));
+		}
+		else
+		{
+			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
+				strstr(edata->message, "statement timeout") != NULL)
+				error = psprintf("canceling the run: it took longer than its timeout of %d ms",
+								 args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout);
+			else if (edata->detail)
+				error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
+			else
+				error = edata->message ? edata->message : "unknown error";
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",
+							pipeline ? pipeline : "?", error)));
+		}
+
+		/* record it in a transaction of its own, after the failed one */
+		worker_begin();
+		record_outcome(args.run_id, status, sqlstate, error);
+		worker_commit();
+		mark_recorded();
+	}
+	proc_exit(0);
+}
