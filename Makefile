@@ -18,6 +18,11 @@ ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec))
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
 	--inputdir=test --outputdir=output_iso
 
+# TAP tests (PostgreSQL::Test::Cluster): what needs whole servers (dump and
+# restore, upgrades, a second cluster behind postgres_fdw).
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -I$(srcdir)/src

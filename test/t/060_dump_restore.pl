@@ -1,0 +1,204 @@
+# pg_dump + pg_restore of a database with hwm pipelines.
+#
+# hwm.state names its tables as regclass, its owner as regrole and the
+# watermark type as regtype: in a dump they are names, which the restore
+# resolves to the OIDs of the restored database (pg_dump loads the data of
+# extension configuration tables after every table and view exists).  This
+# test proves that every pipeline, watermark, schedule, lookback and the run
+# history survive a custom-format dump restored into a new database of the
+# same cluster and into a second cluster, and that the restored pipelines
+# go on where they stopped: new rows load once, nothing is loaded twice.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump_src');
+$node->init;
+$node->start;
+
+$node->safe_psql('postgres', 'CREATE DATABASE src');
+$node->safe_psql('src', q{
+CREATE EXTENSION hwm;
+CREATE ROLE etl LOGIN;
+CREATE SCHEMA raw;
+CREATE SCHEMA mart;
+GRANT USAGE ON SCHEMA raw, mart TO etl;
+
+-- a time-typed watermark, a partition column with lookback, a schedule,
+-- a delay, and names that need quoting
+CREATE TABLE raw."Events Log" (
+    id         bigint PRIMARY KEY,
+    day        date NOT NULL,
+    updated_at timestamptz NOT NULL,
+    payload    text);
+CREATE TABLE mart.events (
+    id         bigint PRIMARY KEY,
+    day        date NOT NULL,
+    updated_at timestamptz NOT NULL,
+    payload    text);
+INSERT INTO raw."Events Log"
+SELECT i, date '2024-01-01' + i / 10, timestamptz '2024-01-01 00:00+00' + i * interval '1 minute', 'e' || i
+  FROM generate_series(1, 50) i;
+SELECT hwm.create_pipeline('events', 'raw."Events Log"', 'mart.events', '{id}', 'updated_at',
+                           partition_column => 'day', lookback => 2,
+                           schedule => '15 minutes', delay => '1 second');
+
+-- an integer watermark over a view, owned by an ordinary role
+CREATE TABLE raw.orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount numeric NOT NULL);
+CREATE VIEW raw.orders_v AS SELECT id, amount FROM raw.orders;
+CREATE TABLE mart.orders (id bigint PRIMARY KEY, amount numeric NOT NULL);
+GRANT SELECT ON raw.orders_v TO etl;
+GRANT SELECT, INSERT, UPDATE ON mart.orders TO etl;
+INSERT INTO raw.orders (amount) SELECT i FROM generate_series(1, 30) i;
+SET ROLE etl;
+SELECT hwm.create_pipeline('orders', 'raw.orders_v', 'mart.orders', '{id}', 'id');
+RESET ROLE;
+
+-- a pipeline that never ran: watermark NULL, given an initial one later
+CREATE TABLE raw.idle (id int PRIMARY KEY, v int);
+CREATE TABLE mart.idle (id int PRIMARY KEY, v int);
+SELECT hwm.create_pipeline('idle', 'raw.idle', 'mart.idle', '{id}', 'id');
+});
+
+$node->safe_psql('src', q{SELECT * FROM hwm.run('events')});
+$node->safe_psql('src', q{SET ROLE etl; SELECT * FROM hwm.run('orders')});
+$node->safe_psql('src', q{SELECT hwm.set_watermark('idle', '7')});
+# a second run of events: history with more than one row per pipeline
+$node->safe_psql('src', q{
+INSERT INTO raw."Events Log" VALUES (51, '2024-01-06', '2024-01-01 00:51+00', 'e51');
+SELECT * FROM hwm.run('events');
+});
+
+# What must survive: every column of the catalog that is not an OID, with
+# the relations, types and roles spelled as names, and the whole history.
+my $state_sql = q{
+SELECT pipeline, source::text, target::text, unique_key, watermark_column,
+       watermark_type::text, partition_column, lookback, delay, schedule,
+       next_run_at, watermark, owner::text, enabled, created_at, last_run_id,
+       last_run_started_at, last_run_finished_at, last_status, last_rows,
+       consecutive_failures, last_error
+  FROM hwm.state ORDER BY pipeline};
+my $runs_sql = q{
+SELECT run_id, pipeline, kind, started_at, finished_at, status, rows_upserted,
+       partitions_overwritten, rows_deleted, rows_inserted, watermark_before,
+       watermark_after, from_partition, to_partition, run_by
+  FROM hwm.runs ORDER BY run_id};
+my $targets_sql = q{
+SELECT 'events', count(*), sum(hashtext(e::text)) FROM mart.events e
+UNION ALL SELECT 'orders', count(*), sum(hashtext(o::text)) FROM mart.orders o};
+
+my $state_before   = $node->safe_psql('src', $state_sql);
+my $runs_before    = $node->safe_psql('src', $runs_sql);
+my $targets_before = $node->safe_psql('src', $targets_sql);
+my $max_run_before = $node->safe_psql('src', 'SELECT max(run_id) FROM hwm.runs');
+like($state_before, qr/^events\|raw\."Events Log"\|mart\.events\|\{id\}\|updated_at\|timestamp with time zone\|day\|2\|00:00:01\|00:15:00\|/m,
+	'before the dump: events pipeline with quoted source, lookback, delay and schedule');
+like($state_before, qr/^idle\|.*\|7\|postgres\|/m, 'before the dump: idle pipeline has its hand-set watermark');
+like($state_before, qr/^orders\|raw\.orders_v\|mart\.orders\|.*\|30\|etl\|/m, 'before the dump: orders pipeline owned by etl at watermark 30');
+
+my $dump = "$PostgreSQL::Test::Utils::tmp_check/hwm.dump";
+$node->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', 'src' ], 'pg_dump -Fc of a database with pipelines');
+
+# --- 1. restore into a new database of the same cluster ---------------------
+$node->safe_psql('postgres', 'CREATE DATABASE dst');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'dst', $dump ], 'pg_restore into a new database');
+
+check_restored($node, 'dst', 'same cluster');
+
+# In the same cluster the restored tables get new OIDs: had the catalog kept
+# OIDs, it would now point at the old database's numbers.
+isnt($node->safe_psql('src', q{SELECT 'raw."Events Log"'::regclass::oid}),
+	$node->safe_psql('dst', q{SELECT 'raw."Events Log"'::regclass::oid}),
+	'the restored source table has another OID than the original');
+
+# --- 2. restore into a second cluster, roles first --------------------------
+my $node2 = PostgreSQL::Test::Cluster->new('dump_dst');
+$node2->init;
+$node2->start;
+my $globals = "$PostgreSQL::Test::Utils::tmp_check/globals.sql";
+$node->command_ok([ 'pg_dumpall', '--globals-only', '-f', $globals ], 'pg_dumpall --globals-only');
+# the bootstrap superuser exists already: ignore that one error
+$node2->psql('postgres', undef, extra_params => [ '-f', $globals ]);
+$node2->safe_psql('postgres', 'CREATE DATABASE dst');
+$node2->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'dst', $dump ], 'pg_restore into a second cluster');
+
+check_restored($node2, 'dst', 'second cluster');
+
+# --- 3. a role that is missing is an error, not a silent loss --------------
+# owner is a regrole: restoring where the role does not exist fails loudly
+# on hwm.state (restore the globals first, as above).
+my $node3 = PostgreSQL::Test::Cluster->new('dump_noroles');
+$node3->init;
+$node3->start;
+$node3->safe_psql('postgres', 'CREATE DATABASE dst');
+my ($stdout, $stderr) = ('', '');
+my $ok = PostgreSQL::Test::Utils::run_log(
+	[ 'pg_restore', '-d', $node3->connstr('dst'), '--no-owner', '--no-privileges', $dump ],
+	'>', \$stdout, '2>', \$stderr);
+ok(!$ok, 'pg_restore without the pipeline owner role fails');
+like($stderr, qr/TABLE DATA state|COPY failed for table "state"/, '... on the data of hwm.state');
+like($stderr, qr/role "etl" does not exist/, '... saying which role is missing');
+$node3->stop;
+
+$node->stop;
+$node2->stop;
+done_testing();
+
+# Everything about the restored database $db on $n: same catalog and
+# history, OIDs resolved to the restored objects, and the pipelines resume.
+sub check_restored
+{
+	my ($n, $db, $where) = @_;
+
+	is($n->safe_psql($db, $state_sql), $state_before, "$where: every pipeline, watermark, schedule, lookback and last-run fact restored");
+	is($n->safe_psql($db, $runs_sql), $runs_before, "$where: the run history restored");
+	is($n->safe_psql($db, $targets_sql), $targets_before, "$where: the targets restored");
+	is($n->safe_psql($db, q{
+		SELECT count(*) FROM hwm.state s
+		 WHERE s.source::oid = CASE s.pipeline WHEN 'events' THEN 'raw."Events Log"'::regclass
+		                                       WHEN 'orders' THEN 'raw.orders_v'::regclass
+		                                       ELSE 'raw.idle'::regclass END::oid
+		   AND s.target::oid = CASE s.pipeline WHEN 'events' THEN 'mart.events'::regclass
+		                                       WHEN 'orders' THEN 'mart.orders'::regclass
+		                                       ELSE 'mart.idle'::regclass END::oid
+		   AND s.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = CASE s.pipeline WHEN 'orders' THEN 'etl' ELSE 'postgres' END)}),
+		'3', "$where: source, target and owner resolve to the restored tables and roles");
+	is($n->safe_psql($db, q{SELECT pipeline, watermark, lookback, schedule FROM hwm.status ORDER BY 1}),
+		"events|2024-01-01 00:51:00+00|2|00:15:00\nidle|7|0|\norders|30|0|",
+		"$where: hwm.status reads the restored catalog");
+	is($n->safe_psql($db, q{SELECT pg_get_serial_sequence('hwm.runs', 'run_id')::regclass}),
+		'hwm.runs_run_id_seq', "$where: the run_id sequence is still the column's");
+
+	# The catalog is still protected: the grants of the extension came along.
+	my ($rc, $out, $err) = $n->psql($db, q{SET ROLE etl; UPDATE hwm.state SET watermark = NULL});
+	like($err, qr/permission denied for table state/, "$where: an ordinary role still cannot write hwm.state");
+
+	# Resume: the runs pick up where the original stopped.
+	$n->safe_psql($db, q{
+		INSERT INTO raw."Events Log" VALUES (52, '2024-01-06', '2024-01-01 00:52+00', 'e52'),
+		                                   (53, '2024-01-06', '2024-01-01 00:53+00', 'e53');
+		INSERT INTO raw.orders (amount) VALUES (31), (32), (33);
+		INSERT INTO raw.idle VALUES (5, 5), (8, 8), (9, 9);
+	});
+	is($n->safe_psql($db, q{SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('events')}),
+		'2|2024-01-01 00:51:00+00|2024-01-01 00:53:00+00',
+		"$where: restored time pipeline loads only the two new rows");
+	is($n->safe_psql($db, q{SET ROLE etl; SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('orders')}),
+		'3|30|33', "$where: restored pipeline runs as its restored owner and loads only the three new rows");
+	is($n->safe_psql($db, q{SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('idle')}),
+		'2|7|9', "$where: restored hand-set watermark holds: rows at or below 7 are not loaded");
+	is($n->safe_psql($db, q{
+		SELECT (SELECT count(*) FROM mart.events) || ' ' || (SELECT count(DISTINCT id) FROM mart.events)
+		       || ' ' || (SELECT count(*) FROM raw."Events Log")
+		       || ' / ' || (SELECT count(*) FROM mart.orders) || ' ' || (SELECT count(*) FROM raw.orders)}),
+		'53 53 53 / 33 33', "$where: targets equal their sources, nothing doubled");
+	is($n->safe_psql($db, q{SELECT rows_upserted || '|' || rows_deleted || '|' || rows_inserted FROM hwm.run('events')}),
+		'0|0|0', "$where: a second run changes nothing, lookback included");
+	# The history goes on from the restored sequence: a sequence that had
+	# started over would collide with the restored run_ids.
+	is($n->safe_psql($db, "SELECT count(*) FROM hwm.runs WHERE run_id > $max_run_before"),
+		'4', "$where: the four new runs got run_ids after the restored ones");
+	return;
+}
