@@ -10,19 +10,16 @@ DATA = $(sort $(wildcard hwm--*.sql))
 PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and backfill"
 
 # One file per feature, in this order (install first: it creates the extension).
-REGRESS = install lesson_load lesson_overwrite lesson_backfill load types \
-	overwrite_partition bad_input
+REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types \
+	overwrite_partition backfill swap bad_input
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
 
 ISOLATION = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --temp-instance=./tmp_check_iso --temp-config=test/hwm.conf \
 	--inputdir=test --outputdir=output_iso
-
-# TAP tests (PostgreSQL::Test::Cluster): what needs whole servers (dump and
-# restore, upgrades, a second cluster behind postgres_fdw).
-TAP_TESTS = 1
-PROVE_TESTS = test/t/*.pl
-
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -33,3 +30,6 @@ EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regres
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies: every object depends on the shared header.
+$(OBJS): src/hwm.h

@@ -23,6 +23,7 @@ CREATE TABLE hwm.state (
     partition_column     name,
     lookback             integer     NOT NULL DEFAULT 0 CHECK (lookback OPERATOR(pg_catalog.>=) 0),
     delay                interval,
+    batch_size           bigint      CHECK (batch_size OPERATOR(pg_catalog.>) 0),
     schedule             interval,
     next_run_at          timestamptz,
     watermark            text,
@@ -44,6 +45,8 @@ COMMENT ON COLUMN hwm.state.watermark IS
 'High-water mark: the greatest watermark_column value loaded so far, in the column type''s text form (NULL: nothing loaded yet).';
 COMMENT ON COLUMN hwm.state.delay IS
 'Settle time for application-supplied timestamps: the watermark never moves past now() - delay (NULL: none).';
+COMMENT ON COLUMN hwm.state.batch_size IS
+'Most rows one run loads (NULL: no cap); rows sharing one watermark value are never split. CALL hwm.catch_up runs batch after batch.';
 COMMENT ON COLUMN hwm.state.lookback IS
 'Number of newest source partitions that every run re-overwrites to catch late-arriving rows (0: none).';
 
@@ -96,8 +99,10 @@ SELECT s.pipeline,
        s.watermark_column,
        s.watermark,
        CASE WHEN s.watermark IS NOT NULL
-             AND s.watermark_type OPERATOR(pg_catalog.=) ANY
-                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[])
+             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+                    FROM pg_catalog.pg_type AS t
+                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
+                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
             THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
        END AS lag,
        s.partition_column,
@@ -129,13 +134,14 @@ CREATE FUNCTION hwm.create_pipeline(
     lookback          integer  DEFAULT 0,
     schedule          interval DEFAULT NULL,
     initial_watermark text     DEFAULT NULL,
-    delay             interval DEFAULT NULL)
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
 
-COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval) IS
-'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(). Everything is validated up front.';
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run. Everything is validated up front.';
 
 CREATE FUNCTION hwm.drop_pipeline(pipeline text)
 RETURNS void
@@ -161,6 +167,13 @@ AS 'MODULE_PATHNAME', 'hwm_run';
 
 COMMENT ON FUNCTION hwm.run(text, boolean) IS
 'One incremental run in the caller''s transaction: upsert the source rows newer than the watermark, advance the watermark no further than transactions still in flight allow, re-overwrite the lookback newest partitions, record the run. Waits for a concurrent run of the same pipeline, or fails at once with nowait. Returns one summary row.';
+
+CREATE PROCEDURE hwm.catch_up(pipeline text)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_catch_up';
+
+COMMENT ON PROCEDURE hwm.catch_up(text) IS
+'Run a pipeline batch after batch until its watermark stops moving; outside a transaction block each batch commits on its own, inside one they share the caller''s transaction.';
 
 CREATE FUNCTION hwm.overwrite(
     pipeline           text,
@@ -200,3 +213,86 @@ AS 'MODULE_PATHNAME', 'hwm_set_watermark';
 
 COMMENT ON FUNCTION hwm.set_watermark(text, text) IS
 'Move a pipeline''s watermark by hand (NULL: the next run loads everything). The change is recorded in hwm.runs.';
+
+-- Backfills: one row per backfill of a pipeline's partition range, written
+-- by CALL hwm.backfill as it goes (committed after every batch when called
+-- outside a transaction block), so a stopped backfill can be resumed.
+CREATE TABLE hwm.backfills (
+    backfill_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    pipeline        text        NOT NULL,
+    from_partition  text        NOT NULL,
+    to_partition    text        NOT NULL,
+    batch_size      integer     NOT NULL CHECK (batch_size OPERATOR(pg_catalog.>=) 1),
+    done_through    text,
+    status          text        NOT NULL
+                                CHECK (status OPERATOR(pg_catalog.=) ANY
+                                       (ARRAY['running', 'succeeded', 'failed'])),
+    partitions_done integer     NOT NULL DEFAULT 0,
+    rows_deleted    bigint      NOT NULL DEFAULT 0,
+    rows_inserted   bigint      NOT NULL DEFAULT 0,
+    started_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    finished_at     timestamptz,
+    run_by          name        NOT NULL DEFAULT CURRENT_USER,
+    error_sqlstate  text,
+    error           text
+);
+
+CREATE INDEX backfills_range_idx ON hwm.backfills (pipeline, from_partition, to_partition, backfill_id);
+
+COMMENT ON TABLE hwm.backfills IS
+'hwm backfill progress: one row per backfill of a pipeline''s partition range (status running, succeeded or failed; done_through is the last partition committed). Calling the same backfill again resumes an unfinished one after done_through.';
+COMMENT ON COLUMN hwm.backfills.done_through IS
+'The last partition value overwritten and committed, in the partition column type''s text form (NULL: none yet).';
+
+SELECT pg_catalog.pg_extension_config_dump('hwm.backfills', '');
+SELECT pg_catalog.pg_extension_config_dump('hwm.backfills_backfill_id_seq', '');
+
+REVOKE ALL ON hwm.backfills FROM PUBLIC;
+GRANT SELECT ON hwm.backfills TO PUBLIC;
+
+-- No SET clause and not SECURITY DEFINER: either would make every CALL
+-- atomic, and the backfill could no longer commit between batches.
+CREATE PROCEDURE hwm.backfill(
+    pipeline       text,
+    from_partition text,
+    to_partition   text,
+    batch_size     integer DEFAULT 1,
+    dry_run        boolean DEFAULT false)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_backfill';
+
+COMMENT ON PROCEDURE hwm.backfill(text, text, text, integer, boolean) IS
+'Overwrite every partition value of the inclusive range (those the source or the target has), in ascending order. Outside a transaction block it commits after every batch_size partitions and records its progress in hwm.backfills; calling it again resumes an unfinished backfill. Inside a transaction block it runs in that transaction. With dry_run, it only reports (NOTICE) the partitions and row counts it would touch.';
+
+CREATE FUNCTION hwm.backfill_plan(
+    pipeline          text,
+    from_partition    text,
+    to_partition      text)
+RETURNS TABLE (partition text, source_rows bigint, target_rows bigint)
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_backfill_plan';
+
+COMMENT ON FUNCTION hwm.backfill_plan(text, text, text) IS
+'The partitions that a backfill of the inclusive range would overwrite, in order, with their row counts in the source and the target. Changes nothing.';
+
+-- Staging swap.  Not SECURITY DEFINER: the caller must own both tables.
+CREATE PROCEDURE hwm.swap(
+    target       regclass,
+    staging      regclass,
+    min_rows     bigint   DEFAULT NULL,
+    min_ratio    float8   DEFAULT NULL,
+    check_query  text     DEFAULT NULL,
+    lock_timeout interval DEFAULT '5s')
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_swap';
+
+COMMENT ON PROCEDURE hwm.swap(regclass, regclass, bigint, double precision, text, interval) IS
+'Validate staging (same columns, types and nullability; an index matching each of the target''s; the target''s CHECK constraints and foreign keys; at least min_rows rows and min_ratio times the target''s; check_query returns true), then exchange the storage of the two tables in one transaction. The target keeps its OID, so its views, grants, foreign keys, triggers, policies and publications stay attached; staging then holds the previous contents (swap again to restore them). Locks are waited for at most lock_timeout.';
+
+CREATE FUNCTION hwm.create_staging(target regclass)
+RETURNS regclass
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_staging';
+
+COMMENT ON FUNCTION hwm.create_staging(regclass) IS
+'Create <target>_hwm_staging next to the target with the same columns, defaults, constraints, indexes, persistence and owner (CREATE TABLE ... (LIKE target INCLUDING ALL)), ready to be loaded and swapped in with hwm.swap.';

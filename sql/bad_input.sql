@@ -41,6 +41,8 @@ CREATE TABLE bi.tgt_partial (id int, day date, updated_at timestamptz, amount in
 CREATE UNIQUE INDEX ON bi.tgt_partial (id) WHERE amount > 0;
 CREATE TABLE bi.tgt_deferrable (id int UNIQUE DEFERRABLE INITIALLY IMMEDIATE,
                                 day date, updated_at timestamptz, amount int);
+CREATE TABLE bi.tgt_twice (id int, day date, updated_at timestamptz, amount int);
+CREATE UNIQUE INDEX ON bi.tgt_twice (id, id);
 CREATE TABLE bi.tgt_code (code text PRIMARY KEY, id int, updated_at timestamptz);
 CREATE TABLE bi.tgt_doc (id int PRIMARY KEY, updated_at timestamptz, doc int);
 CREATE TABLE bi.tgt_ts (id int PRIMARY KEY, day timestamp, updated_at timestamptz, amount int);
@@ -114,7 +116,11 @@ SELECT hwm.create_pipeline('bi_x', 'bi.src', 'bi.tgt_code', '{code}', 'updated_a
 SELECT bi.fingerprint() = :'fp' AS unchanged;
 
 -- no unique index covers exactly the key: none at all, a superset of the
--- primary key, a partial unique index, a deferrable unique constraint
+-- primary key, a partial unique index, a deferrable unique constraint, an
+-- index of as many columns that repeats one of them
+SELECT hwm.create_pipeline('bi_x', 'bi.src', 'bi.tgt_twice', '{id,day}', 'updated_at');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bi.fingerprint() = :'fp' AS unchanged;
 SELECT hwm.create_pipeline('bi_x', 'bi.src', 'bi.tgt', '{amount}', 'updated_at');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bi.fingerprint() = :'fp' AS unchanged;

@@ -123,6 +123,18 @@ SELECT rows_upserted, watermark_after FROM hwm.run('lines');
 SELECT order_id, line, qty FROM lines WHERE qty = 99;
 SELECT count(*) FROM lines;
 
+-- delay: application-supplied timestamps need time to settle.  The
+-- watermark never passes now() - delay, yet fresh rows are loaded at once
+-- (and re-read, unchanged, until the watermark passes them)
+CREATE TABLE ev_src (id int, at timestamptz);
+CREATE TABLE ev (id int PRIMARY KEY, at timestamptz);
+INSERT INTO ev_src VALUES (1, '2026-01-01 00:00+00'), (2, now() - interval '1 minute');
+SELECT hwm.create_pipeline('ev', 'ev_src', 'ev', '{id}', 'at', delay => '10 minutes');
+SELECT rows_upserted, watermark_after FROM hwm.run('ev');
+SELECT count(*) AS loaded FROM ev;
+SELECT rows_upserted, watermark_after FROM hwm.run('ev');
+SELECT hwm.drop_pipeline('ev');
+
 -- the run history
 SELECT kind, rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,
        watermark_before, watermark_after

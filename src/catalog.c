@@ -68,15 +68,48 @@ hwm_catalog_owner(void)
 }
 
 /*
+ * Refuse a NULL for a required argument, saying what to pass instead.
+ */
+void
+hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	static const struct
+	{
+		const char *arg;
+		const char *hint;
+	}			hints[] =
+	{
+		{"pipeline", "Name a pipeline: SELECT pipeline FROM hwm.status lists them."},
+		{"source", "Pass the source table, for example 'public.orders_raw'."},
+		{"target", "Pass the target table, for example 'public.orders'."},
+		{"unique_key", "Pass the business key of the target, for example unique_key => '{id}'."},
+		{"watermark_column", "Name the source column whose growing values mark new rows, for example updated_at."},
+		{"partition_column", "Name the column whose values identify partitions, for example load_date."},
+		{"lookback", "Pass 0 for no lookback."},
+		{"from_partition", "Pass the range's lower bound as a value of the partition column, for example '2026-03-01'."},
+		{"to_partition", "Pass the range's upper bound as a value of the partition column, for example '2026-03-31'."},
+		{"nowait", "Pass true to fail at once when the pipeline is busy, or false (the default) to wait for it."},
+	};
+	const char *hint = "Pass a value that is not null.";
+
+	if (!PG_ARGISNULL(argno))
+		return;
+	for (int i = 0; i < lengthof(hints); i++)
+		if (strcmp(hints[i].arg, what) == 0)
+			hint = hints[i].hint;
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s must not be null", what),
+			 errhint("%s", hint)));
+}
+
+/*
  * A required text argument, or a clear error naming it when it is NULL.
  */
 char *
 hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
+	hwm_require_arg(fcinfo, argno, what);
 	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
@@ -148,7 +181,7 @@ pipeline_read(const char *name)
 	hwm_spi_exec("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 				 " partition_column::pg_catalog.text, lookback, watermark,"
-				 " owner::pg_catalog.oid, enabled, delay"
+				 " owner::pg_catalog.oid, enabled, delay, batch_size"
 				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
@@ -180,6 +213,8 @@ pipeline_read(const char *name)
 	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
 	d = SPI_getbinval(tup, desc, 11, &isnull);
 	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+	d = SPI_getbinval(tup, desc, 12, &isnull);
+	p->batch_size = isnull ? 0 : DatumGetInt64(d);
 	return p;
 }
 
@@ -212,6 +247,24 @@ hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 				 errmsg("pipeline \"%s\" was dropped while waiting for its lock", name)));
 	hwm_check_may_manage(p);
 	return p;
+}
+
+/*
+ * What to build a stored pipeline's plan from: its tables and key, and the
+ * watermark and partition columns when the caller needs those statements.
+ */
+void
+hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
+			 HwmPlanSpec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->source = p->source;
+	spec->target = p->target;
+	spec->unique_key = p->unique_key;
+	spec->watermark_column = with_watermark ? p->watermark_column : NULL;
+	spec->partition_column = with_partition ? p->partition_column : NULL;
+	spec->pipeline = p->name;
+	spec->stored = true;
 }
 
 /*

@@ -30,6 +30,7 @@ typedef struct HwmPipeline
 	Oid			owner;
 	bool		enabled;
 	Interval   *delay;			/* NULL: none */
+	int64		batch_size;		/* rows per run; 0: no cap */
 } HwmPipeline;
 
 /* A value type used in comparisons (watermark or partition column). */
@@ -54,6 +55,7 @@ typedef struct HwmPlanSpec
 	const char *watermark_column;	/* NULL: no incremental statements */
 	const char *partition_column;	/* NULL: no overwrite statements */
 	const char *pipeline;		/* for messages; NULL without a pipeline */
+	bool		stored;			/* from the catalog, not from the caller */
 } HwmPlanSpec;
 
 /* Statements and types for one run, built once from the catalog. */
@@ -75,6 +77,12 @@ typedef struct HwmPlan
 	/* $1 = old watermark (absent in the first form): the rows above it */
 	char	   *upsert_sql;
 	char	   *upsert_first_sql;
+	/* batches: the batch's last value, $1 = old watermark, $2 = offset */
+	char	   *batch_end_sql;
+	char	   *batch_end_first_sql;
+	/* the rows above $1 and up to $2 (first form: up to $1) */
+	char	   *upsert_upto_sql;
+	char	   *upsert_upto_first_sql;
 	/* $1 = number of partitions; returns their values, newest first */
 	char	   *newest_partitions_sql;
 	/* $1, $2 = inclusive partition range */
@@ -98,6 +106,7 @@ typedef struct HwmSafeBound
 	Datum		limit;			/* in the watermark column's type */
 	int			in_flight;		/* transactions that mattered */
 	int			still_running;	/* ... of those, still running after the wait */
+	const char *reason;			/* what holds the watermark back, for messages */
 } HwmSafeBound;
 
 /* catalog.c */
@@ -105,6 +114,8 @@ extern Oid	hwm_catalog_owner(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern bool hwm_pipeline_exists(const char *name);
 extern void hwm_check_may_manage(HwmPipeline *p);
+extern void hwm_spec_for(const HwmPipeline *p, bool with_watermark,
+						 bool with_partition, HwmPlanSpec *spec);
 extern int64 hwm_record_run(const char *pipeline, const char *kind,
 							TimestampTz started_at,
 							int64 rows_upserted, int partitions,
@@ -117,6 +128,7 @@ extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 									   int64 rows);
 extern void hwm_spi_exec(const char *sql, int nargs, Oid *argtypes,
 						 Datum *values, const char *nulls, int expected);
+extern void hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern char *hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 
 /* pipeline.c */

@@ -1,18 +1,22 @@
 /*
  * load.c
- *		hwm.run(pipeline): one incremental run in the caller's transaction.
+ *		hwm.run(pipeline): one incremental run in the caller's transaction,
+ *		and CALL hwm.catch_up(pipeline), which repeats it batch by batch.
  *
- *	1. lock the pipeline's catalog row (a concurrent run of the same pipeline
- *	   waits here, then reads the watermark this run leaves);
- *	2. find the greatest watermark value above the stored one;
- *	3. upsert the slice (old, new] on the business key, skipping rows whose
- *	   values did not change;
- *	4. overwrite the lookback newest partitions to catch late rows;
- *	5. store the new watermark and the run's facts, in the same transaction.
+ *	1. take the pipeline's lock (a concurrent run of the same pipeline waits
+ *	   here, then reads the watermark this run leaves);
+ *	2. find W0, the greatest watermark value above the stored one, or the
+ *	   end of the batch when batch_size caps the run;
+ *	3. ask watermark.c how far the watermark may go given the transactions
+ *	   still in flight, and settle on the greatest visible value below that;
+ *	4. upsert every visible row above the old watermark (up to the batch's
+ *	   end) on the business key, skipping rows whose values did not change;
+ *	5. overwrite the lookback newest partitions to catch late rows;
+ *	6. store the new watermark and the run's facts, in the same transaction.
  *
- * The upsert is bounded above by the value found in step 2, so what is
- * loaded is exactly what the stored watermark claims: a row committed between
- * the two statements with a greater value is left for the next run.
+ * Rows above the stored watermark are loaded at once even when the
+ * watermark is held back; the next run reads them again, and the upsert
+ * finds nothing to change.
  */
 #include "hwm.h"
 
@@ -20,6 +24,8 @@
 #include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
@@ -41,7 +47,7 @@ hwm_run(PG_FUNCTION_ARGS)
 	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
 	HwmPipeline *p;
-	HwmPlanSpec spec = {0};
+	HwmPlanSpec spec;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
 	int64		upserted = 0;
@@ -52,7 +58,7 @@ hwm_run(PG_FUNCTION_ARGS)
 	char	   *from_text = NULL;
 	char	   *to_text = NULL;
 	bool		advanced = false;
-	bool		held = false;
+	const char *held = NULL;	/* why the watermark stayed below the slice */
 	HwmSafeBound bound;
 	int64		run_id;
 	TupleDesc	tupdesc;
@@ -61,9 +67,7 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (PG_ARGISNULL(1))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("nowait must not be null")));
+	hwm_require_arg(fcinfo, 1, "nowait");
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -74,12 +78,7 @@ hwm_run(PG_FUNCTION_ARGS)
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
 
-	spec.source = p->source;
-	spec.target = p->target;
-	spec.unique_key = p->unique_key;
-	spec.watermark_column = p->watermark_column;
-	spec.partition_column = p->lookback > 0 ? p->partition_column : NULL;
-	spec.pipeline = p->name;
+	hwm_spec_for(p, true, p->lookback > 0, &spec);
 
 	hwm_become(p->owner, true, &sw);
 	plan = hwm_plan_build(&spec);
@@ -101,15 +100,44 @@ hwm_run(PG_FUNCTION_ARGS)
 		wm_after = p->watermark;
 		if (SPI_processed > 0)
 		{
+			bool		capped = false;
+
 			w0 = datum_copy_of(plan, SPI_getbinval(SPI_tuptable->vals[0],
 												   SPI_tuptable->tupdesc, 1, &isnull));
+
+			/*
+			 * A batch ends at the batch_size-th value above the watermark and
+			 * takes every row with that value, so rows that share one value
+			 * are never split between two batches.
+			 */
+			if (p->batch_size > 0)
+			{
+				Oid			btypes[2] = {plan->wm.type, plan->wm.type};
+
+				btypes[nold] = INT8OID;
+				args[nold] = Int64GetDatum(p->batch_size - 1);
+				hwm_spi_exec(p->watermark ? plan->batch_end_sql : plan->batch_end_first_sql,
+							 nold + 1, btypes, args, NULL, SPI_OK_SELECT);
+				if (SPI_processed > 0)
+				{
+					Datum		end = datum_copy_of(plan, SPI_getbinval(SPI_tuptable->vals[0],
+																		SPI_tuptable->tupdesc, 1, &isnull));
+
+					if (hwm_value_cmp(&plan->wm, end, w0) < 0)
+					{
+						w0 = end;
+						capped = true;
+					}
+				}
+			}
+
 			hwm_safe_bound(plan, p->source, p->delay, &bound);
 			if (bound.hold)
-				held = true;
+				held = bound.reason;
 			else if (bound.has_limit && hwm_value_cmp(&plan->wm, w0, bound.limit) >= 0)
 			{
 				/* the greatest visible value below the limit, if any */
-				held = true;
+				held = bound.reason;
 				args[nold] = bound.limit;
 				hwm_spi_exec(p->watermark ? plan->max_below_sql : plan->max_below_first_sql,
 							 nold + 1, argtypes, args, NULL, SPI_OK_SELECT);
@@ -121,9 +149,16 @@ hwm_run(PG_FUNCTION_ARGS)
 			else
 				wm_after = hwm_value_out(&plan->wm, w0);
 
-			/* load everything visible above the old watermark */
-			hwm_spi_exec(p->watermark ? plan->upsert_sql : plan->upsert_first_sql,
-						 nold, argtypes, args, NULL, SPI_OK_INSERT);
+			/* load everything visible above the old watermark (up to the batch's end) */
+			if (capped)
+			{
+				args[nold] = w0;
+				hwm_spi_exec(p->watermark ? plan->upsert_upto_sql : plan->upsert_upto_first_sql,
+							 nold + 1, argtypes, args, NULL, SPI_OK_INSERT);
+			}
+			else
+				hwm_spi_exec(p->watermark ? plan->upsert_sql : plan->upsert_first_sql,
+							 nold, argtypes, args, NULL, SPI_OK_INSERT);
 			upserted = (int64) SPI_processed;
 			advanced = wm_after != p->watermark;
 		}
@@ -163,11 +198,11 @@ hwm_run(PG_FUNCTION_ARGS)
 							   upserted + deleted + inserted);
 
 	ereport(NOTICE,
-			(errmsg("hwm: pipeline \"%s\" upserted " INT64_FORMAT " rows, overwrote %d partitions (" INT64_FORMAT " rows deleted, " INT64_FORMAT " inserted or updated), watermark %s -> %s%s",
+			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT ", partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
 					p->name, upserted, partitions, deleted, inserted,
 					p->watermark ? p->watermark : "(none)",
 					wm_after ? wm_after : "(none)",
-					held ? " (held back below transactions still in flight)" : "")));
+					held ? ", held back by " : "", held ? held : "")));
 
 	values[0] = Int64GetDatum(upserted);
 	values[1] = Int32GetDatum(partitions);
@@ -190,4 +225,54 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	MemoryContextSwitchTo(callercxt);
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+}
+
+PG_FUNCTION_INFO_V1(hwm_catch_up);
+
+/*
+ * CALL hwm.catch_up(pipeline): run the pipeline again and again until its
+ * watermark stops moving.  Called outside a transaction block, each run (one
+ * batch of at most batch_size rows) commits on its own, so a large backlog
+ * never makes one long transaction and a stop in the middle keeps every batch
+ * done so far.  Inside a transaction block, the runs share the caller's
+ * transaction.
+ */
+Datum
+hwm_catch_up(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
+						   !castNode(CallContext, fcinfo->context)->atomic);
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int64		total = 0;
+	int			runs = 0;
+
+	args[0] = CStringGetTextDatum(name);
+	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
+	(void) hwm_pipeline_fetch(name, false, false);	/* exists, and may be run by us */
+	for (;;)
+	{
+		bool		isnull;
+		bool		moved;
+
+		hwm_spi_exec("SELECT r.rows_upserted,"
+					 " r.watermark_before IS DISTINCT FROM r.watermark_after"
+					 " FROM hwm.run($1) AS r",
+					 1, argtypes, args, NULL, SPI_OK_SELECT);
+		total += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		moved = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		runs++;
+		if (!atomic)
+			SPI_commit();
+		if (!moved)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_finish();
+
+	ereport(NOTICE,
+			(errmsg("hwm: pipeline \"%s\" caught up: runs %d, rows upserted " INT64_FORMAT "%s",
+					name, runs, total, atomic ? " (in the caller's transaction)" : "")));
+	PG_RETURN_VOID();
 }

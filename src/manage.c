@@ -41,13 +41,15 @@ key_list(ArrayType *arr)
 		if (elemnulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("unique_key must not contain null elements")));
+					 errmsg("unique_key must not contain null elements"),
+				 errhint("Pass the key's column names, for example unique_key => '{order_id,line}'.")));
 		col = TextDatumGetCString(elems[i]);
 		foreach(lc, keys)
 			if (strcmp(lfirst(lc), col) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("column \"%s\" appears twice in unique_key", col)));
+						 errmsg("column \"%s\" appears twice in unique_key", col),
+						 errhint("Name each key column once.")));
 		keys = lappend(keys, col);
 	}
 	return keys;
@@ -67,34 +69,22 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	Oid			owner = GetUserId();
 	Interval   *schedule = NULL;
 	Interval   *delay = NULL;
-	Oid			argtypes[12] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
-	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID};
-	Datum		values[12];
-	char		nulls[13] = "            ";
+	int64		batch_size = 0;
+	Oid			argtypes[13] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
+	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID};
+	Datum		values[13];
+	char		nulls[14] = "             ";
 
 	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pipeline name must not be empty")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("source must not be null")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("target must not be null")));
-	if (PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("unique_key must not be null"),
-				 errhint("Pass the business key of the target, for example unique_key => '{id}'.")));
-	if (PG_ARGISNULL(4))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("watermark_column must not be null"),
-						errhint("Name the source column whose growing values mark new rows, for example updated_at.")));
-	if (PG_ARGISNULL(6))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("lookback must not be null"),
-						errhint("Pass 0 for no lookback.")));
+				 errmsg("pipeline name must not be empty"),
+				 errhint("Name the pipeline after what it loads, for example 'orders'.")));
+	hwm_require_arg(fcinfo, 1, "source");
+	hwm_require_arg(fcinfo, 2, "target");
+	hwm_require_arg(fcinfo, 3, "unique_key");
+	hwm_require_arg(fcinfo, 4, "watermark_column");
+	hwm_require_arg(fcinfo, 6, "lookback");
 
 	spec.source = PG_GETARG_OID(1);
 	spec.target = PG_GETARG_OID(2);
@@ -140,6 +130,16 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 					 errhint("delay is how long rows need to settle: the watermark never moves past now() - delay.")));
 	}
 
+	if (!PG_ARGISNULL(10))
+	{
+		batch_size = PG_GETARG_INT64(10);
+		if (batch_size <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("batch_size must be positive"),
+					 errhint("batch_size caps the rows of one run; pass NULL for no cap.")));
+	}
+
 	SPI_connect();
 	if (hwm_pipeline_exists(name))
 		ereport(ERROR,
@@ -179,14 +179,16 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	values[10] = ObjectIdGetDatum(owner);
 	values[11] = delay ? IntervalPGetDatum(delay) : (Datum) 0;
 	nulls[11] = delay ? ' ' : 'n';
+	values[12] = Int64GetDatum(batch_size);
+	nulls[12] = batch_size > 0 ? ' ' : 'n';
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 				 " watermark_column, watermark_type, partition_column, lookback,"
-				 " schedule, watermark, owner, delay)"
+				 " schedule, watermark, owner, delay, batch_size)"
 				 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-				 " $11::pg_catalog.regrole, $12)",
-				 12, argtypes, values, nulls, SPI_OK_INSERT);
+				 " $11::pg_catalog.regrole, $12, $13)",
+				 13, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
 	SPI_finish();
 
@@ -231,7 +233,7 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
 	TimestampTz started_at = GetCurrentTimestamp();
 	HwmPipeline *p;
-	HwmPlanSpec spec = {0};
+	HwmPlanSpec spec;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
 	char	   *watermark = NULL;
@@ -241,11 +243,7 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, false);
-	spec.source = p->source;
-	spec.target = p->target;
-	spec.unique_key = p->unique_key;
-	spec.watermark_column = p->watermark_column;
-	spec.pipeline = p->name;
+	hwm_spec_for(p, true, false, &spec);
 
 	hwm_become(p->owner, true, &sw);
 	plan = hwm_plan_build(&spec);

@@ -93,7 +93,7 @@ overwrite_notice(const char *tgtname, const char *from, const char *to,
 				 int64 deleted, int64 inserted)
 {
 	ereport(NOTICE,
-			(errmsg("hwm: overwrote %s from %s to %s: " INT64_FORMAT " rows deleted, " INT64_FORMAT " rows inserted or updated",
+			(errmsg("hwm: overwrote %s from %s to %s: rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT,
 					tgtname, from, to, deleted, inserted)));
 }
 
@@ -111,7 +111,7 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
 	HwmPipeline *p;
-	HwmPlanSpec spec = {0};
+	HwmPlanSpec spec;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
 	Datum		from;
@@ -122,9 +122,7 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	int64		inserted;
 	int64		run_id;
 
-	if (PG_ARGISNULL(3))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("nowait must not be null")));
+	hwm_require_arg(fcinfo, 3, "nowait");
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(3));
 	if (p->partition_column == NULL)
@@ -133,11 +131,7 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 				 errmsg("pipeline \"%s\" has no partition column", p->name),
 				 errhint("Drop the pipeline and create it again with partition_column => '...' to overwrite partitions.")));
 
-	spec.source = p->source;
-	spec.target = p->target;
-	spec.unique_key = p->unique_key;
-	spec.partition_column = p->partition_column;
-	spec.pipeline = p->name;
+	hwm_spec_for(p, false, true, &spec);
 
 	hwm_become(p->owner, true, &sw);
 	plan = hwm_plan_build(&spec);
@@ -205,13 +199,9 @@ hwm_overwrite_partition(PG_FUNCTION_ARGS)
 	int64		deleted;
 	int64		inserted;
 	int64		run_id;
-	const char *what[3] = {"target", "source", "partition_column"};
-
-	for (int i = 0; i < 3; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s must not be null", what[i])));
+	hwm_require_arg(fcinfo, 0, "target");
+	hwm_require_arg(fcinfo, 1, "source");
+	hwm_require_arg(fcinfo, 2, "partition_column");
 	spec.target = PG_GETARG_OID(0);
 	spec.source = PG_GETARG_OID(1);
 	spec.partition_column = NameStr(*PG_GETARG_NAME(2));

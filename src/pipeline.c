@@ -226,6 +226,7 @@ check_unique_index(Relation target, List *keys, const char *tgtname)
 		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
 		Form_pg_index idx;
 		bool		ok;
+		ListCell   *klc;
 
 		if (!HeapTupleIsValid(tup))
 			elog(ERROR, "cache lookup failed for index %u", indexoid);
@@ -234,12 +235,15 @@ check_unique_index(Relation target, List *keys, const char *tgtname)
 			idx->indnkeyatts == nkeys &&
 			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
 			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
-		for (int i = 0; ok && i < idx->indnkeyatts; i++)
+		/* same number of columns, and every key column is one of them */
+		foreach(klc, keys)
 		{
-			AttrNumber	attno = idx->indkey.values[i];
+			AttrNumber	keyattno = get_attnum(RelationGetRelid(target), (char *) lfirst(klc));
+			bool		found = false;
 
-			ok = attno > 0 &&
-				key_contains(keys, NameStr(TupleDescAttr(RelationGetDescr(target), attno - 1)->attname));
+			for (int i = 0; ok && !found && i < idx->indnkeyatts; i++)
+				found = idx->indkey.values[i] == keyattno;
+			ok = ok && found;
 		}
 		ReleaseSysCache(tup);
 		if (ok)
@@ -283,7 +287,8 @@ open_checked(Oid relid, const char *role, bool is_target)
 }
 
 static AttrNumber
-column_of(Relation rel, const char *colname, const char *what, const char *relname)
+column_of(const HwmPlanSpec *spec, Relation rel, const char *colname,
+		  const char *what, const char *relname)
 {
 	AttrNumber	attno;
 
@@ -292,6 +297,9 @@ column_of(Relation rel, const char *colname, const char *what, const char *relna
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
 				 errmsg("%s column \"%s\" does not exist in %s", what, colname, relname),
+				 spec->stored ?
+				 errhint("%s changed after pipeline \"%s\" was created: restore the column, or drop the pipeline and create it again.",
+						 relname, spec->pipeline) :
 				 errhint("Name a column of %s; column names are case-sensitive.", relname)));
 	return attno;
 }
@@ -347,7 +355,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 
 	/* keys must be target columns; checked before the column walk */
 	foreach(lc, spec->unique_key)
-		(void) column_of(tgt, (char *) lfirst(lc), "unique key", tgtname);
+		(void) column_of(spec, tgt, (char *) lfirst(lc), "unique key", tgtname);
 	if (spec->unique_key != NIL)
 		check_unique_index(tgt, spec->unique_key, tgtname);
 
@@ -413,7 +421,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 
 	if (spec->watermark_column)
 	{
-		AttrNumber	attno = column_of(src, spec->watermark_column, "watermark", srcname);
+		AttrNumber	attno = column_of(spec, src, spec->watermark_column, "watermark", srcname);
 		Form_pg_attribute att = TupleDescAttr(sdesc, attno - 1);
 
 		hwm_value_type_init(&plan->wm, att->atttypid, att->atttypmod,
@@ -424,8 +432,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 
 	if (spec->partition_column)
 	{
-		AttrNumber	sattno = column_of(src, spec->partition_column, "partition", srcname);
-		AttrNumber	tattno = column_of(tgt, spec->partition_column, "partition", tgtname);
+		AttrNumber	sattno = column_of(spec, src, spec->partition_column, "partition", srcname);
+		AttrNumber	tattno = column_of(spec, tgt, spec->partition_column, "partition", tgtname);
 		Form_pg_attribute satt = TupleDescAttr(sdesc, sattno - 1);
 		Form_pg_attribute tatt = TupleDescAttr(tdesc, tattno - 1);
 
@@ -558,6 +566,29 @@ hwm_plan_build(const HwmPlanSpec *spec)
 						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1",
 						 wm, srcname, wm, plan->wm.lt, wm, plan->wm.gt);
 		plan->max_below_first_sql = buf.data;
+
+		/* the batch_size-th value above the watermark ($2 = batch_size - 1) */
+		initStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1 OFFSET $2",
+						 wm, srcname, wm, plan->wm.gt, wm, plan->wm.lt);
+		plan->batch_end_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "SELECT s.%s FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1 OFFSET $1",
+						 wm, srcname, wm, wm, plan->wm.lt);
+		plan->batch_end_first_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s WHERE s.%s %s $1 AND s.%s %s $2%s",
+						 insert_head.data, wm, plan->wm.gt, wm, plan->wm.le, conflict.data);
+		plan->upsert_upto_sql = buf.data;
+
+		initStringInfo(&buf);
+		appendStringInfo(&buf, "%s WHERE s.%s %s $1%s",
+						 insert_head.data, wm, plan->wm.le, conflict.data);
+		plan->upsert_upto_first_sql = buf.data;
 
 		initStringInfo(&buf);
 		appendStringInfo(&buf, "%s WHERE s.%s %s $1%s",

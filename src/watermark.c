@@ -155,6 +155,7 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 	{
 		TimestampTz now = GetCurrentTimestamp();
 		TimestampTz limit = TimestampTzPlusMilliseconds(now, -hwm_start_margin);
+		const char *reason = "hwm.start_margin";
 		VirtualTransactionId *vxids;
 		VirtualTransactionId *unknown;
 		int			n;
@@ -171,7 +172,10 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 			if (start == 0)
 				unknown[nunknown++] = vxids[i];
 			else if (start < limit)
+			{
 				limit = start;
+				reason = "a transaction still in flight";
+			}
 		}
 		b->in_flight = n;
 		if (nunknown > 0)
@@ -179,6 +183,7 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 		if (b->still_running > 0)
 		{
 			b->hold = true;
+			b->reason = "a prepared transaction or a transaction of unknown start still in flight";
 			return;
 		}
 		if (delay)
@@ -189,10 +194,14 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 																		  IntervalPGetDatum(delay)));
 
 			if (settled < limit)
+			{
 				limit = settled;
+				reason = "the pipeline's delay";
+			}
 		}
 		b->has_limit = true;
 		b->limit = time_as_column_value(plan->wm.type, limit);
+		b->reason = reason;
 	}
 	else
 	{
@@ -212,5 +221,6 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 			b->still_running += wait_for(holders, count, deadline);
 		}
 		b->hold = b->still_running > 0;
+		b->reason = "a writer of the source still in flight";
 	}
 }
