@@ -39,7 +39,7 @@ check() {
         ok "$1"
     else
         not_ok "$1"
-        printf '#   expected: %s\n#        got: %s\n' "$2" "$3"
+        { echo "expected:"; echo "$2"; echo "got:"; echo "$3"; } | sed 's/^/#   /'
     fi
 }
 
@@ -176,6 +176,7 @@ SELECT * FROM hwm.run('it''s', nowait => true);
 SELECT * FROM hwm.overwrite('events', '2024-01-01', '2024-01-02', nowait => false);
 CALL hwm.backfill('extra', '2024-01-01', '2024-01-03', batch_size => 2, dry_run => false);
 CALL hwm.backfill('extra', '2024-01-01', '2024-01-03', batch_size => 1, dry_run => true);
+CALL hwm.catch_up('orders');
 SELECT hwm.set_watermark('orders', NULL);" \
     "$(grep -v '^--' "$work/target/compiled/hwm_example/analyses/hwm_calls.sql" 2>&1)"
 

@@ -65,35 +65,33 @@ SELECT hwm.create_pipeline('idle', 'raw.idle', 'mart.idle', '{id}', 'id');
 $node->safe_psql('src', q{SELECT * FROM hwm.run('events')});
 $node->safe_psql('src', q{SET ROLE etl; SELECT * FROM hwm.run('orders')});
 $node->safe_psql('src', q{SELECT hwm.set_watermark('idle', '7')});
+# a finished backfill: a row in hwm.backfills and runs of kind backfill
+$node->safe_psql('src', q{CALL hwm.backfill('events', '2024-01-01', '2024-01-02')});
 # a second run of events: history with more than one row per pipeline
 $node->safe_psql('src', q{
 INSERT INTO raw."Events Log" VALUES (51, '2024-01-06', '2024-01-01 00:51+00', 'e51');
 SELECT * FROM hwm.run('events');
 });
 
-# What must survive: every column of the catalog that is not an OID, with
-# the relations, types and roles spelled as names, and the whole history.
-my $state_sql = q{
-SELECT pipeline, source::text, target::text, unique_key, watermark_column,
-       watermark_type::text, partition_column, lookback, delay, schedule,
-       next_run_at, watermark, owner::text, enabled, created_at, last_run_id,
-       last_run_started_at, last_run_finished_at, last_status, last_rows,
-       consecutive_failures, last_error
-  FROM hwm.state ORDER BY pipeline};
-my $runs_sql = q{
-SELECT run_id, pipeline, kind, started_at, finished_at, status, rows_upserted,
-       partitions_overwritten, rows_deleted, rows_inserted, watermark_before,
-       watermark_after, from_partition, to_partition, run_by
-  FROM hwm.runs ORDER BY run_id};
+# What must survive: every row of every table that the extension marks for
+# pg_dump (hwm.state, hwm.runs, hwm.backfills, and any added later), with
+# the relations, types and roles of regclass, regtype and regrole columns
+# printed as names.
+my $config_sql = q{
+SELECT string_agg(format('SELECT %L AS t, x::text FROM %s AS x', c::text, c::text), ' UNION ALL ')
+       || ' ORDER BY 1, 2'
+  FROM pg_extension e, unnest(e.extconfig) AS c
+ WHERE e.extname = 'hwm' AND (SELECT relkind FROM pg_class WHERE oid = c) = 'r'};
+my $state_sql = q{SELECT * FROM hwm.state ORDER BY pipeline};
 my $targets_sql = q{
 SELECT 'events', count(*), sum(hashtext(e::text)) FROM mart.events e
 UNION ALL SELECT 'orders', count(*), sum(hashtext(o::text)) FROM mart.orders o};
 
 my $state_before   = $node->safe_psql('src', $state_sql);
-my $runs_before    = $node->safe_psql('src', $runs_sql);
+my $config_before  = $node->safe_psql('src', $node->safe_psql('src', $config_sql));
 my $targets_before = $node->safe_psql('src', $targets_sql);
 my $max_run_before = $node->safe_psql('src', 'SELECT max(run_id) FROM hwm.runs');
-like($state_before, qr/^events\|raw\."Events Log"\|mart\.events\|\{id\}\|updated_at\|timestamp with time zone\|day\|2\|00:00:01\|00:15:00\|/m,
+like($state_before, qr/^events\|raw\."Events Log"\|mart\.events\|\{id\}\|updated_at\|timestamp with time zone\|day\|2\|00:00:01\|\|00:15:00\|/m,
 	'before the dump: events pipeline with quoted source, lookback, delay and schedule');
 like($state_before, qr/^idle\|.*\|7\|postgres\|/m, 'before the dump: idle pipeline has its hand-set watermark');
 like($state_before, qr/^orders\|raw\.orders_v\|mart\.orders\|.*\|30\|etl\|/m, 'before the dump: orders pipeline owned by etl at watermark 30');
@@ -153,7 +151,8 @@ sub check_restored
 	my ($n, $db, $where) = @_;
 
 	is($n->safe_psql($db, $state_sql), $state_before, "$where: every pipeline, watermark, schedule, lookback and last-run fact restored");
-	is($n->safe_psql($db, $runs_sql), $runs_before, "$where: the run history restored");
+	is($n->safe_psql($db, $n->safe_psql($db, $config_sql)), $config_before,
+		"$where: every row of every configuration table restored (run history and backfills too)");
 	is($n->safe_psql($db, $targets_sql), $targets_before, "$where: the targets restored");
 	is($n->safe_psql($db, q{
 		SELECT count(*) FROM hwm.state s
@@ -200,5 +199,9 @@ sub check_restored
 	# started over would collide with the restored run_ids.
 	is($n->safe_psql($db, "SELECT count(*) FROM hwm.runs WHERE run_id > $max_run_before"),
 		'4', "$where: the four new runs got run_ids after the restored ones");
+	# The same for hwm.backfills and its own sequence.
+	$n->safe_psql($db, q{CALL hwm.backfill('events', '2024-01-06', '2024-01-06')});
+	is($n->safe_psql($db, q{SELECT count(*), count(DISTINCT backfill_id), string_agg(status, ',' ORDER BY backfill_id) FROM hwm.backfills}),
+		'2|2|done,done', "$where: a new backfill gets a fresh backfill_id after the restored one");
 	return;
 }

@@ -10,9 +10,10 @@
     (dbt commits when the operation ends).
 
   hwm.run and hwm.overwrite are functions that work inside the caller's
-  transaction, so they are safe in every hook.  hwm.backfill is a procedure:
-  called inside a transaction block (which is where dbt-postgres runs every
-  statement) it does the whole range in one transaction.
+  transaction, so they are safe in every hook.  hwm.backfill and
+  hwm.catch_up are procedures: called inside a transaction block (which is
+  where dbt-postgres runs every statement) they do all their batches in that
+  one transaction.
 -#}
 
 {#- hwm.run(pipeline): one incremental run. -#}
@@ -42,6 +43,11 @@
         ~ ", " ~ hwm._hwm_literal(to_partition)
         ~ ", batch_size => " ~ (batch_size | int)
         ~ ", dry_run => " ~ hwm._hwm_bool(dry_run) ~ ")")) -}}
+{%- endmacro %}
+
+{#- CALL hwm.catch_up(pipeline): run batch after batch until the watermark stops moving. -#}
+{% macro hwm_catch_up(pipeline) -%}
+  {{- return(hwm._hwm_statement("CALL hwm.catch_up(" ~ hwm._hwm_literal(pipeline) ~ ")")) -}}
 {%- endmacro %}
 
 {#- hwm.set_watermark(pipeline, watermark): move the watermark by hand (none: reload everything). -#}

@@ -5,4 +5,5 @@
 {{ hwm.hwm_overwrite('events', '2024-01-01', '2024-01-02') }};
 {{ hwm.hwm_backfill('extra', '2024-01-01', '2024-01-03', batch_size=2) }};
 {{ hwm.hwm_backfill('extra', '2024-01-01', '2024-01-03', dry_run=true) }};
+{{ hwm.hwm_catch_up('orders') }};
 {{ hwm.hwm_set_watermark('orders', none) }};
