@@ -72,12 +72,14 @@ for my $expected (
 	'member: table hwm.runs',
 	'member: view hwm.status',
 	'member: function hwm.run(text,boolean)',
-	'member: function hwm.create_pipeline(text,regclass,regclass,text[],name,name,integer,interval,text,interval)',
+	'member: function hwm.overwrite(text,text,text,boolean)',
 	'config: hwm.state',
 	'config: hwm.runs')
 {
 	ok((grep { $_ eq $expected } @$fresh), "the object snapshot of a fresh install has \"$expected\"");
 }
+ok((grep { /^member: function hwm\.create_pipeline\(text,regclass,regclass,text\[\],name,/ } @$fresh),
+	'the object snapshot of a fresh install has hwm.create_pipeline');
 ok((grep { /^function: CREATE OR REPLACE FUNCTION hwm\.run\(pipeline text, nowait boolean DEFAULT false/ } @$fresh),
 	'the snapshot has full function definitions');
 ok((grep { /^column: hwm\.state\.watermark text/ } @$fresh), 'the snapshot has table columns');
