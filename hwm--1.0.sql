@@ -91,6 +91,29 @@ SELECT pg_catalog.pg_extension_config_dump('hwm.runs_run_id_seq', '');
 REVOKE ALL ON hwm.state, hwm.runs FROM PUBLIC;
 GRANT SELECT ON hwm.state, hwm.runs TO PUBLIC;
 
+-- Row security: everyone sees the pipelines, and the run history, of the
+-- roles whose rights they have (their own, and those of roles they are
+-- members of); superusers and roles with BYPASSRLS see everything.  hwm's
+-- functions read and write these tables as their owner, to whom row security
+-- does not apply (it is not forced), so they see every pipeline.
+ALTER TABLE hwm.runs ADD COLUMN owner regrole;
+COMMENT ON COLUMN hwm.runs.owner IS
+'Role whose rights the run used: the pipeline''s owner, or the caller of a run without a pipeline. Decides who sees the row.';
+ALTER TABLE hwm.state ENABLE ROW LEVEL SECURITY;
+ALTER TABLE hwm.runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY state_visible_to_owner ON hwm.state FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner::pg_catalog.oid, 'USAGE'));
+COMMENT ON POLICY state_visible_to_owner ON hwm.state IS
+'A user sees the pipelines owned by roles whose privileges they have.';
+-- (A row written without an owner counts as its pipeline's.)
+CREATE POLICY runs_visible_to_owner ON hwm.runs FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER,
+               COALESCE(owner, (SELECT s.owner FROM hwm.state AS s
+                                 WHERE s.pipeline OPERATOR(pg_catalog.=) runs.pipeline))::pg_catalog.oid,
+               'USAGE'));
+COMMENT ON POLICY runs_visible_to_owner ON hwm.runs IS
+'A user sees the runs made with the rights of roles whose privileges they have (for a row without an owner: its pipeline''s owner).';
+
 CREATE VIEW hwm.status AS
 SELECT s.pipeline,
        s.owner,
@@ -120,6 +143,9 @@ SELECT s.pipeline,
   FROM hwm.state AS s;
 
 GRANT SELECT ON hwm.status TO PUBLIC;
+-- The view reads hwm.state with the rights of whoever queries it, so that
+-- its row security applies (a view otherwise reads as its owner).
+ALTER VIEW hwm.status SET (security_invoker = true);
 
 COMMENT ON VIEW hwm.status IS
 'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run.';

@@ -11,6 +11,12 @@ SET timezone = 'UTC';
 \echo '=== 1. Install the extension: its functions live in schema hwm'
 CREATE EXTENSION hwm;
 
+\echo '===    A pipeline runs with the rights of the role that created it, so hwm'
+\echo '===    refuses pipelines owned by superusers: the rest runs as an ordinary role'
+CREATE ROLE demo_loader;
+GRANT CREATE ON SCHEMA public TO demo_loader;
+SET ROLE demo_loader;
+
 \echo
 \echo '=== 2. A source table (rows arrive here) and a target table (hwm loads it)'
 CREATE TABLE source (id int, load_date date, updated_at timestamptz, amount int);
@@ -70,15 +76,30 @@ FROM ((TABLE target EXCEPT TABLE target_before)
       (TABLE target_before EXCEPT TABLE target)) AS diff;
 
 \echo
-\echo '=== 7. A backfill of a whole range of partitions: March 2026'
-SELECT * FROM hwm.overwrite('orders', '2026-03-01', '2026-03-31');
-
--- TODO(hwm.backfill, hwm.swap): add these steps once the procedures exist:
---   CALL hwm.backfill(...);          -- range backfill in batches
---   CALL hwm.swap(target, staging);  -- atomic swap of a rebuilt staging table
+\echo '=== 7. A backfill of a whole range of partitions: March 2026.'
+\echo '===    A bug corrupted two days of target; first, what a backfill would touch:'
+UPDATE target SET amount = -1 WHERE load_date IN ('2026-03-01', '2026-03-03');
+SELECT * FROM hwm.backfill_plan('orders', '2026-03-01', '2026-03-31');
+\echo '===    The backfill commits one partition at a time (resumable if stopped)'
+CALL hwm.backfill('orders', '2026-03-01', '2026-03-31');
+SELECT status, done_through, partitions_done, rows_deleted, rows_inserted
+FROM hwm.backfills ORDER BY backfill_id DESC LIMIT 1;
+SELECT count(*) AS corrupted_rows_left FROM target WHERE amount = -1;
 
 \echo
-\echo '=== 8. Where things stand'
+\echo '=== 8. History correction by staging and swap: build a corrected copy,'
+\echo '===    validate it, swap it in atomically (the target keeps its identity)'
+CREATE VIEW big_orders AS SELECT id, amount FROM target WHERE amount >= 300;
+SELECT 'target'::regclass::oid AS target_oid \gset
+SELECT hwm.create_staging('target');
+INSERT INTO target_hwm_staging SELECT id, load_date, updated_at, amount * 10 FROM target;
+CALL hwm.swap('target', 'target_hwm_staging', min_ratio => 0.9);
+SELECT 'target'::regclass::oid = :target_oid AS same_table, * FROM big_orders ORDER BY id;
+\echo '===    The previous contents are kept in the staging table, ready to swap back'
+SELECT count(*) AS previous_rows_kept FROM target_hwm_staging;
+
+\echo
+\echo '=== 9. Where things stand'
 SELECT * FROM target ORDER BY id;
 SELECT pipeline, watermark, last_status FROM hwm.status;
 SELECT run_id, kind, status, rows_upserted, rows_deleted, rows_inserted,

@@ -10,7 +10,8 @@
 #     (test/specs/) and prove (TAP_TESTS).  Each starts its own temporary
 #     instance (--temp-instance), so no server needs to be running;
 #     then test/dbt/run.sh, the dbt package in a real dbt project;
-#  3. runs pgspot on hwm--1.0.sql (findings fail only with HWM_PGSPOT_STRICT=1).
+#  3. runs pgspot on hwm--1.0.sql: any finding fails the run (set
+#     HWM_PGSPOT_STRICT=0 to only report them).
 #
 # Every step runs even when an earlier one failed, except that the tests are
 # skipped when the build or install failed (they would test a stale hwm).
@@ -123,8 +124,10 @@ else
 fi
 
 # --- 3. pgspot: security lint of the extension script ----------------------
-# Installed with pip into a venv in the temp dir.  Findings are always shown;
-# they (and a failed install) fail the run only when HWM_PGSPOT_STRICT=1.
+# Installed with pip into a venv in the temp dir.  Findings are always shown
+# and, like a failed install, fail the run unless HWM_PGSPOT_STRICT=0 (the
+# install script must stay free of unqualified references and of SECURITY
+# DEFINER functions without a pinned search_path).
 pgspot_check() {
     local sql=$REPO/hwm--1.0.sql venv=$tmp/venv
     if [[ ! -f $sql ]]; then
@@ -137,15 +140,21 @@ pgspot_check() {
         python3 -m venv "$venv"
     fi
     "$venv/bin/pip" install -q --disable-pip-version-check pgspot
-    "$venv/bin/pgspot" "$sql"
+    # the install script, then each upgrade script (hwm--A--B.sql) too
+    local f status=0
+    for f in "$REPO"/hwm--*.sql; do
+        hwm_log "pgspot ${f##*/}"
+        "$venv/bin/pgspot" "$f" || status=1
+    done
+    return "$status"
 }
 hwm_log "pgspot"
 try pgspot_check
 if ((rc != 0)); then
-    if [[ ${HWM_PGSPOT_STRICT:-} == 1 ]]; then
+    if [[ ${HWM_PGSPOT_STRICT:-1} != 0 ]]; then
         step_failed pgspot
     else
-        hwm_log "pgspot reported problems (exit $rc); not fatal without HWM_PGSPOT_STRICT=1"
+        hwm_log "pgspot reported problems (exit $rc); not fatal because HWM_PGSPOT_STRICT=0"
     fi
 fi
 

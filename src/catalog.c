@@ -27,6 +27,8 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+static void check_may_manage(HwmPipeline *p, bool orphan_ok);
+
 /*
  * Run one SPI statement and insist on its outcome: expected is the SPI_OK_*
  * code the statement must return (0: any success).
@@ -228,6 +230,18 @@ pipeline_read(const char *name)
 HwmPipeline *
 hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 {
+	return hwm_pipeline_fetch_extended(name, lock, nowait, false);
+}
+
+/*
+ * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
+ * was dropped, provided the caller is a superuser: such a pipeline runs for
+ * nobody, and only a superuser may remove it (see hwm_check_may_manage).
+ */
+HwmPipeline *
+hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
+							bool orphan_ok)
+{
 	HwmPipeline *p = pipeline_read(name);
 
 	if (p == NULL)
@@ -235,7 +249,7 @@ hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("pipeline \"%s\" does not exist", name),
 				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
-	hwm_check_may_manage(p);
+	check_may_manage(p, orphan_ok);
 	if (!lock)
 		return p;
 
@@ -245,7 +259,7 @@ hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("pipeline \"%s\" was dropped while waiting for its lock", name)));
-	hwm_check_may_manage(p);
+	check_may_manage(p, orphan_ok);
 	return p;
 }
 
@@ -269,19 +283,25 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 
 /*
  * Only the pipeline's owner, a member of the owner role, or a superuser may
- * run or change it.  A pipeline whose owner role is gone runs for nobody.
+ * run or change it.  A pipeline whose owner role is gone runs for nobody:
+ * with orphan_ok a superuser may still act on it (to drop it).
  */
-void
-hwm_check_may_manage(HwmPipeline *p)
+static void
+check_may_manage(HwmPipeline *p, bool orphan_ok)
 {
 	char	   *owner_name = GetUserNameFromId(p->owner, true);
 
 	if (owner_name == NULL)
+	{
+		if (orphan_ok && superuser())
+			return;
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("owner of pipeline \"%s\" no longer exists", p->name),
-				 errdetail("The role with OID %u that created the pipeline has been dropped.", p->owner),
-				 errhint("Drop the pipeline with hwm.drop_pipeline and create it again as an existing role.")));
+				 errdetail("The role with OID %u that created the pipeline has been dropped; the pipeline runs for nobody.", p->owner),
+				 errhint("A superuser can drop it with SELECT hwm.drop_pipeline(%s); create it again as an existing role.",
+						 quote_literal_cstr(p->name))));
+	}
 
 	if (!has_privs_of_role(GetUserId(), p->owner))
 		ereport(ERROR,
@@ -289,6 +309,12 @@ hwm_check_may_manage(HwmPipeline *p)
 				 errmsg("permission denied for pipeline \"%s\"", p->name),
 				 errdetail("Pipeline \"%s\" is owned by role \"%s\".", p->name, owner_name),
 				 errhint("Only the pipeline's owner, a member of its owner role, or a superuser can run or change it.")));
+}
+
+void
+hwm_check_may_manage(HwmPipeline *p)
+{
+	check_may_manage(p, false);
 }
 
 /*
@@ -302,10 +328,10 @@ hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
 			   const char *wm_before, const char *wm_after,
 			   const char *from_partition, const char *to_partition)
 {
-	Oid			argtypes[12] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
-	INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID};
-	Datum		values[12];
-	char		nulls[12];
+	Oid			argtypes[13] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
+	INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID};
+	Datum		values[13];
+	char		nulls[13];
 	HwmRoleSwitch sw;
 	bool		isnull;
 	int64		run_id;
@@ -340,14 +366,23 @@ hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
 	}
 	values[11] = DirectFunctionCall1(namein,
 									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
+	values[12] = ObjectIdGetDatum(GetUserId());
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
+	/*
+	 * owner (who may see the row, see the row security policy on hwm.runs):
+	 * the pipeline's owner, or the caller for a run without a pipeline.
+	 */
 	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 				 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
-				 " watermark_before, watermark_after, from_partition, to_partition, run_by)"
+				 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
+				 " owner)"
 				 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), 'succeeded',"
-				 " $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING run_id",
-				 12, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+				 " $4, $5, $6, $7, $8, $9, $10, $11, $12,"
+				 " COALESCE((SELECT s.owner FROM hwm.state AS s"
+				 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole))"
+				 " RETURNING run_id",
+				 13, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	hwm_unbecome(&sw);

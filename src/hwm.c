@@ -32,5 +32,12 @@ _PG_init(void)
 							1000, 0, 3600 * 1000,
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("hwm.allow_superuser_pipelines",
+							 "Allows pipelines owned by superusers.",
+							 "A pipeline runs with its owner's rights; by default hwm refuses to create or run a pipeline whose owner is a superuser.",
+							 &hwm_allow_superuser_pipelines,
+							 false,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 }

@@ -112,6 +112,8 @@ typedef struct HwmSafeBound
 /* catalog.c */
 extern Oid	hwm_catalog_owner(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
+extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
+												bool nowait, bool orphan_ok);
 extern bool hwm_pipeline_exists(const char *name);
 extern void hwm_check_may_manage(HwmPipeline *p);
 extern void hwm_spec_for(const HwmPipeline *p, bool with_watermark,
@@ -147,6 +149,11 @@ extern void hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw);
 extern void hwm_unbecome(HwmRoleSwitch *sw);
 extern void hwm_check_privileges(Oid role, const HwmPlanSpec *spec,
 								 const HwmPlan *plan);
+extern bool hwm_allow_superuser_pipelines;
+extern void hwm_check_owner_allowed(Oid owner, const char *pipeline,
+									bool creating);
+extern void hwm_check_pipeline_tables(const HwmPlanSpec *spec,
+									  const Interval *delay);
 
 /* watermark.c */
 extern int	hwm_wait_timeout;

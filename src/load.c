@@ -256,12 +256,21 @@ hwm_catch_up(PG_FUNCTION_ARGS)
 		bool		isnull;
 		bool		moved;
 
-		hwm_spi_exec("SELECT r.rows_upserted,"
-					 " r.watermark_before IS DISTINCT FROM r.watermark_after"
+		char	   *before;
+		char	   *after;
+
+		/*
+		 * Compared here rather than with IS DISTINCT FROM in the query, which
+		 * would look up "=" through the caller's search_path.
+		 */
+		hwm_spi_exec("SELECT r.rows_upserted, r.watermark_before, r.watermark_after"
 					 " FROM hwm.run($1) AS r",
 					 1, argtypes, args, NULL, SPI_OK_SELECT);
 		total += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		moved = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		before = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		after = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+		moved = (before == NULL) != (after == NULL) ||
+			(before != NULL && strcmp(before, after) != 0);
 		runs++;
 		if (!atomic)
 			SPI_commit();

@@ -26,6 +26,11 @@ key_list(ArrayType *arr)
 	int			nelems;
 	List	   *keys = NIL;
 
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("unique_key must be a one-dimensional array"),
+				 errhint("Pass the key columns as a flat list, for example unique_key => '{id,day}'.")));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
 					  &elems, &elemnulls, &nelems);
 	if (nelems == 0)
@@ -80,6 +85,14 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("pipeline name must not be empty"),
 				 errhint("Name the pipeline after what it loads, for example 'orders'.")));
+	if (strlen(name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("pipeline name is too long"),
+				 errdetail("The name has %d bytes; at most %d are allowed, as for any PostgreSQL identifier.",
+						   (int) strlen(name), NAMEDATALEN - 1),
+				 errhint("Choose a shorter name.")));
+	hwm_check_owner_allowed(owner, name, true);
 	hwm_require_arg(fcinfo, 1, "source");
 	hwm_require_arg(fcinfo, 2, "target");
 	hwm_require_arg(fcinfo, 3, "unique_key");
@@ -150,6 +163,7 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 	hwm_become(owner, true, &sw);
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(owner, &spec, plan);
+	hwm_check_pipeline_tables(&spec, delay);
 	if (delay && !hwm_is_time_type(plan->wm.type))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -210,7 +224,8 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 	Datum		values[1];
 
 	SPI_connect();
-	(void) hwm_pipeline_fetch(name, true, false);
+	/* a superuser may drop a pipeline whose owner role is gone */
+	(void) hwm_pipeline_fetch_extended(name, true, false, true);
 	values[0] = CStringGetTextDatum(name);
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",

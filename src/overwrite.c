@@ -157,9 +157,13 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 static List *
 primary_key_columns(Oid relid)
 {
-	Relation	rel = relation_open(relid, AccessShareLock);
-	Oid			pk = RelationGetPrimaryKeyIndex(rel);
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	Oid			pk;
 	List	   *cols = NIL;
+
+	if (rel == NULL)
+		return NIL;				/* hwm_plan_build says what is wrong */
+	pk = RelationGetPrimaryKeyIndex(rel);
 
 	if (OidIsValid(pk))
 	{

@@ -21,6 +21,8 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "catalog/catalog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_index.h"
@@ -266,9 +268,17 @@ check_unique_index(Relation target, List *keys, const char *tgtname)
 static Relation
 open_checked(Oid relid, const char *role, bool is_target)
 {
-	Relation	rel = relation_open(relid, AccessShareLock);
-	char		kind = rel->rd_rel->relkind;
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	char		kind;
 	bool		ok;
+
+	/* a regclass given as a number, or a table dropped since */
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("%s relation with OID %u does not exist", role, relid),
+				 errhint("The table may have been dropped; pass an existing table, or drop the pipeline.")));
+	kind = rel->rd_rel->relkind;
 
 	if (is_target)
 		ok = kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE;
@@ -283,6 +293,18 @@ open_checked(Oid relid, const char *role, bool is_target)
 				 is_target ?
 				 errhint("The target must be an ordinary or partitioned table.") :
 				 errhint("The source must be a table, a partitioned table, a view, a materialized view or a foreign table.")));
+
+	/*
+	 * Never write into a system catalog or into hwm's own catalog, whoever
+	 * asks (superusers included): only hwm's functions change those.
+	 */
+	if (is_target &&
+		(IsCatalogRelation(rel) ||
+		 RelationGetNamespace(rel) == get_namespace_oid("hwm", true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("target %s is a system or hwm catalog table", hwm_qualified_name(relid)),
+				 errhint("Load into an ordinary table of your own.")));
 	return rel;
 }
 

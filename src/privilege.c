@@ -19,6 +19,10 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+/* hwm.allow_superuser_pipelines */
+bool		hwm_allow_superuser_pipelines = false;
 
 /*
  * Switch to role (restricted: also forbid what a security-restricted
@@ -99,9 +103,41 @@ require(Oid role, Oid relid, AclMode priv, const char *privname,
  * upserting, DELETE from it when overwriting partitions.  The executor would
  * refuse too, but later and without saying which pipeline or how to fix it.
  */
+/*
+ * Refuse, with SQLSTATE 42501, unless role has USAGE on the relation's
+ * schema: the statements name the relation through its schema, and would
+ * fail later with a message that does not say which pipeline or why.
+ */
+static void
+require_schema_usage(Oid role, Oid relid, const char *what, const char *pipeline)
+{
+	Oid			nsp = get_rel_namespace(relid);
+	char	   *nspname;
+	char	   *rolname;
+
+	if (pg_namespace_aclcheck(nsp, role, ACL_USAGE) == ACLCHECK_OK)
+		return;
+	nspname = get_namespace_name(nsp);
+	rolname = GetUserNameFromId(role, false);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for schema %s of %s %s",
+					quote_identifier(nspname), what, hwm_qualified_name(relid)),
+			 pipeline ?
+			 errdetail("Pipeline \"%s\" runs as role \"%s\", which lacks USAGE on schema %s.",
+					   pipeline, rolname, quote_identifier(nspname)) :
+			 errdetail("Role \"%s\" lacks USAGE on schema %s.", rolname, quote_identifier(nspname)),
+			 errhint("GRANT USAGE ON SCHEMA %s TO %s;", quote_identifier(nspname),
+					 quote_identifier(rolname))));
+}
+
 void
 hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 {
+	if (spec->pipeline)
+		hwm_check_owner_allowed(role, spec->pipeline, false);
+	require_schema_usage(role, spec->source, "source table", spec->pipeline);
+	require_schema_usage(role, spec->target, "target table", spec->pipeline);
 	require(role, spec->source, ACL_SELECT, "SELECT", plan->source_columns,
 			"source table", spec->pipeline);
 	require(role, spec->target, ACL_SELECT, "SELECT", plan->target_columns,
@@ -114,4 +150,76 @@ hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 	if (plan->has_part)
 		require(role, spec->target, ACL_DELETE, "DELETE", NIL,
 				"target table", spec->pipeline);
+}
+
+/*
+ * Refuse a pipeline owned by a superuser unless hwm.allow_superuser_pipelines
+ * is on: a pipeline runs its statements (and so the triggers, defaults,
+ * domain checks and views of its tables) with its owner's rights, which for
+ * a superuser are unlimited.  Checked when the pipeline is created and on
+ * every run, so that an owner who became superuser later is refused too.
+ */
+void
+hwm_check_owner_allowed(Oid owner, const char *pipeline, bool creating)
+{
+	char	   *rolname;
+
+	if (hwm_allow_superuser_pipelines || !superuser_arg(owner))
+		return;
+	rolname = GetUserNameFromId(owner, false);
+	if (creating)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pipeline \"%s\" would be owned by superuser \"%s\"",
+						pipeline, rolname),
+				 errdetail("A pipeline runs with its owner's rights, which for a superuser are unlimited, and hwm.allow_superuser_pipelines is off."),
+				 errhint("Create the pipeline as an ordinary role that has only the privileges it needs (SET ROLE ... first), or have a superuser set hwm.allow_superuser_pipelines = on.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("pipeline \"%s\" is owned by superuser \"%s\"",
+					pipeline, rolname),
+			 errdetail("A pipeline runs with its owner's rights, which for a superuser are unlimited, and hwm.allow_superuser_pipelines is off."),
+			 errhint("Remove the attribute with ALTER ROLE %s NOSUPERUSER, or recreate the pipeline as an ordinary role, or have a superuser set hwm.allow_superuser_pipelines = on.",
+					 quote_identifier(rolname))));
+}
+
+/* errcontext for the check of delay below */
+static void
+delay_callback(void *arg)
+{
+	errcontext("checking that now() - delay is a valid timestamp");
+}
+
+/*
+ * What create_pipeline refuses on top of what a run checks: temporary
+ * tables (a pipeline outlives the session, and no other session, the
+ * scheduler included, can read them), and a delay so large that
+ * now() - delay is out of range, which would fail every run.
+ */
+void
+hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
+{
+	Oid			rels[2] = {spec->source, spec->target};
+	const char *what[2] = {"source", "target"};
+
+	for (int i = 0; i < 2; i++)
+		if (get_rel_persistence(rels[i]) == RELPERSISTENCE_TEMP)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s \"%s\" is a temporary table", what[i], get_rel_name(rels[i])),
+					 errdetail("A pipeline outlives the session, and no other session can read a temporary table."),
+					 errhint("Use an ordinary or unlogged table, or hwm.overwrite_partition for a one-off load.")));
+	if (delay)
+	{
+		ErrorContextCallback cb;
+
+		cb.callback = delay_callback;
+		cb.arg = NULL;
+		cb.previous = error_context_stack;
+		error_context_stack = &cb;
+		(void) DirectFunctionCall2(timestamptz_mi_interval,
+								   TimestampTzGetDatum(GetCurrentTimestamp()),
+								   IntervalPGetDatum(unconstify(Interval *, delay)));
+		error_context_stack = cb.previous;
+	}
 }

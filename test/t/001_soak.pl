@@ -21,7 +21,9 @@ use File::Temp qw(tempdir);
 
 my $node = PostgreSQL::Test::Cluster->new('soak');
 $node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nmax_connections = 50\n");
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nmax_connections = 50\n"
+    # the test's pipelines are owned by the bootstrap superuser
+    . "hwm.allow_superuser_pipelines = on\n");
 $node->start;
 
 $node->safe_psql('postgres', q{

@@ -9,6 +9,9 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('no_preload');
 $node->init;
+# the test's pipeline is owned by the bootstrap superuser (a placeholder
+# setting until the module is loaded)
+$node->append_conf('postgresql.conf', "hwm.allow_superuser_pipelines = on\n");
 $node->start;
 
 $node->safe_psql('postgres', q{

@@ -15,7 +15,7 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('backfill_kill');
 $node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nrestart_after_crash = on\n");
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nrestart_after_crash = on\nhwm.allow_superuser_pipelines = on\n");
 $node->start;
 
 $node->safe_psql('postgres', q{
