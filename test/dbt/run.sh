@@ -84,6 +84,14 @@ BEGIN
                             FROM generate_series(1, 30) i$q$, t);
     END LOOP;
 END $$;
+-- dbt logs in as an ordinary role that owns the pipelines (hwm refuses
+-- superuser-owned ones) and builds its models in its own schema.
+CREATE ROLE dbt LOGIN;
+GRANT CREATE ON DATABASE postgres TO dbt;
+GRANT USAGE ON SCHEMA raw, mart TO dbt;
+GRANT SELECT ON ALL TABLES IN SCHEMA raw TO dbt;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA mart TO dbt;
+SET ROLE dbt;
 SELECT hwm.create_pipeline('events', 'raw.events', 'mart.events', '{id}', 'updated_at',
                            partition_column => 'day', lookback => 1);
 SELECT hwm.create_pipeline('orders', 'raw.orders', 'mart.orders', '{id}', 'id');
@@ -91,6 +99,7 @@ SELECT hwm.create_pipeline('customers', 'raw.customers', 'mart.customers', '{id}
 SELECT hwm.create_pipeline('refunds', 'raw.refunds', 'mart.refunds', '{id}', 'id');
 SELECT hwm.create_pipeline('extra', 'raw.extra', 'mart.extra', '{id}', 'id', partition_column => 'day');
 SELECT hwm.create_pipeline('history', 'raw.history', 'mart.history', '{id}', 'id', partition_column => 'day');
+RESET ROLE;
 SQL
 q() { hwm_psql -qAt -c "$1"; }
 
@@ -108,7 +117,7 @@ hwm_example:
       type: postgres
       host: 127.0.0.1
       port: $PGPORT
-      user: postgres
+      user: dbt
       password: unused
       dbname: postgres
       schema: analytics

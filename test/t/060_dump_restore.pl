@@ -22,9 +22,10 @@ $node->safe_psql('postgres', 'CREATE DATABASE src');
 $node->safe_psql('src', q{
 CREATE EXTENSION hwm;
 CREATE ROLE etl LOGIN;
+CREATE ROLE loader LOGIN;
 CREATE SCHEMA raw;
 CREATE SCHEMA mart;
-GRANT USAGE ON SCHEMA raw, mart TO etl;
+GRANT USAGE ON SCHEMA raw, mart TO etl, loader;
 
 -- a time-typed watermark, a partition column with lookback, a schedule,
 -- a delay, and names that need quoting
@@ -41,9 +42,13 @@ CREATE TABLE mart.events (
 INSERT INTO raw."Events Log"
 SELECT i, date '2024-01-01' + i / 10, timestamptz '2024-01-01 00:00+00' + i * interval '1 minute', 'e' || i
   FROM generate_series(1, 50) i;
+GRANT SELECT ON raw."Events Log" TO loader;
+GRANT SELECT, INSERT, UPDATE, DELETE ON mart.events TO loader;
+SET ROLE loader;
 SELECT hwm.create_pipeline('events', 'raw."Events Log"', 'mart.events', '{id}', 'updated_at',
                            partition_column => 'day', lookback => 2,
                            schedule => '15 minutes', delay => '1 second');
+RESET ROLE;
 
 -- an integer watermark over a view, owned by an ordinary role
 CREATE TABLE raw.orders (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, amount numeric NOT NULL);
@@ -59,7 +64,11 @@ RESET ROLE;
 -- a pipeline that never ran: watermark NULL, given an initial one later
 CREATE TABLE raw.idle (id int PRIMARY KEY, v int);
 CREATE TABLE mart.idle (id int PRIMARY KEY, v int);
+GRANT SELECT ON raw.idle TO loader;
+GRANT SELECT, INSERT, UPDATE ON mart.idle TO loader;
+SET ROLE loader;
 SELECT hwm.create_pipeline('idle', 'raw.idle', 'mart.idle', '{id}', 'id');
+RESET ROLE;
 });
 
 $node->safe_psql('src', q{SELECT * FROM hwm.run('events')});
@@ -93,7 +102,7 @@ my $targets_before = $node->safe_psql('src', $targets_sql);
 my $max_run_before = $node->safe_psql('src', 'SELECT max(run_id) FROM hwm.runs');
 like($state_before, qr/^events\|raw\."Events Log"\|mart\.events\|\{id\}\|updated_at\|timestamp with time zone\|day\|2\|00:00:01\|\|00:15:00\|/m,
 	'before the dump: events pipeline with quoted source, lookback, delay and schedule');
-like($state_before, qr/^idle\|.*\|7\|postgres\|/m, 'before the dump: idle pipeline has its hand-set watermark');
+like($state_before, qr/^idle\|.*\|7\|loader\|/m, 'before the dump: idle pipeline has its hand-set watermark');
 like($state_before, qr/^orders\|raw\.orders_v\|mart\.orders\|.*\|30\|etl\|/m, 'before the dump: orders pipeline owned by etl at watermark 30');
 
 my $dump = "$PostgreSQL::Test::Utils::tmp_check/hwm.dump";
@@ -162,7 +171,7 @@ sub check_restored
 		   AND s.target::oid = CASE s.pipeline WHEN 'events' THEN 'mart.events'::regclass
 		                                       WHEN 'orders' THEN 'mart.orders'::regclass
 		                                       ELSE 'mart.idle'::regclass END::oid
-		   AND s.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = CASE s.pipeline WHEN 'orders' THEN 'etl' ELSE 'postgres' END)}),
+		   AND s.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = CASE s.pipeline WHEN 'orders' THEN 'etl' ELSE 'loader' END)}),
 		'3', "$where: source, target and owner resolve to the restored tables and roles");
 	is($n->safe_psql($db, q{SELECT pipeline, watermark, lookback, schedule FROM hwm.status ORDER BY 1}),
 		"events|2024-01-01 00:51:00+00|2|00:15:00\nidle|7|0|\norders|30|0|",

@@ -44,6 +44,8 @@ for my $f (@scripts)
 my $node = PostgreSQL::Test::Cluster->new('upgrade');
 $node->init;
 $node->start;
+# pipelines belong to an ordinary role (hwm refuses superuser-owned ones)
+$node->safe_psql('postgres', 'CREATE ROLE loader');
 
 # --- what is installed agrees with the repository --------------------------
 my %repo_versions = map { $_ => 1 } @base_versions, map { ($_->[0], $_->[1]) } @upgrades;
@@ -150,8 +152,12 @@ sub upgrade_and_compare
 		CREATE TABLE src (id bigint PRIMARY KEY, day date NOT NULL, v text);
 		CREATE TABLE tgt (id bigint PRIMARY KEY, day date NOT NULL, v text);
 		INSERT INTO src SELECT i, date '2024-01-01' + i / 5, 'v' || i FROM generate_series(1, 20) i;
+		GRANT SELECT ON src TO loader;
+		GRANT SELECT, INSERT, UPDATE, DELETE ON tgt TO loader;
+		SET ROLE loader;
 		SELECT hwm.create_pipeline('p', 'src', 'tgt', '{id}', 'id', partition_column => 'day', lookback => 1);
 		SELECT * FROM hwm.run('p');
+		RESET ROLE;
 	});
 	my $state_sql = q{SELECT pipeline, source::text, target::text, unique_key, watermark_column, watermark,
 	                         partition_column, lookback, owner::text, last_rows FROM hwm.state};

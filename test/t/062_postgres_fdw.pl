@@ -36,6 +36,9 @@ CREATE TABLE public.events (
     amount     numeric NOT NULL);
 CREATE INDEX ON public.events (updated_at);
 CREATE INDEX ON public.events (day);
+-- what the analytics server logs in as: read-only on the source
+CREATE ROLE reader LOGIN;
+GRANT SELECT ON public.events TO reader;
 INSERT INTO public.events (day, updated_at, amount)
 SELECT date '2024-01-01' + i / 20, timestamptz '2024-01-01 00:00+00' + i * interval '1 hour', i
   FROM generate_series(0, 99) i;
@@ -56,11 +59,20 @@ CREATE TABLE mart.events_by_time (id bigint PRIMARY KEY, day date NOT NULL,
                                   updated_at timestamptz NOT NULL, amount numeric NOT NULL);
 CREATE TABLE mart.events_by_id (id bigint PRIMARY KEY, day date NOT NULL,
                                 updated_at timestamptz NOT NULL, amount numeric NOT NULL);
+-- The pipelines' owner, an ordinary role: it reads the foreign table
+-- through its own user mapping (this test's clusters trust local
+-- connections, so the mapping waives postgres_fdw's password requirement).
+CREATE ROLE etl;
+GRANT USAGE ON SCHEMA remote, mart TO etl;
+GRANT SELECT ON remote.events TO etl;
+GRANT SELECT, INSERT, UPDATE, DELETE ON mart.events_by_time, mart.events_by_id TO etl;
+CREATE USER MAPPING FOR etl SERVER oltp OPTIONS (user 'reader', password_required 'false');
 });
 
 # Two pipelines over the foreign table: a time-typed watermark with a
 # lookback of one day, and an integer watermark without lookback.
 $analytics->safe_psql('postgres', q{
+SET ROLE etl;
 SELECT hwm.create_pipeline('by_time', 'remote.events', 'mart.events_by_time', '{id}', 'updated_at',
                            partition_column => 'day', lookback => 1);
 SELECT hwm.create_pipeline('by_id', 'remote.events', 'mart.events_by_id', '{id}', 'id');
