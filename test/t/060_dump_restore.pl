@@ -149,6 +149,28 @@ like($stderr, qr/TABLE DATA state|COPY failed for table "state"/, '... on the da
 like($stderr, qr/role "etl" does not exist/, '... saying which role is missing');
 $node3->stop;
 
+# --- 4. a backup role that is not a superuser ------------------------------
+# hwm.state and hwm.runs have row security (owners see their own pipelines).
+# pg_dump refuses to dump a table whose rows row security would hide, so a
+# backup role needs BYPASSRLS besides the right to read everything.
+$node->safe_psql('postgres', q{
+	CREATE ROLE backup_plain LOGIN IN ROLE pg_read_all_data;
+	CREATE ROLE backup_bypass LOGIN BYPASSRLS IN ROLE pg_read_all_data;
+});
+($stdout, $stderr) = ('', '');
+$ok = PostgreSQL::Test::Utils::run_log(
+	[ 'pg_dump', '-Fc', '-f', "$dump.plain", '-d', $node->connstr('src') . ' user=backup_plain' ],
+	'>', \$stdout, '2>', \$stderr);
+ok(!$ok, 'pg_dump as a role that can read everything but not bypass row security fails');
+like($stderr, qr/row-level security/, '... saying that row security is in the way');
+$node->command_ok([ 'pg_dump', '-Fc', '-f', "$dump.bypass", '-d', $node->connstr('src') . ' user=backup_bypass' ],
+	'pg_dump as a role with BYPASSRLS and pg_read_all_data succeeds');
+$node->safe_psql('postgres', 'CREATE DATABASE dst_bypass');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', 'dst_bypass', "$dump.bypass" ], '... and restores');
+is($node->safe_psql('dst_bypass', $node->safe_psql('dst_bypass', $config_sql)),
+	$node->safe_psql('src', $node->safe_psql('src', $config_sql)),
+	'... with every pipeline and the whole history');
+
 $node->stop;
 $node2->stop;
 done_testing();
