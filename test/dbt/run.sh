@@ -62,8 +62,10 @@ if [[ ! -x $venv/bin/dbt ]]; then
         finish
     fi
 fi
-check "dbt-core $DBT_CORE_VERSION installed" "installed: $DBT_CORE_VERSION" \
-    "$("$venv/bin/dbt" --version 2>/dev/null | grep -m1 -o 'installed: *[0-9.]*')"
+# (not `dbt --version`, which asks PyPI for the latest release)
+check "dbt-core $DBT_CORE_VERSION and dbt-postgres $DBT_POSTGRES_VERSION installed" \
+    "$DBT_CORE_VERSION $DBT_POSTGRES_VERSION" \
+    "$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("dbt-core"), m.version("dbt-postgres"))' 2>&1)"
 
 # --- a cluster with sources, targets and pipelines ---------------------------
 hwm_start_cluster || { not_ok "start a cluster"; finish; }
