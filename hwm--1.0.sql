@@ -73,13 +73,18 @@ CREATE TABLE hwm.runs (
     to_partition          text,
     run_by                name        NOT NULL DEFAULT CURRENT_USER,
     error_sqlstate        text,
-    error                 text
+    error                 text,
+    method                text
+                                      CHECK (method OPERATOR(pg_catalog.=) ANY
+                                             (ARRAY['diff', 'exchange', 'exchange+diff']))
 );
 
 CREATE INDEX runs_pipeline_idx ON hwm.runs (pipeline, run_id);
 
 COMMENT ON TABLE hwm.runs IS
 'hwm run history: one row per load, overwrite, backfill, swap or manual watermark change, with row counts and the watermark before and after.';
+COMMENT ON COLUMN hwm.runs.method IS
+'How an overwrite or backfill step rewrote its range: diff (delete what the source lacks, upsert the rest), exchange (whole partitions exchanged, see hwm.partition_exchange) or exchange+diff; NULL for other runs.';
 
 -- pg_dump keeps the pipelines, their watermarks and the history.
 SELECT pg_catalog.pg_extension_config_dump('hwm.state', '');

@@ -85,6 +85,7 @@ typedef struct PartitionDone
 	TimestampTz started_at;
 	int64		deleted;
 	int64		inserted;
+	const char *method;			/* see hwm_overwrite_or_exchange */
 } PartitionDone;
 
 static void
@@ -448,7 +449,7 @@ backfill_batch(Backfill *bf)
 		d->started_at = GetCurrentTimestamp();
 		d->value = hwm_value_out(&plan->part, v);
 		bf->in_progress = MemoryContextStrdup(bf->cxt, d->value);
-		hwm_overwrite_range(plan, v, v, &d->deleted, &d->inserted);
+		d->method = hwm_overwrite_or_exchange(plan, v, v, &d->deleted, &d->inserted);
 		done = lappend(done, d);
 		after = v;
 		first = false;
@@ -465,6 +466,7 @@ backfill_batch(Backfill *bf)
 		run_id = hwm_record_run(p->name, "backfill", d->started_at, -1, 1,
 								d->deleted, d->inserted, p->watermark, p->watermark,
 								d->value, d->value);
+		hwm_record_method(run_id, d->method);
 		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
 								   d->deleted + d->inserted);
 		old = MemoryContextSwitchTo(bf->cxt);

@@ -39,5 +39,21 @@ _PG_init(void)
 							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("hwm.partition_exchange",
+							 "Exchange whole partitions instead of overwriting them row by row.",
+							 "When an overwrite or backfill range covers whole partitions of a declaratively partitioned target, "
+							 "build their new contents aside and exchange them in, leaving no dead tuples; off: always the row-by-row diff.",
+							 &hwm_partition_exchange,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.exchange_lock_timeout",
+							"How long a partition exchange waits for its partition's lock.",
+							"The exchange needs an ACCESS EXCLUSIVE lock on the partition for a moment; "
+							"when it is not granted in this time, the partition is overwritten row by row instead.",
+							&hwm_exchange_lock_timeout,
+							1000, 1, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 }

@@ -15,6 +15,7 @@
 #include "fmgr.h"
 #include "nodes/pg_list.h"
 #include "datatype/timestamp.h"
+#include "utils/relcache.h"
 
 /* One pipeline, as stored in hwm.state. */
 typedef struct HwmPipeline
@@ -88,6 +89,17 @@ typedef struct HwmPlan
 	/* $1, $2 = inclusive partition range */
 	char	   *delete_range_sql;
 	char	   *insert_range_sql;
+
+	/* pieces of those statements, for exchange.c to build its own */
+	Oid			source;
+	Oid			target;
+	const char *partition_column;	/* unquoted; NULL without one */
+	List	   *load_columns;	/* target columns loaded (char *, unquoted) */
+	char	   *column_list_sql;	/* "a", "b" */
+	char	   *select_list_sql;	/* s."a", s."b" */
+	bool		override_identity;	/* OVERRIDING SYSTEM VALUE needed */
+	char	   *conflict_sql;	/* " ON CONFLICT ..." or "" */
+	char	   *keymatch_sql;	/* " AND s.k = t.k ..." or "" */
 } HwmPlan;
 
 /* Saved state of hwm_become(), restored by hwm_unbecome(). */
@@ -169,5 +181,17 @@ extern void hwm_parse_range(const HwmPlan *plan, FunctionCallInfo fcinfo,
 							int from_arg, int to_arg,
 							Datum *from, Datum *to,
 							char **from_text, char **to_text);
+
+/* exchange.c */
+extern bool hwm_partition_exchange;
+extern int	hwm_exchange_lock_timeout;
+extern const char *hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
+											 int64 *rows_deleted, int64 *rows_inserted);
+extern void hwm_record_method(int64 run_id, const char *method);
+
+/* swap.c, for exchange.c */
+extern List *hwm_match_indexes(Relation tgt, Relation stg,
+							   const char *tgtname, const char *stgname);
+extern void hwm_swap_storage(Oid r1, Oid r2, List *index_pairs);
 
 #endif							/* HWM_H */

@@ -121,6 +121,7 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	int64		deleted;
 	int64		inserted;
 	int64		run_id;
+	const char *method;
 
 	hwm_require_arg(fcinfo, 3, "nowait");
 	SPI_connect();
@@ -137,12 +138,13 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(p->owner, &spec, plan);
 	hwm_parse_range(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
-	hwm_overwrite_range(plan, from, to, &deleted, &inserted);
+	method = hwm_overwrite_or_exchange(plan, from, to, &deleted, &inserted);
 	hwm_unbecome(&sw);
 
 	run_id = hwm_record_run(p->name, "overwrite", started_at, -1, -1,
 							deleted, inserted, p->watermark, p->watermark,
 							from_text, to_text);
+	hwm_record_method(run_id, method);
 	hwm_update_state_after_run(p->name, run_id, started_at, false, NULL,
 							   deleted + inserted);
 	overwrite_notice(hwm_qualified_name(p->target), from_text, to_text,
@@ -203,6 +205,8 @@ hwm_overwrite_partition(PG_FUNCTION_ARGS)
 	int64		deleted;
 	int64		inserted;
 	int64		run_id;
+	const char *method;
+
 	hwm_require_arg(fcinfo, 0, "target");
 	hwm_require_arg(fcinfo, 1, "source");
 	hwm_require_arg(fcinfo, 2, "partition_column");
@@ -216,11 +220,12 @@ hwm_overwrite_partition(PG_FUNCTION_ARGS)
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(GetUserId(), &spec, plan);
 	hwm_parse_range(plan, fcinfo, 3, 4, &from, &to, &from_text, &to_text);
-	hwm_overwrite_range(plan, from, to, &deleted, &inserted);
+	method = hwm_overwrite_or_exchange(plan, from, to, &deleted, &inserted);
 	hwm_unbecome(&sw);
 
 	run_id = hwm_record_run(NULL, "overwrite", started_at, -1, -1,
 							deleted, inserted, NULL, NULL, from_text, to_text);
+	hwm_record_method(run_id, method);
 	overwrite_notice(hwm_qualified_name(spec.target), from_text, to_text,
 					 deleted, inserted);
 	SPI_finish();

@@ -428,6 +428,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 		c->target_type = tatt->atttypid;
 		c->target_typmod = tatt->atttypmod;
 		cols = lappend(cols, c);
+		plan->load_columns = lappend(plan->load_columns, pstrdup(NameStr(tatt->attname)));
 		plan->source_columns = lappend_int(plan->source_columns, sattno);
 		plan->target_columns = lappend_int(plan->target_columns, tatt->attnum);
 		if (tatt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
@@ -484,6 +485,20 @@ hwm_plan_build(const HwmPlanSpec *spec)
 		appendStringInfo(&insert_head, "%ss.%s", foreach_current_index(lc) ? ", " : "",
 						 ((LoadColumn *) lfirst(lc))->name);
 	appendStringInfo(&insert_head, " FROM %s AS s", srcname);
+	plan->source = spec->source;
+	plan->target = spec->target;
+	plan->partition_column = spec->partition_column;
+	plan->override_identity = override;
+	initStringInfo(&buf);
+	foreach(lc, cols)
+		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 ((LoadColumn *) lfirst(lc))->name);
+	plan->column_list_sql = buf.data;
+	initStringInfo(&buf);
+	foreach(lc, cols)
+		appendStringInfo(&buf, "%ss.%s", foreach_current_index(lc) ? ", " : "",
+						 ((LoadColumn *) lfirst(lc))->name);
+	plan->select_list_sql = buf.data;
 
 	/*
 	 * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
@@ -560,6 +575,9 @@ hwm_plan_build(const HwmPlanSpec *spec)
 			appendStringInfo(&keymatch, " %s t.%s", operator_sql(tc->eq_opr), c->name);
 		}
 	}
+
+	plan->conflict_sql = conflict.data;
+	plan->keymatch_sql = keymatch.data;
 
 	if (plan->has_wm)
 	{

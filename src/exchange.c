@@ -1,0 +1,959 @@
+/*
+ * exchange.c
+ *		Partition exchange: when the target is declaratively partitioned and
+ *		an overwrite range covers whole partitions, build each covered
+ *		partition's new contents aside and exchange them in, instead of
+ *		deleting and upserting row by row.  What the range leaves of a
+ *		partition (a range that cuts through it) is overwritten by the diff
+ *		of overwrite.c, in the same transaction.
+ *
+ * For each covered leaf partition L (every L is built before the rest of the
+ * range is diffed, and only then is any L locked, so the locks are short):
+ *
+ *	1. CREATE TABLE hwm_exchange_<oid of L> (LIKE L ...) next to L, with its
+ *	   defaults, constraints, indexes, storage, access method, persistence,
+ *	   options, tablespace and owner, and fill it from the source rows that
+ *	   fall inside L's bounds.  L stays readable and writable meanwhile.
+ *	2. Lock L in ACCESS EXCLUSIVE mode, waiting at most
+ *	   hwm.exchange_lock_timeout.
+ *	3. Trade storage between L and the new table, heap and every index, the
+ *	   way hwm.swap (swap.c) and CLUSTER do, then drop the new table, which
+ *	   now holds L's old storage: the old rows go with their files, so no
+ *	   dead tuple is left behind and nothing needs VACUUM.
+ *
+ * L keeps its OID, name, index names, grants, comments, options and its
+ * place in the partitioned table; the partitioned table itself is not
+ * locked beyond what reading it takes.  (DETACH PARTITION, the other way to
+ * exchange a partition, takes an ACCESS EXCLUSIVE lock on the partitioned
+ * table until the transaction ends, and a new partition has a new identity.)
+ *
+ * The exchange must give the rows the diff would give, so anything that
+ * makes a partition differ from "the source rows inside its bounds, loaded
+ * with the target's defaults" makes hwm overwrite it row by row instead,
+ * with a NOTICE saying why: triggers (they would not fire), foreign keys
+ * from or to it (they would not be checked), logical replication (the
+ * exchange is not sent as row changes), row level security, an identity
+ * column or a default the source does not provide, dropped columns, a
+ * partition that is itself partitioned, not owned by the role that runs the
+ * overwrite, in use by the session, or whose lock is not granted in time.
+ * Each exchange runs in a subtransaction, so giving up after the build
+ * leaves nothing behind.
+ */
+#include "hwm.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_constraint.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_publication.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/tablecmds.h"
+#include "commands/tablespace.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "partitioning/partdesc.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/predicate.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+#include "utils/resowner.h"
+#include "utils/rls.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+/* settings (hwm.c defines them) */
+bool		hwm_partition_exchange = true;
+int			hwm_exchange_lock_timeout = 1000;
+
+/* A leaf partition that the range covers entirely */
+typedef struct CoveredLeaf
+{
+	Oid			relid;
+	char	   *name;			/* qualified, quoted */
+	Datum		lo;				/* RANGE: [lo, hi) */
+	Datum		hi;
+	Datum	   *values;			/* LIST: its values */
+	int			nvalues;
+	/* once built (see build_leaf) */
+	bool		built;
+	Oid			newoid;			/* the table aside */
+	char	   *newqual;
+	int64		old_rows;
+	int64		new_rows;
+} CoveredLeaf;
+
+/* The partitioning of a target, when hwm can exchange its partitions */
+typedef struct Partitioning
+{
+	bool		is_list;		/* else RANGE */
+	Oid			array_type;		/* LIST: array of the column type */
+	char	   *eq;				/* LIST: OPERATOR(schema.=) */
+	List	   *covered;		/* CoveredLeaf * */
+} Partitioning;
+
+/* Set just before a refusal found inside the subtransaction is raised */
+static const char *refusal = NULL;
+
+/*
+ * The smallest value above v of a type whose values are discrete (integers,
+ * dates, timestamps: one microsecond), if there is one.
+ */
+static bool
+successor(Oid type, Datum v, Datum *next)
+{
+	switch (getBaseType(type))
+	{
+		case INT2OID:
+			if (DatumGetInt16(v) == PG_INT16_MAX)
+				return false;
+			*next = Int16GetDatum(DatumGetInt16(v) + 1);
+			return true;
+		case INT4OID:
+			if (DatumGetInt32(v) == PG_INT32_MAX)
+				return false;
+			*next = Int32GetDatum(DatumGetInt32(v) + 1);
+			return true;
+		case INT8OID:
+			if (DatumGetInt64(v) == PG_INT64_MAX)
+				return false;
+			*next = Int64GetDatum(DatumGetInt64(v) + 1);
+			return true;
+		case DATEOID:
+			if (DATE_NOT_FINITE(DatumGetDateADT(v)) ||
+				DatumGetDateADT(v) >= DATEVAL_NOEND - 1)
+				return false;
+			*next = DateADTGetDatum(DatumGetDateADT(v) + 1);
+			return true;
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			if (TIMESTAMP_NOT_FINITE(DatumGetTimestamp(v)) ||
+				DatumGetTimestamp(v) >= DT_NOEND - 1)
+				return false;
+			*next = TimestampGetDatum(DatumGetTimestamp(v) + 1);
+			return true;
+		default:
+			return false;
+	}
+}
+
+/* A partition's bound, from pg_class.relpartbound */
+static PartitionBoundSpec *
+partition_bound(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Datum		d;
+	bool		isnull;
+	PartitionBoundSpec *spec;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	d = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relpartbound, &isnull);
+	spec = isnull ? NULL : castNode(PartitionBoundSpec, stringToNode(TextDatumGetCString(d)));
+	ReleaseSysCache(tup);
+	return spec;
+}
+
+/* OPERATOR(schema.name) for an operator */
+static char *
+operator_text(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	result = psprintf("OPERATOR(%s.%s)",
+					  quote_identifier(get_namespace_name(((Form_pg_operator) GETSTRUCT(tup))->oprnamespace)),
+					  NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * Is the target partitioned so that hwm can exchange partitions, and which
+ * of its partitions lie entirely inside [from, to]?  RANGE or LIST on
+ * exactly the partition column, with the column type's default btree
+ * ordering and collation (so a partition's bounds mean what hwm's range
+ * means), and not itself a partition.  Returns false otherwise.
+ */
+static bool
+find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
+{
+	Relation	tgt = table_open(plan->target, AccessShareLock);
+	PartitionKey key;
+	PartitionDesc pd;
+	TypeCacheEntry *tc;
+	AttrNumber	attno;
+	Datum		after_to = (Datum) 0;
+	bool		has_after;
+
+	memset(pt, 0, sizeof(*pt));
+	if (tgt->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || tgt->rd_rel->relispartition)
+	{
+		table_close(tgt, NoLock);
+		return false;
+	}
+	key = RelationGetPartitionKey(tgt);
+	attno = get_attnum(plan->target, plan->partition_column);
+	tc = lookup_type_cache(getBaseType(plan->part.type),
+						   TYPECACHE_BTREE_OPFAMILY | TYPECACHE_EQ_OPR);
+	if ((key->strategy != PARTITION_STRATEGY_RANGE && key->strategy != PARTITION_STRATEGY_LIST) ||
+		key->partnatts != 1 || key->partattrs[0] != attno ||
+		key->partopfamily[0] != tc->btree_opf ||
+		key->partcollation[0] != plan->part.collation ||
+		key->partcollation[0] != TupleDescAttr(RelationGetDescr(tgt), attno - 1)->attcollation)
+	{
+		table_close(tgt, NoLock);
+		return false;
+	}
+	pt->is_list = key->strategy == PARTITION_STRATEGY_LIST;
+	if (pt->is_list)
+	{
+		pt->array_type = get_array_type(plan->part.type);
+		if (!OidIsValid(pt->array_type) || !OidIsValid(tc->eq_opr))
+		{
+			table_close(tgt, NoLock);
+			return false;
+		}
+		pt->eq = operator_text(tc->eq_opr);
+	}
+	has_after = successor(plan->part.type, to, &after_to);
+
+	pd = RelationGetPartitionDesc(tgt, true);
+	for (int i = 0; i < pd->nparts; i++)
+	{
+		PartitionBoundSpec *b = partition_bound(pd->oids[i]);
+		CoveredLeaf *leaf;
+		bool		covered = true;
+
+		if (b == NULL || b->is_default)
+			continue;
+		leaf = palloc0(sizeof(CoveredLeaf));
+		if (pt->is_list)
+		{
+			ListCell   *lc;
+
+			leaf->values = palloc(sizeof(Datum) * list_length(b->listdatums));
+			foreach(lc, b->listdatums)
+			{
+				Const	   *c = lfirst_node(Const, lc);
+
+				/* rows with NULL are in no range, so such a partition is never covered */
+				covered = covered && !c->constisnull &&
+					hwm_value_cmp(&plan->part, c->constvalue, from) >= 0 &&
+					hwm_value_cmp(&plan->part, c->constvalue, to) <= 0;
+				if (!c->constisnull)
+					leaf->values[leaf->nvalues++] = c->constvalue;
+			}
+		}
+		else
+		{
+			PartitionRangeDatum *lo = linitial_node(PartitionRangeDatum, b->lowerdatums);
+			PartitionRangeDatum *hi = linitial_node(PartitionRangeDatum, b->upperdatums);
+
+			/* [lo, hi) inside [from, to]: lo >= from, and no value below hi is above to */
+			covered = lo->kind == PARTITION_RANGE_DATUM_VALUE &&
+				hi->kind == PARTITION_RANGE_DATUM_VALUE;
+			if (covered)
+			{
+				leaf->lo = castNode(Const, lo->value)->constvalue;
+				leaf->hi = castNode(Const, hi->value)->constvalue;
+				covered = hwm_value_cmp(&plan->part, leaf->lo, from) >= 0 &&
+					(hwm_value_cmp(&plan->part, leaf->hi, to) <= 0 ||
+					 (has_after && hwm_value_cmp(&plan->part, leaf->hi, after_to) <= 0));
+			}
+		}
+		if (!covered)
+			continue;
+		leaf->relid = pd->oids[i];
+		leaf->name = hwm_qualified_name(leaf->relid);
+		pt->covered = lappend(pt->covered, leaf);
+	}
+	table_close(tgt, NoLock);
+	return true;
+}
+
+/* A column's default expression (NULL: none) */
+static Node *
+column_default(Relation rel, AttrNumber attno)
+{
+	TupleConstr *c = RelationGetDescr(rel)->constr;
+
+	for (int i = 0; c && i < c->num_defval; i++)
+		if (c->defval[i].adnum == attno)
+			return stringToNode(c->defval[i].adbin);
+	return NULL;
+}
+
+static bool
+loaded(const HwmPlan *plan, const char *colname)
+{
+	ListCell   *lc;
+
+	foreach(lc, plan->load_columns)
+		if (strcmp((char *) lfirst(lc), colname) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Why the leaf cannot be exchanged (a phrase for the NOTICE), or NULL.
+ * Called before the build and again under the exclusive lock.
+ */
+static const char *
+leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
+{
+	Oid			relid = RelationGetRelid(leaf);
+	TupleDesc	desc = RelationGetDescr(leaf);
+	List	   *indexes;
+	ListCell   *lc;
+	PublicationDesc pubdesc;
+	Relation	conrel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	const char *fk = NULL;
+
+	if (leaf->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		return "it is partitioned itself";
+	if (leaf->rd_rel->relkind != RELKIND_RELATION)
+		return "it is not an ordinary table";
+	if (leaf->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return "it is a temporary table";
+	if (PartitionHasPendingDetach(relid))
+		return "it is being detached";
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		return psprintf("role %s does not own it",
+						quote_identifier(GetUserNameFromId(GetUserId(), false)));
+	if (check_enable_rls(RelationGetRelid(tgt), InvalidOid, true) == RLS_ENABLED)
+		return "row level security applies to the target";
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		AttrNumber	tattno;
+
+		if (att->attisdropped)
+			return "it has dropped columns";
+		if (att->attgenerated || loaded(plan, NameStr(att->attname)))
+			continue;
+		tattno = get_attnum(RelationGetRelid(tgt), NameStr(att->attname));
+		if (att->attidentity || TupleDescAttr(RelationGetDescr(tgt), tattno - 1)->attidentity)
+			return psprintf("its identity column %s is not in the source",
+							quote_identifier(NameStr(att->attname)));
+		if (!equal(column_default(leaf, att->attnum), column_default(tgt, tattno)))
+			return psprintf("column %s, which the source lacks, has another default in the partition than in the target",
+							quote_identifier(NameStr(att->attname)));
+	}
+	if (leaf->trigdesc)
+		for (int i = 0; i < leaf->trigdesc->numtriggers; i++)
+			if (!leaf->trigdesc->triggers[i].tgisinternal)
+				return psprintf("its trigger %s would not fire",
+								quote_identifier(leaf->trigdesc->triggers[i].tgname));
+
+	/* foreign keys, from it and to it */
+	conrel = table_open(ConstraintRelationId, AccessShareLock);
+	scan = systable_beginscan(conrel, InvalidOid, false, NULL, 0, NULL);
+	while (fk == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+
+		if (con->contype == CONSTRAINT_FOREIGN && con->conrelid == relid)
+			fk = psprintf("its foreign key %s would not be checked",
+						  quote_identifier(NameStr(con->conname)));
+		else if (con->contype == CONSTRAINT_FOREIGN && con->confrelid == relid)
+			fk = psprintf("foreign key %s of %s refers to it",
+						  quote_identifier(NameStr(con->conname)),
+						  hwm_qualified_name(con->conrelid));
+	}
+	systable_endscan(scan);
+	table_close(conrel, AccessShareLock);
+	if (fk)
+		return fk;
+
+	RelationBuildPublicationDesc(leaf, &pubdesc);
+	if (pubdesc.pubactions.pubinsert || pubdesc.pubactions.pubupdate ||
+		pubdesc.pubactions.pubdelete || pubdesc.pubactions.pubtruncate)
+		return "it is published for logical replication, which would not see the exchange";
+
+	indexes = RelationGetIndexList(leaf);
+	foreach(lc, indexes)
+	{
+		HeapTuple	itup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index idx;
+		bool		ok;
+
+		if (!HeapTupleIsValid(itup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		idx = (Form_pg_index) GETSTRUCT(itup);
+		ok = idx->indisvalid && idx->indisready && idx->indislive;
+		ReleaseSysCache(itup);
+		if (!ok)
+			return psprintf("its index %s is not valid",
+							quote_identifier(get_rel_name(lfirst_oid(lc))));
+	}
+	return NULL;
+}
+
+/* Give up the exchange from inside the subtransaction (see exchange_guarded) */
+static void
+refuse(const char *why)
+{
+	refusal = why;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s", why)));
+}
+
+/* " WITH (k = 'v', ...)" for a relation's storage options, or "" */
+static char *
+with_options(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	StringInfoData buf;
+	Datum		d;
+	bool		isnull;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	initStringInfo(&buf);
+	d = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
+	if (!isnull)
+	{
+		Datum	   *opts;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &opts, NULL, &n);
+		for (int i = 0; i < n; i++)
+		{
+			char	   *opt = TextDatumGetCString(opts[i]);
+			char	   *eq = strchr(opt, '=');
+
+			if (eq == NULL)
+				continue;
+			*eq = '\0';
+			appendStringInfo(&buf, "%s%s = %s", buf.len ? ", " : " WITH (",
+							 quote_identifier(opt), quote_literal_cstr(eq + 1));
+		}
+		if (buf.len)
+			appendStringInfoChar(&buf, ')');
+	}
+	ReleaseSysCache(tup);
+	return buf.data;
+}
+
+/* Wait for an ACCESS EXCLUSIVE lock at most hwm.exchange_lock_timeout */
+static void
+lock_leaf(Oid relid)
+{
+	int			nest = NewGUCNestLevel();
+	char		ms[32];
+
+	snprintf(ms, sizeof(ms), "%d", hwm_exchange_lock_timeout);
+	(void) set_config_option("lock_timeout", ms, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	LockRelationOid(relid, AccessExclusiveLock);
+	AtEOXact_GUC(false, nest);
+}
+
+/*
+ * The relcache must know that r1 now has storage created in this
+ * transaction and r2 the storage r1 had (as CLUSTER does in
+ * swap_relation_files), so WAL is skipped or written as that storage needs.
+ */
+static void
+storage_now_new(Oid r1, Oid r2)
+{
+	Relation	rel1 = relation_open(r1, NoLock);
+	Relation	rel2 = relation_open(r2, NoLock);
+
+	rel2->rd_createSubid = rel1->rd_createSubid;
+	rel2->rd_newRelfilenodeSubid = rel1->rd_newRelfilenodeSubid;
+	rel2->rd_firstRelfilenodeSubid = rel1->rd_firstRelfilenodeSubid;
+	RelationAssumeNewRelfilenode(rel1);
+	relation_close(rel1, NoLock);
+	relation_close(rel2, NoLock);
+}
+
+/* Size statistics of a freshly filled table (and its indexes) in pg_class */
+static void
+set_size_stats(Relation rel, int64 rows)
+{
+	Relation	relrel = table_open(RelationRelationId, RowExclusiveLock);
+	List	   *rels = lcons_oid(RelationGetRelid(rel), RelationGetIndexList(rel));
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Oid			relid = lfirst_oid(lc);
+		Relation	r = relation_open(relid, NoLock);
+		HeapTuple	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+		Form_pg_class form;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for relation %u", relid);
+		form = (Form_pg_class) GETSTRUCT(tup);
+		form->relpages = (int32) RelationGetNumberOfBlocks(r);
+		form->reltuples = (r->rd_rel->relkind == RELKIND_INDEX && r->rd_indpred != NIL) ?
+			-1 : (float4) rows;
+		form->relallvisible = 0;
+		CatalogTupleUpdate(relrel, &tup->t_self, tup);
+		heap_freetuple(tup);
+		relation_close(r, NoLock);
+	}
+	table_close(relrel, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/* pg_toast_<oid> and pg_toast_<oid>_index, as the TOAST table's owner is now relid */
+static void
+rename_toast(Oid relid)
+{
+	Oid			toast;
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Relation	toastrel;
+	List	   *idx;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	toast = ((Form_pg_class) GETSTRUCT(tup))->reltoastrelid;
+	ReleaseSysCache(tup);
+	if (!OidIsValid(toast))
+		return;
+	toastrel = relation_open(toast, AccessExclusiveLock);
+	idx = RelationGetIndexList(toastrel);
+	relation_close(toastrel, NoLock);
+	RenameRelationInternal(toast, psprintf("pg_toast_%u", relid), true, false);
+	if (idx != NIL)
+		RenameRelationInternal(linitial_oid(idx), psprintf("pg_toast_%u_index", relid), true, true);
+	CommandCounterIncrement();
+}
+
+/*
+ * Step 1 for one covered leaf: build its new contents in a table aside
+ * (see the file header), and count the rows that will go.  Runs inside
+ * exchange_guarded's subtransaction, as the role that runs the overwrite.
+ */
+static void
+build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+{
+	Relation	leaf;
+	Oid			nsp = get_rel_namespace(lf->relid);
+	char	   *newname = psprintf("hwm_exchange_%u", lf->relid);
+	Oid			owner;
+	StringInfoData sql;
+	bool		isnull;
+	const char *p = quote_identifier(plan->partition_column);
+
+	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
+	if (OidIsValid(get_relname_relid(newname, nsp)))
+		refuse(psprintf("a table named %s is in the way", lf->newqual));
+
+	leaf = table_open(lf->relid, AccessShareLock);
+	owner = leaf->rd_rel->relowner;
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "CREATE %sTABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING GENERATED"
+					 " INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE"
+					 " INCLUDING COMPRESSION) USING %s%s",
+					 leaf->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED ? "UNLOGGED " : "",
+					 lf->newqual, lf->name, quote_identifier(get_am_name(leaf->rd_rel->relam)),
+					 with_options(lf->relid));
+	if (OidIsValid(leaf->rd_rel->reltablespace))
+		appendStringInfo(&sql, " TABLESPACE %s",
+						 quote_identifier(get_tablespace_name(leaf->rd_rel->reltablespace)));
+	table_close(leaf, NoLock);
+	hwm_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	lf->newoid = get_relname_relid(newname, nsp);
+	if (owner != GetUserId())
+		hwm_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", lf->newqual,
+							  quote_identifier(GetUserNameFromId(owner, false))),
+					 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s AS s WHERE ",
+					 lf->newqual, plan->column_list_sql, plan->select_list_sql,
+					 hwm_qualified_name(plan->source));
+	if (pt->is_list)
+	{
+		Oid			argtypes[1] = {pt->array_type};
+		Datum		values[1];
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(plan->part.type, &typlen, &typbyval, &typalign);
+		values[0] = PointerGetDatum(construct_array(lf->values, lf->nvalues, plan->part.type,
+													typlen, typbyval, typalign));
+		appendStringInfo(&sql, "s.%s %s ANY ($1)", p, pt->eq);
+		hwm_spi_exec(sql.data, 1, argtypes, values, NULL, SPI_OK_INSERT);
+	}
+	else
+	{
+		Oid			argtypes[2] = {plan->part.type, plan->part.type};
+		Datum		values[2] = {lf->lo, lf->hi};
+
+		appendStringInfo(&sql, "s.%s %s $1 AND s.%s %s $2", p, plan->part.ge, p, plan->part.lt);
+		hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_INSERT);
+	}
+	lf->new_rows = (int64) SPI_processed;
+
+	/* the rows that go, counted now so readers wait less */
+	hwm_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", lf->name),
+				 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	lf->old_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Steps 2 and 3 for one built leaf: lock it, check everything again under
+ * the lock, trade storage and drop the table that now holds the old rows.
+ * Runs inside exchange_guarded's subtransaction.
+ */
+static void
+swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+{
+	Relation	leaf;
+	Relation	tgt;
+	Relation	newrel;
+	const char *why;
+	List	   *pairs;
+	ListCell   *lc;
+
+	lock_leaf(lf->relid);
+	leaf = table_open(lf->relid, NoLock);
+	tgt = table_open(plan->target, AccessShareLock);
+	why = leaf_refusal(plan, leaf, tgt);
+	table_close(tgt, NoLock);
+	if (why)
+		refuse(why);
+	if (leaf->rd_refcnt != 1 || AfterTriggerPendingOnRel(lf->relid))
+		refuse("it is in use by this session");
+	newrel = table_open(lf->newoid, AccessExclusiveLock);
+	if (RelationGetDescr(leaf)->natts != RelationGetDescr(newrel)->natts ||
+		leaf->rd_rel->relam != newrel->rd_rel->relam ||
+		leaf->rd_rel->relpersistence != newrel->rd_rel->relpersistence ||
+		leaf->rd_rel->reltablespace != newrel->rd_rel->reltablespace ||
+		leaf->rd_rel->relowner != newrel->rd_rel->relowner ||
+		OidIsValid(leaf->rd_rel->reltoastrelid) != OidIsValid(newrel->rd_rel->reltoastrelid))
+		refuse("a copy made with CREATE TABLE ... LIKE does not have its storage layout");
+	for (int i = 0; i < RelationGetDescr(leaf)->natts; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(leaf), i);
+		Form_pg_attribute b = TupleDescAttr(RelationGetDescr(newrel), i);
+
+		if (a->atttypid != b->atttypid || a->atttypmod != b->atttypmod ||
+			a->attcollation != b->attcollation || a->attlen != b->attlen ||
+			a->attalign != b->attalign || a->attnotnull != b->attnotnull ||
+			strcmp(NameStr(a->attname), NameStr(b->attname)) != 0)
+			refuse("a copy made with CREATE TABLE ... LIKE does not have its storage layout");
+	}
+	pairs = hwm_match_indexes(leaf, newrel, lf->name, lf->newqual);
+	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
+		if (get_rel_tablespace(lfirst_oid(lc)) != get_rel_tablespace(lfirst_oid(lnext(pairs, lc))))
+			refuse(psprintf("its index %s is in another tablespace than the table",
+							quote_identifier(get_rel_name(lfirst_oid(lc)))));
+	set_size_stats(newrel, lf->new_rows);
+	table_close(newrel, NoLock);
+
+	TransferPredicateLocksToHeapRelation(leaf);
+	table_close(leaf, NoLock);
+	hwm_swap_storage(lf->relid, lf->newoid, pairs);
+	storage_now_new(lf->relid, lf->newoid);
+	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
+		storage_now_new(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
+
+	/* the partition's activity counters: as TRUNCATE and INSERT would leave them */
+	leaf = table_open(lf->relid, NoLock);
+	pgstat_count_truncate(leaf);
+	pgstat_count_heap_insert(leaf, lf->new_rows);
+	table_close(leaf, NoLock);
+
+	hwm_spi_exec(psprintf("DROP TABLE %s", lf->newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	lf->newoid = InvalidOid;
+	rename_toast(lf->relid);
+}
+
+/*
+ * Run build_leaf (swap false) or swap_leaf (swap true) in a subtransaction.
+ * Returns false, with the reason, when the exchange gave up (a refusal, the
+ * lock not granted in time, a deadlock, a missing privilege, a row that
+ * breaks a constraint or a value out of range): the subtransaction is rolled
+ * back, so nothing of that step remains, and the caller overwrites the
+ * partition row by row, which raises a bad row's error again in the target's
+ * terms.  Any other error (a cancel, say) is raised again at once.
+ */
+static bool
+exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
+				 bool swap, const char **why)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = false;
+
+	refusal = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		if (swap)
+			swap_leaf(plan, pt, lf);
+		else
+			build_leaf(plan, pt, lf);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		ok = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (refusal)
+			*why = refusal;
+		else if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			*why = psprintf("its lock was not granted within hwm.exchange_lock_timeout (%d ms)",
+							hwm_exchange_lock_timeout);
+		else if (edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+				 edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
+			*why = psprintf("%s", edata->message);
+		else if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
+				 ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_DATA_EXCEPTION)
+		{
+			/* let the row-by-row overwrite report it, with the target's names */
+			*why = psprintf("building its new contents failed with SQLSTATE %s",
+							unpack_sql_state(edata->sqlerrcode));
+		}
+		else
+			ReThrowError(edata);
+	}
+	PG_END_TRY();
+	refusal = NULL;
+	return ok;
+}
+
+/*
+ * Overwrite the part of the range between lo and hi (each bound inclusive or
+ * not) with the diff; false when that part is empty.
+ */
+static bool
+diff_piece(const HwmPlan *plan, Datum lo, bool lo_incl, Datum hi, bool hi_incl,
+		   int64 *deleted, int64 *inserted)
+{
+	int			c = hwm_value_cmp(&plan->part, lo, hi);
+	Oid			argtypes[2] = {plan->part.type, plan->part.type};
+	Datum		values[2] = {lo, hi};
+	const char *p = quote_identifier(plan->partition_column);
+	const char *gt = lo_incl ? plan->part.ge : plan->part.gt;
+	const char *lt = hi_incl ? plan->part.le : plan->part.lt;
+	char	   *tgtname = hwm_qualified_name(plan->target);
+	char	   *srcname = hwm_qualified_name(plan->source);
+	StringInfoData sql;
+
+	if (c > 0 || (c == 0 && !(lo_incl && hi_incl)))
+		return false;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s AS t WHERE t.%s %s $1 AND t.%s %s $2",
+					 tgtname, p, gt, p, lt);
+	if (plan->keymatch_sql[0] != '\0')
+		appendStringInfo(&sql,
+						 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
+						 srcname, p, gt, p, lt, plan->keymatch_sql);
+	hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_DELETE);
+	*deleted += (int64) SPI_processed;
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s AS t (%s)%s SELECT %s FROM %s AS s"
+					 " WHERE s.%s %s $1 AND s.%s %s $2%s",
+					 tgtname, plan->column_list_sql,
+					 plan->override_identity ? " OVERRIDING SYSTEM VALUE" : "",
+					 plan->select_list_sql, srcname, p, gt, p, lt, plan->conflict_sql);
+	hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_INSERT);
+	*inserted += (int64) SPI_processed;
+	return true;
+}
+
+/* Sort datums with the partition column's ordering (few: insertion sort) */
+static void
+sort_datums(const HwmPlan *plan, Datum *d, Datum *d2, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && hwm_value_cmp(&plan->part, d[j - 1], d[j]) > 0; j--)
+		{
+			Datum		t = d[j];
+
+			d[j] = d[j - 1];
+			d[j - 1] = t;
+			if (d2)
+			{
+				t = d2[j];
+				d2[j] = d2[j - 1];
+				d2[j - 1] = t;
+			}
+		}
+}
+
+/* The NOTICE for a covered partition that is overwritten row by row */
+static void
+fallback_notice(const HwmPlan *plan, const CoveredLeaf *lf, const char *why)
+{
+	ereport(NOTICE,
+			(errmsg("hwm: partition %s of %s is overwritten row by row, not exchanged: %s",
+					lf->name, hwm_qualified_name(plan->target), why)));
+}
+
+/*
+ * Overwrite [from, to] of the plan's target from its source, exchanging the
+ * partitions the range covers when hwm.partition_exchange is on (see the
+ * file header) and overwriting the rest with the diff, in the caller's
+ * transaction.  The order keeps the partitions' exclusive locks short: first
+ * every new partition is built, then the rest of the range is diffed, and
+ * only then is each partition locked and exchanged (one whose lock is not
+ * granted in time is diffed after all).  Returns the method used: "diff",
+ * "exchange" (every row of the range was in an exchanged partition) or
+ * "exchange+diff".  The counts are, for an exchanged partition, all of its
+ * old rows (deleted) and all of its new rows (inserted).
+ */
+const char *
+hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
+						  int64 *rows_deleted, int64 *rows_inserted)
+{
+	Partitioning pt;
+	ListCell   *lc;
+	int			n = 0;
+	int			nvalues = 0;
+	int			exchanged = 0;
+	Datum	   *lo;
+	Datum	   *hi;
+	bool		diffed = false;
+
+	if (!hwm_partition_exchange || !plan->has_part ||
+		!find_covered(plan, from, to, &pt) || pt.covered == NIL)
+	{
+		hwm_overwrite_range(plan, from, to, rows_deleted, rows_inserted);
+		return "diff";
+	}
+
+	/* 1. build every covered partition that can be exchanged */
+	*rows_deleted = 0;
+	*rows_inserted = 0;
+	foreach(lc, pt.covered)
+		nvalues += pt.is_list ? ((CoveredLeaf *) lfirst(lc))->nvalues : 1;
+	lo = palloc(sizeof(Datum) * nvalues);
+	hi = palloc(sizeof(Datum) * nvalues);
+	foreach(lc, pt.covered)
+	{
+		CoveredLeaf *lf = lfirst(lc);
+		const char *why;
+		Relation	leaf = table_open(lf->relid, AccessShareLock);
+		Relation	tgt = table_open(plan->target, AccessShareLock);
+
+		why = leaf_refusal(plan, leaf, tgt);
+		table_close(tgt, NoLock);
+		table_close(leaf, NoLock);
+		if (why == NULL && exchange_guarded(plan, &pt, lf, false, &why))
+		{
+			lf->built = true;
+			if (pt.is_list)
+				for (int i = 0; i < lf->nvalues; i++)
+					lo[n++] = lf->values[i];
+			else
+			{
+				lo[n] = lf->lo;
+				hi[n++] = lf->hi;
+			}
+		}
+		else
+			fallback_notice(plan, lf, why);
+	}
+	if (n == 0)
+	{
+		hwm_overwrite_range(plan, from, to, rows_deleted, rows_inserted);
+		return "diff";
+	}
+
+	/* 2. the diff for what the built partitions leave of the range */
+	sort_datums(plan, lo, pt.is_list ? NULL : hi, n);
+	{
+		Datum		start = from;
+		bool		start_incl = true;
+
+		for (int i = 0; i < n; i++)
+		{
+			diffed |= diff_piece(plan, start, start_incl, lo[i], false,
+								 rows_deleted, rows_inserted);
+			start = pt.is_list ? lo[i] : hi[i];
+			start_incl = !pt.is_list;
+		}
+		diffed |= diff_piece(plan, start, start_incl, to, true, rows_deleted, rows_inserted);
+	}
+
+	/* 3. lock and exchange each built partition, or diff it after all */
+	foreach(lc, pt.covered)
+	{
+		CoveredLeaf *lf = lfirst(lc);
+		const char *why;
+
+		if (!lf->built)
+			continue;
+		if (exchange_guarded(plan, &pt, lf, true, &why))
+		{
+			exchanged++;
+			*rows_deleted += lf->old_rows;
+			*rows_inserted += lf->new_rows;
+			ereport(NOTICE,
+					(errmsg("hwm: exchanged partition %s of %s: " INT64_FORMAT " old rows out, " INT64_FORMAT " new rows in",
+							lf->name, hwm_qualified_name(plan->target), lf->old_rows, lf->new_rows)));
+			continue;
+		}
+		fallback_notice(plan, lf, why);
+		hwm_spi_exec(psprintf("DROP TABLE %s", lf->newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		if (pt.is_list)
+			for (int i = 0; i < lf->nvalues; i++)
+				diffed |= diff_piece(plan, lf->values[i], true, lf->values[i], true,
+									 rows_deleted, rows_inserted);
+		else
+			diffed |= diff_piece(plan, lf->lo, true, lf->hi, false, rows_deleted, rows_inserted);
+	}
+	if (exchanged == 0)
+		return "diff";
+	return diffed ? "exchange+diff" : "exchange";
+}
+
+/* Record in hwm.runs how an overwrite run went (see hwm_overwrite_or_exchange) */
+void
+hwm_record_method(int64 run_id, const char *method)
+{
+	Oid			argtypes[2] = {INT8OID, TEXTOID};
+	Datum		values[2] = {Int64GetDatum(run_id), CStringGetTextDatum(method)};
+	HwmRoleSwitch sw;
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.runs SET method = $2 WHERE run_id OPERATOR(pg_catalog.=) $1",
+				 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_unbecome(&sw);
+}
