@@ -9,6 +9,7 @@
 #     suite does not hide the next one: pg_regress (sql/), pg_isolation_regress
 #     (test/specs/) and prove (TAP_TESTS).  Each starts its own temporary
 #     instance (--temp-instance), so no server needs to be running;
+#     then test/dbt/run.sh, the dbt package in a real dbt project;
 #  3. runs pgspot on hwm--1.0.sql: any finding fails the run (set
 #     HWM_PGSPOT_STRICT=0 to only report them).
 #
@@ -111,6 +112,13 @@ if ((build_ok)); then
     hwm_log "TAP tests"
     try run_suite tap REGRESS= ISOLATION= PROVE_FLAGS=--verbose
     count_suite tap "$rc"
+
+    # dbt: the package in dbt/hwm driven by the example project in
+    # test/dbt (installs dbt from PyPI into a venv, starts its own cluster,
+    # prints ok / not ok lines; an unreachable PyPI is a failure).
+    hwm_log "dbt tests"
+    try bash -c 'set -o pipefail; bash "$1/test/dbt/run.sh" 2>&1 | tee "$2/dbt.log"' _ "$REPO" "$tmp"
+    count_suite dbt "$rc"
 else
     hwm_log "tests skipped: the build failed"
 fi
