@@ -88,6 +88,8 @@ count_suite() {
     local name=$1 status=$2 log=$tmp/$1.log ok bad
     ok=$(grep -cE '^(test )? *[^ ]+ +\.\.\. +(ok|failed \(ignored\))( |$)|^ok [0-9]+|^not ok [0-9]+.*# *TODO' "$log" || true)
     bad=$(grep -E '^(test )? *[^ ]+ +\.\.\. +FAILED|^not ok [0-9]+' "$log" | grep -cvE '# *TODO' || true)
+    # a TAP script that died before its plan: one more failure each
+    bad=$((bad + $(grep -cE '^ *Parse errors: No plan found' "$log" || true)))
     passed=$((passed + ok))
     failed=$((failed + bad))
     if ((status != 0)); then
