@@ -387,3 +387,19 @@ AS 'MODULE_PATHNAME', 'hwm_set_timeout';
 
 COMMENT ON FUNCTION hwm.set_timeout(text, interval) IS
 'Cancel a scheduled run of the pipeline that takes longer than timeout and record it as failed (NULL: no limit).';
+
+-- A pipeline goes with its source or target table (src/manage.c).
+CREATE FUNCTION hwm.on_sql_drop()
+RETURNS event_trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_on_sql_drop';
+
+COMMENT ON FUNCTION hwm.on_sql_drop() IS
+'Event trigger function: drops the pipelines whose source or target table was dropped, so the catalog never keeps the OID of a table that no longer exists.';
+
+CREATE EVENT TRIGGER hwm_sql_drop ON sql_drop
+    EXECUTE FUNCTION hwm.on_sql_drop();
+
+COMMENT ON EVENT TRIGGER hwm_sql_drop IS
+'Drops hwm pipelines together with their source or target table.';
+

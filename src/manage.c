@@ -10,7 +10,9 @@
 #include "hwm.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -234,6 +236,51 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 	hwm_unbecome(&sw);
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(hwm_on_sql_drop);
+
+/*
+ * The sql_drop event trigger: a pipeline goes with its source or target
+ * table, the way an index or a trigger does.  Without this the catalog would
+ * keep the dropped table's OID, which pg_dump would write out as a number
+ * that may name another table after a restore.  Its runs stay in hwm.runs.
+ */
+Datum
+hwm_on_sql_drop(PG_FUNCTION_ARGS)
+{
+	Oid			nsp;
+	HwmRoleSwitch sw;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("hwm.on_sql_drop() can only be called as an event trigger")));
+
+	/* DROP EXTENSION hwm, or hwm.state itself gone: nothing to do */
+	nsp = get_namespace_oid("hwm", true);
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("state", nsp)))
+		PG_RETURN_NULL();
+
+	SPI_connect();
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("WITH dropped AS ("
+				 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+				 " AND d.objsubid OPERATOR(pg_catalog.=) 0)"
+				 " DELETE FROM hwm.state AS s"
+				 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+				 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+				 " RETURNING s.pipeline",
+				 0, NULL, NULL, NULL, SPI_OK_DELETE_RETURNING);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		ereport(NOTICE,
+				(errmsg("hwm: pipeline \"%s\" dropped with its source or target table",
+						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)),
+				 errdetail("Its run history stays in hwm.runs.")));
+	hwm_unbecome(&sw);
+	SPI_finish();
+	PG_RETURN_NULL();
 }
 
 PG_FUNCTION_INFO_V1(hwm_set_watermark);
