@@ -122,15 +122,7 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 				 errhint("Pass partition_column => '...' naming the column whose newest values are overwritten again on every run.")));
 	if (!PG_ARGISNULL(7))
 	{
-		Interval	zero = {0};
-
 		schedule = PG_GETARG_INTERVAL_P(7);
-		if (DatumGetBool(DirectFunctionCall2(interval_le, IntervalPGetDatum(schedule),
-											 IntervalPGetDatum(&zero))))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("schedule must be a positive interval"),
-					 errhint("Pass for example schedule => '5 minutes', or NULL to run only on demand.")));
 		hwm_check_schedule(schedule, "schedule");
 	}
 
