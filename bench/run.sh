@@ -652,16 +652,11 @@ SQL
 }
 
 # The loads, in order of importance, so that the time limit (see
-# within_limit) cuts the least important: benchmark 1's first two
-# repetitions with 5a's (dbt), then 5b's, then the rest, then the plans.
-add_5b() {
-    local r i c5b=(hwm dbt_merge dbt_delete_insert)
-    jobs+=(build_5b)
-    for ((r = 1; r <= REPS5B; r++)); do
-        for ((i = 0; i < 3; i++)); do jobs+=("${c5b[$(((i + r - 1) % 3))]} $r 5b"); done
-    done
-}
+# within_limit) cuts the least important: each repetition of benchmark 1
+# and 5a (dbt) is followed by the same repetition of 5b, up to REPS5B; then
+# the remaining repetitions of 1 and 5a; the plans last.
 jobs=()
+c5b=(hwm dbt_merge dbt_delete_insert)
 for ((rep = 1; rep <= REPS1; rep++)); do
     # rotate the order so that drift (and being first after a reset of
     # the caches) hits every contender alike
@@ -669,7 +664,10 @@ for ((rep = 1; rep <= REPS1; rep++)); do
     ((DBT_OK && rep <= REPS5)) && these+=(dbt_merge dbt_delete_insert)
     n=${#these[@]}
     for ((i = 0; i < n; i++)); do jobs+=("${these[$(((i + rep - 1) % n))]} $rep"); done
-    ((DBT_OK && rep == (REPS1 < 2 ? REPS1 : 2))) && add_5b
+    if ((DBT_OK && rep <= REPS5B)); then
+        ((rep == 1)) && jobs+=(build_5b)
+        for ((i = 0; i < 3; i++)); do jobs+=("${c5b[$(((i + rep - 1) % 3))]} $rep 5b"); done
+    fi
 done
 jobs+=(plans)
 
