@@ -440,6 +440,29 @@ if plans:
         p("</details>")
         p("")
 
+pgss = [(f"pgss-{n}.txt", label) for n, label in
+        [("hwm", "1/5a hwm.run"), ("bare", "1 bare upsert"), ("dbt_merge", "5a dbt merge"),
+         ("dbt_delete_insert", "5a dbt delete+insert"), ("hwm_5b", "5b hwm.run"),
+         ("dbt_merge_5b", "5b dbt merge"), ("dbt_delete_insert_5b", "5b dbt delete+insert")]
+        if os.path.exists(os.path.join(work, f"pgss-{n}.txt"))]
+if pgss:
+    p("## Statements of each load of 1, 5 and 5b")
+    p("")
+    p("`pg_stat_statements` after the first repetition of each load (the twelve statements with the most WAL records; "
+      "for hwm, `toplevel = f` are the statements inside `hwm.run`, whose sums the top-level call repeats).")
+    p("")
+    for f, title in pgss:
+        with open(os.path.join(work, f)) as fh:
+            text = fh.read().strip()
+        p(f"<details><summary>{title}</summary>")
+        p("")
+        p("```")
+        p(text)
+        p("```")
+        p("")
+        p("</details>")
+        p("")
+
 if os.path.exists(findings):
     with open(findings) as f:
         p(f.read().rstrip())

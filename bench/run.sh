@@ -59,6 +59,8 @@ LOG=$WORK/run.log
 : >"$META"
 : >"$NOTES"
 : >"$LOG"
+# figures of an earlier run must not reach this run's report
+rm -f "$WORK"/explain-*.txt "$WORK"/pgss-*.txt
 if ((QUICK)); then OUT=$WORK/RESULTS-quick.md; else OUT=$BENCH/RESULTS.md; fi
 T_START=$(date +%s)
 
