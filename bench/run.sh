@@ -8,6 +8,11 @@
 # and the bare SQL), and writes bench/RESULTS.md.  Raw figures, the server
 # log and dbt's logs stay in bench/work/ (not committed).
 #
+# Benchmarks 2, 3, 4 and 6 run first; then the loads of 1, 5 and 5b, in
+# order of importance, none started that would end (judged by the longest
+# so far) more than LIMIT seconds after the start (870 s: the whole run
+# within 15 minutes); what is left out is listed in RESULTS.md.
+#
 #   --quick   smoke run: tiny sizes, one repetition, about a minute; writes
 #             bench/work/RESULTS-quick.md instead of bench/RESULTS.md.
 #
@@ -31,13 +36,13 @@ COMMAND="bash bench/run.sh${*:+ $*}"
 
 # --- sizes -------------------------------------------------------------------
 if ((QUICK)); then
-    N=100000 NEW=5000 EVERY=20 REPS1=1
+    N=100000 NEW=5000 EVERY=20 REPS1=2 REPS5=2 REPS5B=1 LIMIT=600
     SMALL2=10000 REPS2=5
     N3SMALL=10000 SLICE3=1000 REPS3=1
     DAYS4=30 PERDAY4=1000 REPS4=1
     SCHED_N=50 SCHED_SECS=5 LAT_N=2
 else
-    N=10000000 NEW=500000 EVERY=20 REPS1=3
+    N=10000000 NEW=500000 EVERY=20 REPS1=3 REPS5=3 REPS5B=2 LIMIT=870
     SMALL2=10000 REPS2=100
     N3SMALL=100000 SLICE3=10000 REPS3=5
     DAYS4=30 PERDAY4=50000 REPS4=3
@@ -54,6 +59,8 @@ LOG=$WORK/run.log
 : >"$META"
 : >"$NOTES"
 : >"$LOG"
+# figures of an earlier run must not reach this run's report
+rm -f "$WORK"/explain-*.txt "$WORK"/pgss-*.txt
 if ((QUICK)); then OUT=$WORK/RESULTS-quick.md; else OUT=$BENCH/RESULTS.md; fi
 T_START=$(date +%s)
 
@@ -80,7 +87,11 @@ hwm_log "benchmark: $COMMAND (log: $LOG)"
 hwm_install_deps
 hwm_build_install >>"$LOG" 2>&1
 
-# Settings for a 2-core, 24 GiB machine.  wal_level = minimal makes the
+# Settings for a 2-core, 24 GiB machine.  The benchmark creates its
+# pipelines as the superuser postgres, which hwm refuses by default
+# (hwm.allow_superuser_pipelines).  pg_stat_statements is loaded for the
+# WAL and buffer figures of benchmark 3 only: it tracks nothing unless a
+# session sets pg_stat_statements.track = all.  wal_level = minimal makes the
 # resets between repetitions (TRUNCATE + INSERT of 10M rows) skip the WAL;
 # the timed statements write WAL as usual.  autovacuum is off so that it
 # never runs during a measurement: every repetition starts after an
@@ -103,6 +114,9 @@ SETTINGS=(
     "track_io_timing = on"
     "max_parallel_workers_per_gather = 2"
     "hwm.database = 'bench'"
+    "hwm.allow_superuser_pipelines = on"
+    "shared_preload_libraries = 'hwm,pg_stat_statements'"
+    "pg_stat_statements.track = 'none'"
 )
 hwm_start_cluster >>"$LOG" 2>&1
 printf '%s\n' "" "# bench/run.sh" "${SETTINGS[@]}" |
@@ -169,139 +183,6 @@ COMMIT;
 SQL
 }
 
-# =============================================================================
-# 1 and 5: a 1M-row slice (half updates, half new rows) into a 10M-row target
-# =============================================================================
-# Every run of benchmarks 1 and 5 starts in b1, a fresh file copy of the
-# template b1tmpl: the same rows in the same physical order, the same
-# statistics, no dead tuples, the watermarks before the slice; then the
-# tables and indexes are read into shared buffers (pg_prewarm) and a
-# CHECKPOINT taken, so that every run starts warm and with nothing dirty.
-reset_tgt() {
-    PGDATABASE=postgres q >>"$LOG" <<SQL
-DROP DATABASE IF EXISTS b1;
-CREATE DATABASE b1 TEMPLATE b1tmpl STRATEGY FILE_COPY;
-SQL
-    PGDATABASE=b1 q >>"$LOG" <<SQL
-SELECT pg_prewarm(c.oid) FROM pg_class AS c
- WHERE c.relnamespace = 'bench'::regnamespace AND c.relkind IN ('r', 'i');
-CHECKPOINT;
-SQL
-}
-
-# The state every contender must leave: counted once per contender.
-tgt_check() {
-    PGDATABASE=b1 q -c "SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE status = 'updated') || ' updated, sum(amount) ' || sum(amount) FROM bench.tgt"
-}
-
-# --- dbt: a venv with dbt-core and dbt-postgres, and a profile for the cluster
-VENV=$WORK/venv
-DBT_OK=0
-DBT_PROFILES=$WORK/dbt
-mkdir -p "$DBT_PROFILES"
-setup_dbt() {
-    # dbt-core >= 1.10 depends on dbt-core-experimental-parser, whose build
-    # downloads a wheel from github.com; 1.9 installs from PyPI alone.
-    local spec=("dbt-core~=1.9.0" "dbt-postgres~=1.9.0")
-    if [[ ! -x $VENV/bin/dbt ]]; then
-        if ! python3 -m venv "$VENV" >>"$LOG" 2>&1; then
-            hwm_apt_install python3 python3-venv
-            rm -rf "$VENV"
-            python3 -m venv "$VENV"
-        fi
-        "$VENV/bin/pip" install -q --disable-pip-version-check "${spec[@]}" >>"$WORK/pip.log" 2>&1 || return 1
-    fi
-    cat >"$DBT_PROFILES/profiles.yml" <<YML
-hwm_bench:
-  target: bench
-  outputs:
-    bench:
-      type: postgres
-      host: 127.0.0.1
-      port: $PGPORT
-      user: postgres
-      password: unused
-      dbname: b1
-      schema: bench
-      threads: 1
-YML
-    dbt_cmd parse >>"$LOG" 2>&1
-}
-dbt_cmd() {
-    DBT_SEND_ANONYMOUS_USAGE_STATS=false "$VENV/bin/dbt" --no-use-colors "$@" \
-        --project-dir "$BENCH/dbt" --profiles-dir "$DBT_PROFILES" \
-        --target-path "$WORK/dbt/target" --log-path "$WORK/dbt/logs"
-}
-if setup_dbt; then
-    DBT_OK=1
-    meta dbt "$("$VENV/bin/python" -c 'import importlib.metadata as m; print("dbt-core", m.version("dbt-core") + ", dbt-postgres", m.version("dbt-postgres"))')"
-else
-    note 5 "dbt could not be installed or run here: $(tail -n 3 "$WORK/pip.log" "$LOG" 2>/dev/null | tr '\n' ' ')"
-fi
-
-# run_contender NAME REP: reset, then one timed incremental load.
-run_contender() {
-    local name=$1 rep=$2 ms t0 t1
-    reset_tgt
-    case $name in
-        hwm)
-            ms=$({ echo '\timing on'; echo '\echo MARK hwm'
-                   echo "SELECT * FROM hwm.run('p1');"; } | PGDATABASE=b1 timed | awk '{print $2}')
-            record 1 hwm "$rep" "$ms" ms ;;
-        bare)
-            ms=$({ echo '\timing on'; echo '\echo MARK bare'
-                   bare_load_sql p1 bench.src bench.tgt; } | PGDATABASE=b1 timed | awk '{print $2}')
-            record 1 bare "$rep" "$ms" ms ;;
-        dbt_merge | dbt_delete_insert)
-            local strategy=${name#dbt_}
-            [[ $strategy == delete_insert ]] && strategy=delete+insert
-            t0=$(date +%s%N)
-            dbt_cmd run --select tgt --vars "{strategy: '$strategy'}" >>"$LOG" 2>&1
-            t1=$(date +%s%N)
-            record 5 "${name}_wall" "$rep" "$(((t1 - t0) / 1000000))" ms
-            ms=$("$VENV/bin/python" -c '
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-print(round(sum(x["execution_time"] for x in r) * 1000, 3))' "$WORK/dbt/target/run_results.json")
-            record 5 "$name" "$rep" "$ms" ms ;;
-    esac
-    if ((rep == 1)); then note check "bench.tgt after $name: $(tgt_check)"; fi
-    hwm_log "1/5 rep $rep $name: $ms ms"
-}
-
-contenders=(hwm bare)
-((DBT_OK)) && contenders+=(dbt_merge dbt_delete_insert)
-hwm_log "benchmarks 1 and 5: ${contenders[*]}, $REPS1 repetitions after one warm-up"
-# warm-up, not recorded: the first load after the build also creates the WAL
-# segments that later runs recycle
-reset_tgt
-bare_load_sql p1 bench.src bench.tgt | PGDATABASE=b1 q >>"$LOG"
-for ((rep = 1; rep <= REPS1; rep++)); do
-    # rotate the order so that drift (and being first after a reset of
-    # the caches) hits every contender alike
-    n=${#contenders[@]}
-    for ((i = 0; i < n; i++)); do
-        run_contender "${contenders[$(((i + rep - 1) % n))]}" "$rep"
-    done
-done
-
-# The plans: hwm.run's statements through auto_explain (nested statements),
-# and the bare upsert through EXPLAIN; each after a reset, not timed.
-reset_tgt
-PGDATABASE=b1 hwm_psql -q -At >"$WORK/explain-hwm.txt" 2>&1 <<'SQL'
-LOAD 'auto_explain';
-SET auto_explain.log_min_duration = 0;
-SET auto_explain.log_analyze = on;
-SET auto_explain.log_buffers = on;
-SET auto_explain.log_nested_statements = on;
-SET auto_explain.log_level = notice;
-SET client_min_messages = notice;
-SELECT * FROM hwm.run('p1');
-SQL
-reset_tgt
-{ echo "EXPLAIN (ANALYZE, BUFFERS)"; bare_load_sql p1 bench.src bench.tgt | sed -n '/^INSERT/,/ON CONFLICT/p'; } |
-    sed "s/:'old_wm'/'$WM0'/" | PGDATABASE=b1 hwm_psql -q -At >"$WORK/explain-bare.txt" 2>&1
-meta phase_1_5_done_seconds "$(($(date +%s) - T_START))"
 
 # =============================================================================
 # 2: a run with nothing new, sources of 10k and 10M rows
@@ -350,27 +231,42 @@ meta phase_2_done_seconds "$(($(date +%s) - T_START))"
 # =============================================================================
 # 3: a 10k-row slice into targets of 100k and 10M rows
 # =============================================================================
+# Two shapes of slice, both half updates and half new rows:
+#   spread  the updates are spread evenly over the whole target (every
+#           (target rows / 5,000)-th id): on the big target each lands on a
+#           different heap page and primary-key leaf page;
+#   newest  the updates hit the newest rows of the target, the rows that the
+#           previous slice inserted (the usual pattern of late updates).
+# Each run also records the WAL it wrote (pg_current_wal_insert_lsn() before
+# and after, in the same session) and, through pg_stat_statements (tracking
+# nested statements in that session only), the upsert statement's buffers
+# and WAL: full-page images (wal_fpi) are what the spread slice is suspected
+# of paying for on the big target after the CHECKPOINT before every run.
 hwm_log "benchmark 3: slice of $SLICE3 rows, targets $N3SMALL and $N rows, $REPS3 repetitions"
 WM3='2021-12-31 00:00:00+00'
 q >>"$LOG" <<SQL
+CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public;
 SELECT hwm.create_pipeline('p3small', 'bench.src3small', 'bench.tgt3small', '{id}', 'updated_at', initial_watermark => '$WM3');
 SELECT hwm.create_pipeline('p3big', 'bench.src3big', 'bench.tgt', '{id}', 'updated_at', initial_watermark => '$WM3');
 INSERT INTO bench.bare_wm VALUES ('p3small', '$WM3'), ('p3big', '$WM3');
 SQL
 k=0
-for ((rep = 1; rep <= REPS3; rep++)); do
-    items=("hwm small" "bare small" "hwm big" "bare big")
-    ((rep % 2 == 0)) && items=("bare big" "hwm big" "bare small" "hwm small")
-    for it in "${items[@]}"; do
-        read -r kind size <<<"$it"
-        if [[ $size == small ]]; then tsize=$N3SMALL; tgt=bench.tgt3small; else tsize=$N; tgt=bench.tgt; fi
-        # slice k: half updates spread over the whole target, half new rows
-        half=$((SLICE3 / 2))
-        day="'2022-01-01'::timestamptz + $k * interval '1 day'"
-        q >>"$LOG" <<SQL
+declare -A LASTK=()
+half=$((SLICE3 / 2))
+# slice3 KIND SIZE SHAPE TIMED: append slice k to the size's source, load it, record
+slice3() {
+    local kind=$1 size=$2 shape=$3 rec=$4 tsize tgt upd day sql out ms name
+    if [[ $size == small ]]; then tsize=$N3SMALL; tgt=bench.tgt3small; else tsize=$N; tgt=bench.tgt; fi
+    if [[ $shape == spread ]]; then
+        upd="g.j * ($tsize / $half) + $k + 1"
+    else
+        upd="50000000 + ${LASTK[$size]} * $SLICE3 + g.j"
+    fi
+    day="'2022-01-01'::timestamptz + $k * interval '1 day'"
+    q >>"$LOG" <<SQL
 INSERT INTO bench.src3$size
 SELECT r.* FROM generate_series(0, $half - 1) AS g(j),
-       LATERAL (SELECT * FROM bench.row_of(g.j * ($tsize / $half) + $k + 1, $k + 2, $day + 2 * g.j * interval '1 ms')
+       LATERAL (SELECT * FROM bench.row_of($upd, $k + 2, $day + 2 * g.j * interval '1 ms')
                 UNION ALL
                 SELECT * FROM bench.row_of(50000000 + $k * $SLICE3 + g.j, $k + 2, $day + (2 * g.j + 1) * interval '1 ms')) AS r;
 ANALYZE bench.src3$size;
@@ -378,20 +274,55 @@ SELECT hwm.set_watermark('p3$size', ($day - interval '1 second')::text);
 UPDATE bench.bare_wm SET wm = $day - interval '1 second' WHERE pipeline = 'p3$size';
 CHECKPOINT;
 SQL
-        if [[ $kind == hwm ]]; then
-            sql="SELECT * FROM hwm.run('p3$size');"
-        else
-            sql=$(bare_load_sql "p3$size" "bench.src3$size" "$tgt")
-        fi
-        ms=$(printf '%s\n' "SET client_min_messages = warning;" "SELECT 1;" '\timing on' '\echo MARK x' "$sql" | timed | awk '{print $2}')
-        record 3 "${kind}_$size" "$rep" "$ms" ms
-        k=$((k + 1))
+    if [[ $kind == hwm ]]; then
+        sql="SELECT * FROM hwm.run('p3$size');"
+    else
+        sql=$(bare_load_sql "p3$size" "bench.src3$size" "$tgt")
+    fi
+    out=$(printf '%s\n' "SET client_min_messages = warning;" "SET pg_stat_statements.track = 'all';" \
+              "SELECT public.pg_stat_statements_reset() \\g /dev/null" \
+              "SELECT pg_current_wal_insert_lsn() AS lsn0 \\gset" '\timing on' "$sql" '\timing off' \
+              "SELECT 'STATS', pg_wal_lsn_diff(pg_current_wal_insert_lsn(), :'lsn0'), coalesce(sum(wal_bytes), 0), coalesce(sum(wal_fpi), 0),
+                      coalesce(sum(wal_records), 0), coalesce(sum(shared_blks_hit), 0), coalesce(sum(shared_blks_read), 0),
+                      coalesce(sum(shared_blks_dirtied), 0), coalesce(sum(shared_blks_written), 0)
+                 FROM public.pg_stat_statements
+                WHERE query LIKE 'INSERT INTO $tgt AS t %' AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database());" |
+          hwm_psql -q -At -f - 2>>"$LOG")
+    LASTK[$size]=$k
+    k=$((k + 1))
+    ((rec)) || return 0
+    name=${kind}_$size
+    [[ $shape == newest ]] && name+=_newest
+    ms=$(awk '/^Time: / { s += $2 } END { printf "%.3f", s }' <<<"$out")
+    record 3 "$name" "$rep" "$ms" ms
+    read -r wal uwal fpi recs hit rd dirt wr < <(awk -F'|' '$1 == "STATS" { print $2, $3, $4, $5, $6, $7, $8, $9 }' <<<"$out")
+    record 3 "${name}_wal" "$rep" "$wal" bytes
+    record 3 "${name}_upsert_wal" "$rep" "$uwal" bytes
+    record 3 "${name}_fpi" "$rep" "$fpi" pages
+    record 3 "${name}_walrec" "$rep" "$recs" records
+    record 3 "${name}_hit" "$rep" "$hit" pages
+    record 3 "${name}_read" "$rep" "$rd" pages
+    record 3 "${name}_dirtied" "$rep" "$dirt" pages
+    record 3 "${name}_written" "$rep" "$wr" pages
+}
+# untimed warm-up: one spread slice per target, which also gives the first
+# newest slice its previous slice
+rep=0
+slice3 bare small spread 0
+slice3 bare big spread 0
+for ((rep = 1; rep <= REPS3; rep++)); do
+    items=("hwm small spread" "bare small spread" "hwm big spread" "bare big spread"
+           "hwm small newest" "bare small newest" "hwm big newest" "bare big newest")
+    ((rep % 2 == 0)) && items=("bare big newest" "hwm big newest" "bare small newest" "hwm small newest"
+                               "bare big spread" "hwm big spread" "bare small spread" "hwm small spread")
+    for it in "${items[@]}"; do
+        read -r kind size shape <<<"$it"
+        slice3 "$kind" "$size" "$shape" 1
     done
 done
 meta rows_tgt3small "$(q -c 'SELECT count(*) FROM bench.tgt3small')"
 meta rows_tgt_bench3 "$(q -c 'SELECT count(*) FROM bench.tgt')"
 note 3 "last slice: $(q -c "SELECT rows_upserted FROM hwm.runs WHERE pipeline = 'p3big' AND kind = 'load' ORDER BY run_id DESC LIMIT 1") rows upserted by the last hwm run into the big target"
-
 meta phase_3_done_seconds "$(($(date +%s) - T_START))"
 # =============================================================================
 # 4: overwrite one day of a 30-day table
@@ -451,6 +382,12 @@ COMMIT;" ;;
         if [[ $v == *plain ]]; then rel=bench.tgt4; else rel=bench.tgt4p_${D//-/}; fi
         record 4 "${v}_dead" "$rep" "$(q -c "SELECT dead_tuple_count FROM pgstattuple('$rel')")" tuples
         if [[ $v == hwm_partitioned && $(part_id) != "$before" ]]; then exchange_seen=1; fi
+        if [[ $v == hwm_* ]]; then
+            # how hwm rewrote the day: exchange (whole partition) or diff
+            if [[ $v == hwm_plain ]]; then pl=p4; else pl=p4p; fi
+            method=$(q -c "SELECT coalesce(method, 'NULL') FROM hwm.runs WHERE pipeline = '$pl' ORDER BY run_id DESC LIMIT 1" | head -1)
+            meta "method4_$v" "$method"
+        fi
         if ((rep == 1)); then
             note check "bench 4 $v: $(q -c "SELECT count(*) || ' rows, sum(amount) ' || sum(amount) FROM $tgt WHERE day = '$D'")"
         fi
@@ -527,7 +464,242 @@ SQL
               done; }
     }
     if ! (set -e; bench6); then note 6 "the scheduler benchmark failed; see bench/work/run.log"; fi
+    # nothing scheduled any more, so that the launcher stays idle and writes
+    # nothing during benchmarks 1 and 5 (which read the WAL position)
+    q -c "SELECT count(hwm.unschedule(pipeline)) FROM hwm.state WHERE schedule IS NOT NULL" >>"$LOG"
 fi
+meta phase_6_done_seconds "$(($(date +%s) - T_START))"
+
+# =============================================================================
+# 1 and 5: a 1M-row slice (half updates, half new rows) into a 10M-row target
+# =============================================================================
+# Every run of benchmarks 1 and 5 starts in b1, a fresh file copy of the
+# template b1tmpl: the same rows in the same physical order, the same
+# statistics, no dead tuples, the watermarks before the slice; then the
+# tables and indexes are read into shared buffers (pg_prewarm) and a
+# CHECKPOINT taken, so that every run starts warm and with nothing dirty.
+reset_tgt() {
+    local tmpl=${1:-b1tmpl}
+    PGDATABASE=postgres q >>"$LOG" <<SQL
+DROP DATABASE IF EXISTS b1;
+CREATE DATABASE b1 TEMPLATE $tmpl STRATEGY FILE_COPY;
+SQL
+    PGDATABASE=b1 q >>"$LOG" <<SQL
+SELECT pg_prewarm(c.oid) FROM pg_class AS c
+ WHERE c.relnamespace = 'bench'::regnamespace AND c.relkind IN ('r', 'i');
+CHECKPOINT;
+SQL
+}
+
+# The state every contender must leave: counted once per contender.
+tgt_check() {
+    PGDATABASE=b1 q -c "SELECT count(*) || ' rows, ' || count(*) FILTER (WHERE status = 'updated') || ' updated, sum(amount) ' || sum(amount) FROM bench.tgt"
+}
+
+# --- dbt: a venv with dbt-core and dbt-postgres, and a profile for the cluster
+VENV=$WORK/venv
+DBT_OK=0
+DBT_PROFILES=$WORK/dbt
+mkdir -p "$DBT_PROFILES"
+setup_dbt() {
+    # dbt-core >= 1.10 depends on dbt-core-experimental-parser, whose build
+    # downloads a wheel from github.com; 1.9 installs from PyPI alone.
+    local spec=("dbt-core~=1.9.0" "dbt-postgres~=1.9.0")
+    if [[ ! -x $VENV/bin/dbt ]]; then
+        if ! python3 -m venv "$VENV" >>"$LOG" 2>&1; then
+            hwm_apt_install python3 python3-venv
+            rm -rf "$VENV"
+            python3 -m venv "$VENV"
+        fi
+        "$VENV/bin/pip" install -q --disable-pip-version-check "${spec[@]}" >>"$WORK/pip.log" 2>&1 || return 1
+    fi
+    cat >"$DBT_PROFILES/profiles.yml" <<YML
+hwm_bench:
+  target: bench
+  outputs:
+    bench:
+      type: postgres
+      host: 127.0.0.1
+      port: $PGPORT
+      user: postgres
+      password: unused
+      dbname: b1
+      schema: bench
+      threads: 1
+YML
+    dbt_cmd parse >>"$LOG" 2>&1
+}
+dbt_cmd() {
+    DBT_SEND_ANONYMOUS_USAGE_STATS=false "$VENV/bin/dbt" --no-use-colors "$@" \
+        --project-dir "$BENCH/dbt" --profiles-dir "$DBT_PROFILES" \
+        --target-path "$WORK/dbt/target" --log-path "$WORK/dbt/logs"
+}
+if setup_dbt; then
+    DBT_OK=1
+    meta dbt "$("$VENV/bin/python" -c 'import importlib.metadata as m; print("dbt-core", m.version("dbt-core") + ", dbt-postgres", m.version("dbt-postgres"))')"
+else
+    note 5 "dbt could not be installed or run here: $(tail -n 3 "$WORK/pip.log" "$LOG" 2>/dev/null | tr '\n' ' ')"
+fi
+
+# run_contender NAME REP [5b]: reset, then one timed incremental load.
+# With 5b, the load starts from b5tmpl (half of the slice already loaded,
+# see below), is recorded under benchmark 5 as NAME_5b, and dbt runs with
+# a lookback window.
+run_contender() {
+    local name=$1 rep=$2 v5b=${3:-} ms t0 t1 tmpl=b1tmpl suffix="" vars b=1
+    if [[ -n $v5b ]]; then tmpl=b5tmpl suffix=_5b b=5; fi
+    reset_tgt "$tmpl"
+    # what the load writes and touches: WAL between two readings of the
+    # insert position (nothing else runs meanwhile), and pg_stat_statements
+    # of every statement of the load (tracked in the load's session only)
+    local lsn0
+    lsn0=$(PGDATABASE=b1 q -c "SELECT public.pg_stat_statements_reset()" -c "SELECT pg_current_wal_insert_lsn()" | tail -1)
+    case $name in
+        hwm)
+            ms=$({ echo "SET pg_stat_statements.track = 'all';"; echo '\timing on'; echo '\echo MARK hwm'
+                   echo "SELECT * FROM hwm.run('p1');"; } | PGDATABASE=b1 timed | awk '{print $2}')
+            record "$b" "hwm$suffix" "$rep" "$ms" ms ;;
+        bare)
+            ms=$({ echo "SET pg_stat_statements.track = 'all';"; echo '\timing on'; echo '\echo MARK bare'
+                   bare_load_sql p1 bench.src bench.tgt; } | PGDATABASE=b1 timed | awk '{print $2}')
+            record "$b" "bare$suffix" "$rep" "$ms" ms ;;
+        dbt_merge | dbt_delete_insert)
+            local strategy=${name#dbt_}
+            [[ $strategy == delete_insert ]] && strategy=delete+insert
+            vars="{strategy: '$strategy'}"
+            [[ -n $v5b ]] && vars="{strategy: '$strategy', lookback: '1 day'}"
+            t0=$(date +%s%N)
+            PGOPTIONS="-c pg_stat_statements.track=all" dbt_cmd run --select tgt --vars "$vars" >>"$LOG" 2>&1
+            t1=$(date +%s%N)
+            record 5 "${name}${suffix}_wall" "$rep" "$(((t1 - t0) / 1000000))" ms
+            ms=$("$VENV/bin/python" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+print(round(sum(x["execution_time"] for x in r) * 1000, 3))' "$WORK/dbt/target/run_results.json")
+            record 5 "$name$suffix" "$rep" "$ms" ms ;;
+    esac
+    local st
+    st=$(PGDATABASE=b1 q -F ' ' -c "
+SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0'), sum(wal_fpi), sum(wal_records),
+       sum(shared_blks_hit), sum(shared_blks_read), sum(shared_blks_dirtied), sum(shared_blks_written),
+       sum(temp_blks_written)
+  FROM public.pg_stat_statements
+ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'b1')
+   AND NOT (toplevel AND query LIKE '%hwm.run(%')")
+    local wal fpi recs hit rd dirt wr tmp
+    read -r wal fpi recs hit rd dirt wr tmp <<<"$st"
+    record s "$name${suffix}_wal" "$rep" "$wal" bytes
+    record s "$name${suffix}_fpi" "$rep" "$fpi" pages
+    record s "$name${suffix}_walrec" "$rep" "$recs" records
+    record s "$name${suffix}_hit" "$rep" "$hit" pages
+    record s "$name${suffix}_read" "$rep" "$rd" pages
+    record s "$name${suffix}_dirtied" "$rep" "$dirt" pages
+    record s "$name${suffix}_written" "$rep" "$wr" pages
+    record s "$name${suffix}_temp" "$rep" "$tmp" pages
+    if ((rep == 1)); then
+        PGDATABASE=b1 hwm_psql -q -c "SELECT toplevel, calls, wal_records, wal_fpi, wal_bytes, shared_blks_hit, shared_blks_dirtied, left(regexp_replace(query, '\s+', ' ', 'g'), 100) AS query
+  FROM public.pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'b1')
+ ORDER BY wal_records DESC, shared_blks_hit DESC LIMIT 12" >"$WORK/pgss-$name$suffix.txt" 2>&1
+        # what the load wrote: row versions (pg_stat_user_tables of the
+        # fresh copy b1 counts only this load) and the final state
+        note check "bench.tgt after $name$suffix: $(tgt_check); this load: $(PGDATABASE=b1 q -c "SELECT n_tup_ins || ' inserted, ' || n_tup_upd || ' updated (' || n_tup_hot_upd || ' HOT), ' || n_tup_del || ' deleted row versions' FROM pg_stat_user_tables WHERE relid = 'bench.tgt'::regclass")"
+    fi
+    hwm_log "1/5 rep $rep $name$suffix: $ms ms"
+}
+
+# 5b: the same 1M-row slice, but half of it re-arrives unchanged.  b5tmpl
+# is b1tmpl with the first half of the slice (in updated_at order) already
+# upserted into bench.tgt, vacuumed and analyzed, as a previous load would
+# have left it; hwm's watermark (and dbt's lookback window of one day below
+# the target's newest row) still reads the whole slice, as a lookback window
+# or an upstream re-send does.  So of the slice's 1M rows, 500k are exactly
+# what the target holds, 250k are updates and 250k new rows.
+build_5b() {
+    hwm_log "benchmark 5b: building b5tmpl (half of the slice already loaded)"
+    PGDATABASE=postgres q >>"$LOG" <<SQL
+DROP DATABASE IF EXISTS b5tmpl;
+CREATE DATABASE b5tmpl TEMPLATE b1tmpl STRATEGY FILE_COPY;
+SQL
+    PGDATABASE=b5tmpl q >>"$LOG" <<SQL
+SELECT updated_at AS tmid FROM bench.src WHERE updated_at > '$WM0'
+ ORDER BY updated_at OFFSET (SELECT count(*) / 2 FROM bench.src WHERE updated_at > '$WM0') - 1 LIMIT 1 \\gset
+INSERT INTO bench.tgt AS t ($COLS)
+SELECT s.id, s.updated_at, s.customer_id, s.amount, s.status, s.note
+  FROM bench.src AS s WHERE s.updated_at > '$WM0' AND s.updated_at <= :'tmid'
+    ON CONFLICT (id) DO UPDATE SET $SETS WHERE $DIFF;
+VACUUM (ANALYZE) bench.tgt;
+CHECKPOINT;
+SQL
+    meta rows_5b_slice "$(PGDATABASE=b5tmpl q -c "SELECT count(*) FROM bench.src WHERE updated_at > '$WM0'")"
+    meta rows_5b_preloaded "$(PGDATABASE=b5tmpl q -c "SELECT count(*) FROM bench.tgt AS t JOIN bench.src AS s USING (id) WHERE s.updated_at > '$WM0' AND (t.*) = (s.*)")"
+}
+
+# The plans: hwm.run's statements through auto_explain (nested statements),
+# and the bare upsert through EXPLAIN; each after a reset, not timed.
+plans() {
+    reset_tgt
+    PGDATABASE=b1 hwm_psql -q -At >"$WORK/explain-hwm.txt" 2>&1 <<'SQL'
+LOAD 'auto_explain';
+SET auto_explain.log_min_duration = 0;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_buffers = on;
+SET auto_explain.log_nested_statements = on;
+SET auto_explain.log_level = notice;
+SET client_min_messages = notice;
+SELECT * FROM hwm.run('p1');
+SQL
+    reset_tgt
+    { echo "EXPLAIN (ANALYZE, BUFFERS)"; bare_load_sql p1 bench.src bench.tgt | sed -n '/^INSERT/,/ON CONFLICT/p'; } |
+        sed "s/:'old_wm'/'$WM0'/" | PGDATABASE=b1 hwm_psql -q -At >"$WORK/explain-bare.txt" 2>&1
+}
+
+# The loads, in order of importance, so that the time limit (see
+# within_limit) cuts the least important: each repetition of benchmark 1
+# and 5a (dbt) is followed by the same repetition of 5b, up to REPS5B; then
+# the remaining repetitions of 1 and 5a; the plans last.
+jobs=()
+c5b=(hwm dbt_merge dbt_delete_insert)
+for ((rep = 1; rep <= REPS1; rep++)); do
+    # rotate the order so that drift (and being first after a reset of
+    # the caches) hits every contender alike
+    these=(hwm bare)
+    ((DBT_OK && rep <= REPS5)) && these+=(dbt_merge dbt_delete_insert)
+    n=${#these[@]}
+    for ((i = 0; i < n; i++)); do jobs+=("${these[$(((i + rep - 1) % n))]} $rep"); done
+    if ((DBT_OK && rep <= REPS5B)); then
+        ((rep == 1)) && jobs+=(build_5b)
+        for ((i = 0; i < 3; i++)); do jobs+=("${c5b[$(((i + rep - 1) % 3))]} $rep 5b"); done
+    fi
+done
+jobs+=(plans)
+
+# within_limit: whether one more job (as long as the longest so far, reset
+# included) still ends within LIMIT seconds of the start of the run
+LONGEST=0
+within_limit() { (($(date +%s) - T_START + LONGEST <= LIMIT)); }
+
+hwm_log "benchmarks 1, 5 and 5b: ${#jobs[@]} jobs, none started that would end after ${LIMIT}s"
+# warm-up, not recorded: the first load after the build also creates the WAL
+# segments that later runs recycle
+reset_tgt
+bare_load_sql p1 bench.src bench.tgt | PGDATABASE=b1 q >>"$LOG"
+for job in "${jobs[@]}"; do
+    read -r name rep v5b <<<"$job"
+    if ! within_limit; then
+        note limit "not run, so that the whole run stays within $LIMIT s: $job"
+        continue
+    fi
+    j0=$(date +%s)
+    case $name in
+        build_5b) build_5b ;;
+        plans) plans ;;
+        *) run_contender "$name" "$rep" $v5b ;;
+    esac
+    d=$(($(date +%s) - j0))
+    ((d > LONGEST)) && LONGEST=$d
+done
+PGDATABASE=postgres q -c "DROP DATABASE IF EXISTS b5tmpl" >>"$LOG"
+meta phase_1_5_done_seconds "$(($(date +%s) - T_START))"
 
 meta load_after "$(cut -d' ' -f1-3 /proc/loadavg)"
 meta total_seconds "$(($(date +%s) - T_START))"
