@@ -613,18 +613,14 @@ hwm_backfill(PG_FUNCTION_ARGS)
 
 	if (fcinfo->context && IsA(fcinfo->context, CallContext))
 		atomic = ((CallContext *) fcinfo->context)->atomic;
-	if (PG_ARGISNULL(3))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("batch_size must not be null")));
+	hwm_require_arg(fcinfo, 3, "batch_size");
 	if (PG_GETARG_INT32(3) < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("batch_size must be at least 1"),
 				 errdetail("batch_size is %d.", PG_GETARG_INT32(3)),
 				 errhint("batch_size is the number of partitions overwritten per transaction.")));
-	if (PG_ARGISNULL(4))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("dry_run must not be null")));
+	hwm_require_arg(fcinfo, 4, "dry_run");
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

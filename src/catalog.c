@@ -91,6 +91,10 @@ hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 		{"from_partition", "Pass the range's lower bound as a value of the partition column, for example '2026-03-01'."},
 		{"to_partition", "Pass the range's upper bound as a value of the partition column, for example '2026-03-31'."},
 		{"nowait", "Pass true to fail at once when the pipeline is busy, or false (the default) to wait for it."},
+		{"batch_size", "Pass the number of partitions to overwrite per transaction (1 by default)."},
+		{"dry_run", "Pass true to only show what would be overwritten, or false (the default) to do it."},
+		{"staging", "Pass the staging table, for example hwm.create_staging('public.orders')."},
+		{"lock_timeout", "Pass how long the swap may wait for its locks, for example '5s'."},
 	};
 	const char *hint = "Pass a value that is not null.";
 

@@ -859,16 +859,9 @@ hwm_swap(PG_FUNCTION_ARGS)
 	HwmRoleSwitch sw;
 	int			natts;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("target must not be null")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("staging must not be null")));
-	if (PG_ARGISNULL(5))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("lock_timeout must not be null"),
-						errhint("Pass how long the swap may wait for its locks, for example '5s'.")));
+	hwm_require_arg(fcinfo, 0, "target");
+	hwm_require_arg(fcinfo, 1, "staging");
+	hwm_require_arg(fcinfo, 5, "lock_timeout");
 	target = PG_GETARG_OID(0);
 	staging = PG_GETARG_OID(1);
 	timeout = PG_GETARG_INTERVAL_P(5);
@@ -1083,9 +1076,7 @@ hwm_create_staging(PG_FUNCTION_ARGS)
 	HwmRoleSwitch sw;
 	StringInfoData sql;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("target must not be null")));
+	hwm_require_arg(fcinfo, 0, "target");
 	target = PG_GETARG_OID(0);
 	check_table(target, "target");
 	rel = table_open(target, AccessShareLock);
