@@ -10,7 +10,7 @@ DATA = $(sort $(wildcard hwm--*.sql))
 PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and backfill"
 
 # One file per feature, in this order (install first: it creates the extension).
-REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types \
+REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types changed \
 	overwrite_partition backfill swap swap_more bad_input partition_exchange \
 	privileges injection planted bad_input_more fuzz schedule dependencies
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf

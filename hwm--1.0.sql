@@ -388,6 +388,17 @@ AS 'MODULE_PATHNAME', 'hwm_set_timeout';
 COMMENT ON FUNCTION hwm.set_timeout(text, interval) IS
 'Cancel a scheduled run of the pipeline that takes longer than timeout and record it as failed (NULL: no limit).';
 
+-- The change test of the generated upserts (src/changed.c): called as
+-- hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b); not STRICT, since a NULL
+-- against a value is a change.
+CREATE FUNCTION hwm.changed(VARIADIC "any")
+RETURNS boolean
+LANGUAGE c IMMUTABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'hwm_changed';
+
+COMMENT ON FUNCTION hwm.changed(VARIADIC "any") IS
+'Used by the upserts hwm generates: whether the first half of the arguments differs from the second half, pair by pair, in binary image (what record_image_ne says of two rows: 1.0 and 1.00 differ, two NULLs are equal), without forming the rows.';
+
 -- A pipeline goes with its source or target table (src/manage.c).
 CREATE FUNCTION hwm.on_sql_drop()
 RETURNS event_trigger

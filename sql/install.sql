@@ -11,7 +11,7 @@ SELECT e.extname, e.extversion, n.nspname AS schema, e.extrelocatable
 
 -- the SQL interface
 SELECT p.oid::regprocedure AS function, p.prosecdef AS security_definer, p.proisstrict AS strict
-  FROM pg_proc p WHERE p.pronamespace = 'hwm'::regnamespace ORDER BY 1::text;
+  FROM pg_proc p WHERE p.pronamespace = 'hwm'::regnamespace ORDER BY p.oid::regprocedure::text;
 SELECT c.relname, c.relkind FROM pg_class c
  WHERE c.relnamespace = 'hwm'::regnamespace AND c.relkind IN ('r', 'v') ORDER BY 1;
 
@@ -26,7 +26,7 @@ SELECT pg_describe_object(d.classid, d.objid, 0) AS without_comment
    AND obj_description(d.objid, (SELECT relname FROM pg_class WHERE oid = d.classid)) IS NULL;
 
 -- pg_dump keeps pipelines, watermarks and history
-SELECT unnest(extconfig)::regclass AS dumped FROM pg_extension WHERE extname = 'hwm' ORDER BY 1::text;
+SELECT dumped FROM (SELECT unnest(extconfig)::regclass AS dumped FROM pg_extension WHERE extname = 'hwm') AS x ORDER BY dumped::text;
 
 -- an ordinary user reads the catalog but cannot write it directly
 CREATE ROLE hwm_install_plain;

@@ -256,15 +256,17 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	hwm_become(hwm_catalog_owner(), false, &sw);
+	/* the notices in name order, whatever order the rows are stored in */
 	hwm_spi_exec("WITH dropped AS ("
 				 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
 				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-				 " AND d.objsubid OPERATOR(pg_catalog.=) 0)"
-				 " DELETE FROM hwm.state AS s"
+				 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
+				 " gone AS (DELETE FROM hwm.state AS s"
 				 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
 				 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
-				 " RETURNING s.pipeline",
-				 0, NULL, NULL, NULL, SPI_OK_DELETE_RETURNING);
+				 " RETURNING s.pipeline)"
+				 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
+				 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 		ereport(NOTICE,
 				(errmsg("hwm: pipeline \"%s\" dropped with its source or target table",

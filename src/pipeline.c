@@ -339,6 +339,48 @@ append_source_key(StringInfo buf, const LoadColumn *c)
 }
 
 /*
+ * Append the test "the stored row t differs from EXCLUDED" over the non-key
+ * columns: hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b), in calls of at
+ * most CHANGED_MAX_PAIRS pairs joined with OR (a function takes at most
+ * FUNC_MAX_ARGS arguments).
+ */
+#define CHANGED_MAX_PAIRS (FUNC_MAX_ARGS / 2)
+
+static void
+append_changed_test(StringInfo buf, List *cols)
+{
+	List	   *nonkey = NIL;
+	ListCell   *lc;
+	int			n;
+
+	foreach(lc, cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (!c->is_key)
+			nonkey = lappend(nonkey, c);
+	}
+	n = list_length(nonkey);
+	if (n > CHANGED_MAX_PAIRS)
+		appendStringInfoChar(buf, '(');
+	for (int start = 0; start < n; start += CHANGED_MAX_PAIRS)
+	{
+		int			end = Min(start + CHANGED_MAX_PAIRS, n);
+
+		appendStringInfoString(buf, start == 0 ? "hwm.changed(" : " OR hwm.changed(");
+		for (int i = start; i < end; i++)
+			appendStringInfo(buf, "%st.%s", i == start ? "" : ", ",
+							 ((LoadColumn *) list_nth(nonkey, i))->name);
+		for (int i = start; i < end; i++)
+			appendStringInfo(buf, ", EXCLUDED.%s", ((LoadColumn *) list_nth(nonkey, i))->name);
+		appendStringInfoChar(buf, ')');
+	}
+	if (n > CHANGED_MAX_PAIRS)
+		appendStringInfoChar(buf, ')');
+	list_free(nonkey);
+}
+
+/*
  * Build the statements of one run.  Validates everything a statement relies
  * on and refuses with a clear error otherwise; this is also all of
  * create_pipeline's validation.
@@ -503,8 +545,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 	/*
 	 * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
 	 * loading the same rows again writes no new row versions.  The binary
-	 * image comparison (record_image_ne, the *<> operator) works for every
-	 * type, json included, and treats two NULLs as equal.
+	 * image comparison (hwm.changed, see changed.c) works for every type,
+	 * json included, and treats two NULLs as equal.
 	 */
 	initStringInfo(&conflict);
 	initStringInfo(&keymatch);
@@ -531,29 +573,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 								 c->name, c->name);
 				first = false;
 			}
-			appendStringInfoString(&conflict, " WHERE pg_catalog.record_image_ne(ROW(");
-			first = true;
-			foreach(lc, cols)
-			{
-				LoadColumn *c = lfirst(lc);
-
-				if (c->is_key)
-					continue;
-				appendStringInfo(&conflict, "%st.%s", first ? "" : ", ", c->name);
-				first = false;
-			}
-			appendStringInfoString(&conflict, "), ROW(");
-			first = true;
-			foreach(lc, cols)
-			{
-				LoadColumn *c = lfirst(lc);
-
-				if (c->is_key)
-					continue;
-				appendStringInfo(&conflict, "%sEXCLUDED.%s", first ? "" : ", ", c->name);
-				first = false;
-			}
-			appendStringInfoString(&conflict, "))");
+			appendStringInfoString(&conflict, " WHERE ");
+			append_changed_test(&conflict, cols);
 		}
 
 		/* s.k = t.k for the overwrite's anti-join */
