@@ -90,6 +90,18 @@ def ratio(b1, v1, b2, v2):
     return text, r
 
 
+def own_work_1():
+    """benchmark 1: what hwm does beyond the bare SQL, as a fraction of the
+    bare load: the work around its upsert (hwm.run's time less the
+    statement's) plus the extra cost of its change test over the bare one
+    (benchmark 1c, on the same conflicting rows as the load)."""
+    around, bare = med("1", "hwm_around"), med("1", "bare")
+    t_hwm, t_bare = med("1c", "hwm"), med("1c", "bare")
+    if None in (around, bare, t_hwm, t_bare) or not bare:
+        return None
+    return (around + max(t_hwm - t_bare, 0.0)) / bare
+
+
 def verdict(r, goal, le=True):
     if r is None:
         return "not measured"
@@ -116,6 +128,7 @@ for key, label in [("command", "command"), ("date", "date"), ("nproc", "nproc"),
                    ("database_size", "database size after build"),
                    ("phase_build_done_seconds", "data built after (s)"),
                    ("phase_2_done_seconds", "benchmark 2 done after (s)"),
+                   ("phase_1c_done_seconds", "benchmark 1c done after (s)"),
                    ("phase_3_done_seconds", "benchmark 3 done after (s)"),
                    ("phase_4_done_seconds", "benchmark 4 done after (s)"),
                    ("phase_6_done_seconds", "benchmark 6 done after (s)"),
@@ -161,6 +174,12 @@ p("")
 p("| benchmark | ratio | goal | |")
 p("|---|---|---|---|")
 p(f"| 1. 1M-row slice into 10M rows: hwm.run / bare upsert | {r1} | ≤ 1.05 | {verdict(v1, 1.05)} |")
+r1i, v1i = ratio("1", "hwm_insert", "1", "bare_insert")
+if v1i is not None:
+    p(f"| 1. the same, the upsert statement alone (pg_stat_statements) | {r1i} | | |")
+own1 = own_work_1()
+if own1 is not None:
+    p(f"| 1. what hwm adds, measured apart: work around the statement + dearer change test, / bare load | **{own1:.4f}** | (≤ 0.05) | {verdict(own1, 0.05)} |")
 p(f"| 2. nothing new: hwm.run on 10M-row source / on 10k-row source | {r2} | ≤ 1.5 | {verdict(v2, 1.5)} |")
 p(f"| 3. 10k-row slice, updates hit the newest rows: into 10M-row target / into 100k-row target (the goal's figure) | {r3n} | ≤ 1.5 | {verdict(v3n, 1.5)} |")
 p(f"| 3. 10k-row slice, updates spread over the whole target: 10M / 100k (bare SQL: {ratio('3', 'bare_big', '3', 'bare_small')[0]}) | {r3} | (≤ 1.5) | {verdict(v3, 1.5)} for this shape |")
@@ -206,6 +225,42 @@ p(f"| bare upsert + watermark update | {fig('1', 'bare')} |")
 p("")
 p(f"Ratio hwm / bare: {r1} — goal ≤ 1.05: {verdict(v1, 1.05)}.")
 p("")
+if vals("1", "hwm_insert"):
+    p("The same loads split by `pg_stat_statements` (execution time; hwm's upsert and the bare one "
+      "are the same statement but for the change test):")
+    p("")
+    p("| | time |")
+    p("|---|---|")
+    p(f"| hwm's upsert statement | {fig('1', 'hwm_insert')} |")
+    p(f"| the bare upsert statement | {fig('1', 'bare_insert')} |")
+    p(f"| hwm.run around its statement (catalog read, statement building and checks, planning, new maximum, safe bound, run history) | {fig('1', 'hwm_around')} |")
+    p("")
+if vals("1c", "none"):
+    p(f"### 1c. The change test alone ({m.get('rows_pairs', '?')} pairs of stored and incoming row)")
+    p("")
+    p("The one per-row difference between hwm's upsert and the bare one is the test in `DO UPDATE ... WHERE`. "
+      "Here the conflicting rows of the slice, stored and incoming versions side by side in one table, "
+      "are scanned with each test (7 interleaved repetitions of a `SELECT count(*) ... WHERE test`); "
+      "the scan without a test is the baseline.")
+    p("")
+    p("| test | time | over the baseline |")
+    p("|---|---|---|")
+    base = med("1c", "none")
+    for v, label in [("none", "none (baseline)"),
+                     ("bare", "bare SQL: `(t.*) IS DISTINCT FROM (EXCLUDED.*)`"),
+                     ("hwm", "hwm: `hwm.changed(t.a, ..., EXCLUDED.a, ...)`"),
+                     ("record_image_ne", "hwm before this change: `record_image_ne(ROW(t...), ROW(EXCLUDED...))`")]:
+        x = med("1c", v)
+        over = "" if x is None or base is None or v == "none" else fmt(x - base)
+        p(f"| {label} | {fig('1c', v)} | {over} |")
+    p("")
+    own1 = own_work_1()
+    if own1 is not None:
+        p(f"What hwm adds to the bare load, measured apart from the machine's drift: the work around its "
+          f"statement ({fmt(med('1', 'hwm_around'))}) plus what its change test costs more than the bare one "
+          f"({fmt(max(med('1c', 'hwm') - med('1c', 'bare'), 0.0))}), against the bare load's "
+          f"{fmt(med('1', 'bare'))}: **{own1:.4f}** of it.")
+        p("")
 
 # --- 2 -------------------------------------------------------------------------
 p("## 2. A run with nothing new: 10k-row versus 10M-row source")
@@ -356,7 +411,7 @@ if vals("5", "hwm_5b"):
       "half updates and half new rows. hwm's watermark is below the slice; dbt's model runs with "
       "`--vars \"{lookback: '1 day'}\"`, i.e. `where updated_at > (select max(updated_at) from {{ this }}) - interval '1 day'` "
       "(the usual lookback filter for late rows), which selects exactly the same 1M rows. hwm skips the unchanged rows "
-      "(`WHERE record_image_ne(...)` in its upsert: no new row version); dbt's merge updates them, delete+insert deletes and "
+      "(`WHERE hwm.changed(...)` in its upsert: no new row version); dbt's merge updates them, delete+insert deletes and "
       "re-inserts them (see the row-version counts under Checks). Timed as in 5a; hwm here is `hwm.run` on this state, "
       "interleaved with the dbt runs.")
     p("")

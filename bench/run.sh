@@ -36,13 +36,13 @@ COMMAND="bash bench/run.sh${*:+ $*}"
 
 # --- sizes -------------------------------------------------------------------
 if ((QUICK)); then
-    N=100000 NEW=5000 EVERY=20 REPS1=2 REPS5=2 REPS5B=1 LIMIT=600
+    N=100000 NEW=5000 EVERY=20 REPS1=3 REPS5=2 REPS5B=1 LIMIT=600
     SMALL2=10000 REPS2=5
     N3SMALL=10000 SLICE3=1000 REPS3=1
     DAYS4=30 PERDAY4=1000 REPS4=1
     SCHED_N=50 SCHED_SECS=5 LAT_N=2
 else
-    N=10000000 NEW=500000 EVERY=20 REPS1=3 REPS5=3 REPS5B=2 LIMIT=870
+    N=10000000 NEW=500000 EVERY=20 REPS1=5 REPS5=2 REPS5B=1 LIMIT=870
     SMALL2=10000 REPS2=100
     N3SMALL=100000 SLICE3=10000 REPS3=5
     DAYS4=30 PERDAY4=50000 REPS4=3
@@ -228,6 +228,48 @@ SQL
 q -c "SELECT count(*) FROM bench.tgt2small" | { read -r c; [[ $c == 0 ]] || note 2 "tgt2small has $c rows: something was loaded"; }
 
 meta phase_2_done_seconds "$(($(date +%s) - T_START))"
+
+# =============================================================================
+# 1c: the change test alone, the one per-row difference between hwm's upsert
+# and the bare one
+# =============================================================================
+# The conflicting rows of benchmark 1's slice (stored row and incoming row
+# side by side, 500k pairs), scanned with each change test in the WHERE
+# clause; the scan without a test is the baseline.  Short runs, interleaved,
+# so that the machine's drift (which is larger than these differences in a
+# 15 s load) hits every variant alike.
+hwm_log "benchmark 1c: the change test alone"
+q >>"$LOG" <<SQL
+SET max_parallel_workers_per_gather = 0;
+CREATE UNLOGGED TABLE bench.pairs AS
+SELECT t.updated_at AS a1, t.customer_id AS a2, t.amount AS a3, t.status AS a4, t.note AS a5,
+       s.updated_at AS b1, s.customer_id AS b2, s.amount AS b3, s.status AS b4, s.note AS b5
+  FROM bench.src AS s JOIN bench.tgt AS t USING (id) WHERE s.updated_at > '$WM0';
+VACUUM (ANALYZE) bench.pairs;
+SQL
+meta rows_pairs "$(q -c 'SELECT count(*) FROM bench.pairs')"
+declare -A TEST1C=(
+    [none]="a1 IS NOT NULL"
+    [bare]="(a1, a2, a3, a4, a5) IS DISTINCT FROM (b1, b2, b3, b4, b5)"
+    [hwm]="hwm.changed(a1, a2, a3, a4, a5, b1, b2, b3, b4, b5)"
+    [record_image_ne]="pg_catalog.record_image_ne(ROW(a1, a2, a3, a4, a5), ROW(b1, b2, b3, b4, b5))"
+)
+{
+    echo "SET max_parallel_workers_per_gather = 0;"
+    echo "SELECT count(*) FROM bench.pairs;"
+    echo '\timing on'
+    for ((i = 1; i <= 7; i++)); do
+        items=(none bare hwm record_image_ne)
+        ((i % 2 == 0)) && items=(record_image_ne hwm bare none)
+        for v in "${items[@]}"; do
+            echo "\\echo MARK $v"
+            echo "SELECT count(*) FROM bench.pairs WHERE ${TEST1C[$v]};"
+        done
+    done
+} | timed | awk '{c[$1]++; print $1, c[$1], $2}' |
+    while read -r v r ms; do record 1c "$v" "$r" "$ms" ms; done
+q -c "DROP TABLE bench.pairs" >>"$LOG"
+meta phase_1c_done_seconds "$(($(date +%s) - T_START))"
 # =============================================================================
 # 3: a 10k-row slice into targets of 100k and 10M rows
 # =============================================================================
@@ -428,8 +470,14 @@ SQL
             sleep 0.5
         done
         note 6 "after $((i / 2)) s, $due of $SCHED_N pipelines still due soon"
+        # the launcher starts (again) once the database hwm.database exists,
+        # after the server's restart interval of 10 s: wait for it
         local pids
-        pids=$(q -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE backend_type ILIKE '%hwm%'")
+        for ((i = 0; i < 120; i++)); do
+            pids=$(q -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity WHERE backend_type ILIKE '%hwm%'")
+            [[ -n $pids ]] && break
+            sleep 0.5
+        done
         [[ -n $pids ]] || { note 6 "no hwm background worker in pg_stat_activity"; return 0; }
         note 6 "hwm workers: $(q -c "SELECT string_agg(pid || ' ' || backend_type, ', ') FROM pg_stat_activity WHERE backend_type ILIKE '%hwm%'")"
         cpu_ticks() { local p s=0; for p in $pids; do
@@ -588,6 +636,17 @@ SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '$lsn0'), sum(wal_fpi), sum(
    AND NOT (toplevel AND query LIKE '%hwm.run(%')")
     local wal fpi recs hit rd dirt wr tmp
     read -r wal fpi recs hit rd dirt wr tmp <<<"$st"
+    # the upsert's own execution time (the same statement for hwm and the
+    # bare SQL), and for hwm the whole call: the difference is what hwm
+    # does around the statement
+    local ins top
+    read -r ins top <<<"$(PGDATABASE=b1 q -F ' ' -c "
+SELECT coalesce(round(sum(total_exec_time) FILTER (WHERE query LIKE 'INSERT INTO bench.tgt AS t %')::numeric, 3)::text, '-'),
+       coalesce(round(sum(total_exec_time) FILTER (WHERE toplevel AND query LIKE '%hwm.run(%')::numeric, 3)::text, '-')
+  FROM public.pg_stat_statements
+ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'b1')")"
+    [[ $ins != - ]] && record "$b" "${name}${suffix}_insert" "$rep" "$ins" ms
+    [[ $top != - && $ins != - ]] && record "$b" "${name}${suffix}_around" "$rep" "$(awk -v a="$top" -v b="$ins" 'BEGIN{printf "%.3f", a - b}')" ms
     record s "$name${suffix}_wal" "$rep" "$wal" bytes
     record s "$name${suffix}_fpi" "$rep" "$fpi" pages
     record s "$name${suffix}_walrec" "$rep" "$recs" records
@@ -654,29 +713,34 @@ SQL
 }
 
 # The loads, in order of importance, so that the time limit (see
-# within_limit) cuts the least important: each repetition of benchmark 1
-# and 5a (dbt) is followed by the same repetition of 5b, up to REPS5B; then
-# the remaining repetitions of 1 and 5a; the plans last.
+# within_limit) cuts the least important: the first REPS5 repetitions of
+# benchmark 1 each with its repetition of 5a (dbt), then one more of
+# benchmark 1, then 5b, then the rest of benchmark 1, the plans last.
+# Benchmark 1 gets the most repetitions because its goal (1.05) is within
+# the machine's run-to-run spread; its two contenders run back to back, in
+# alternating order, so that each pair shares the machine's state.
 jobs=()
 c5b=(hwm dbt_merge dbt_delete_insert)
+rep_jobs() {
+    local rep=$1
+    if ((rep % 2)); then jobs+=("pair $rep hwm bare"); else jobs+=("pair $rep bare hwm"); fi
+    if ((DBT_OK && rep <= REPS5)); then jobs+=("dbt_merge $rep" "dbt_delete_insert $rep"); fi
+}
 for ((rep = 1; rep <= REPS1; rep++)); do
-    # rotate the order so that drift (and being first after a reset of
-    # the caches) hits every contender alike
-    these=(hwm bare)
-    ((DBT_OK && rep <= REPS5)) && these+=(dbt_merge dbt_delete_insert)
-    n=${#these[@]}
-    for ((i = 0; i < n; i++)); do jobs+=("${these[$(((i + rep - 1) % n))]} $rep"); done
-    if ((DBT_OK && rep <= REPS5B)); then
-        ((rep == 1)) && jobs+=(build_5b)
-        for ((i = 0; i < 3; i++)); do jobs+=("${c5b[$(((i + rep - 1) % 3))]} $rep 5b"); done
+    rep_jobs "$rep"
+    if ((DBT_OK && rep == REPS5 + 1 && REPS5B > 0)); then
+        jobs+=(build_5b)
+        for ((r = 1; r <= REPS5B; r++)); do
+            for ((i = 0; i < 3; i++)); do jobs+=("${c5b[$(((i + r - 1) % 3))]} $r 5b"); done
+        done
     fi
 done
 jobs+=(plans)
 
-# within_limit: whether one more job (as long as the longest so far, reset
-# included) still ends within LIMIT seconds of the start of the run
+# within_limit N: whether N more loads (each as long as the longest so far,
+# reset included) still end within LIMIT seconds of the start of the run
 LONGEST=0
-within_limit() { (($(date +%s) - T_START + LONGEST <= LIMIT)); }
+within_limit() { (($(date +%s) - T_START + ${1:-1} * LONGEST <= LIMIT)); }
 
 hwm_log "benchmarks 1, 5 and 5b: ${#jobs[@]} jobs, none started that would end after ${LIMIT}s"
 # warm-up, not recorded: the first load after the build also creates the WAL
@@ -684,8 +748,11 @@ hwm_log "benchmarks 1, 5 and 5b: ${#jobs[@]} jobs, none started that would end a
 reset_tgt
 bare_load_sql p1 bench.src bench.tgt | PGDATABASE=b1 q >>"$LOG"
 for job in "${jobs[@]}"; do
-    read -r name rep v5b <<<"$job"
-    if ! within_limit; then
+    read -r name rep v5b c2 <<<"$job"
+    # the two contenders of benchmark 1 run as a pair, or not at all
+    n=1
+    [[ $name == pair ]] && n=2
+    if ! within_limit "$n"; then
         note limit "not run, so that the whole run stays within $LIMIT s: $job"
         continue
     fi
@@ -693,9 +760,10 @@ for job in "${jobs[@]}"; do
     case $name in
         build_5b) build_5b ;;
         plans) plans ;;
+        pair) run_contender "$v5b" "$rep"; run_contender "$c2" "$rep" ;;
         *) run_contender "$name" "$rep" $v5b ;;
     esac
-    d=$(($(date +%s) - j0))
+    d=$((($(date +%s) - j0) / n))
     ((d > LONGEST)) && LONGEST=$d
 done
 PGDATABASE=postgres q -c "DROP DATABASE IF EXISTS b5tmpl" >>"$LOG"
