@@ -749,9 +749,10 @@ reset_tgt
 bare_load_sql p1 bench.src bench.tgt | PGDATABASE=b1 q >>"$LOG"
 for job in "${jobs[@]}"; do
     read -r name rep v5b c2 <<<"$job"
-    # the two contenders of benchmark 1 run as a pair, or not at all
+    # the two contenders of benchmark 1 run as a pair, or not at all; the
+    # plans are two loads too
     n=1
-    [[ $name == pair ]] && n=2
+    [[ $name == pair || $name == plans ]] && n=2
     if ! within_limit "$n"; then
         note limit "not run, so that the whole run stays within $LIMIT s: $job"
         continue
