@@ -475,6 +475,14 @@ if notes.get("check"):
         p(f"- {n}")
     p("")
 
+def details(title, name):
+    """a file of the work directory as a folded block under a title"""
+    with open(os.path.join(work, name)) as fh:
+        text = fh.read().strip()
+    for line in (f"<details><summary>{title}</summary>", "", "```", text, "```", "", "</details>", ""):
+        p(line)
+
+
 plans = [(f, t) for f, t in [("explain-hwm.txt", "hwm.run('p1'), through auto_explain (log_analyze, log_buffers, log_nested_statements)"),
                               ("explain-bare.txt", "the bare upsert, EXPLAIN (ANALYZE, BUFFERS)")]
          if os.path.exists(os.path.join(work, f))]
@@ -484,16 +492,7 @@ if plans:
     p("One more run of each after a reset, not timed (the instrumentation slows it down).")
     p("")
     for f, title in plans:
-        with open(os.path.join(work, f)) as fh:
-            text = fh.read().strip()
-        p(f"<details><summary>{title}</summary>")
-        p("")
-        p("```")
-        p(text)
-        p("```")
-        p("")
-        p("</details>")
-        p("")
+        details(title, f)
 
 pgss = [(f"pgss-{n}.txt", label) for n, label in
         [("hwm", "1/5a hwm.run"), ("bare", "1 bare upsert"), ("dbt_merge", "5a dbt merge"),
@@ -507,16 +506,7 @@ if pgss:
       "for hwm, `toplevel = f` are the statements inside `hwm.run`, whose sums the top-level call repeats).")
     p("")
     for f, title in pgss:
-        with open(os.path.join(work, f)) as fh:
-            text = fh.read().strip()
-        p(f"<details><summary>{title}</summary>")
-        p("")
-        p("```")
-        p(text)
-        p("```")
-        p("")
-        p("</details>")
-        p("")
+        details(title, f)
 
 if os.path.exists(findings):
     with open(findings) as f:

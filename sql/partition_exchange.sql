@@ -322,8 +322,8 @@ SELECT count(*) AS rows_in_short,
 -- every kind of index the new storage gets (it builds the partition's
 -- indexes after loading the rows): expression, partial, INCLUDE,
 -- descending with a collation, unique, and an exclusion constraint; after
--- the exchange each finds through the index what a scan of the table finds,
--- and the constraints still hold
+-- the exchange each holds exactly the partition's rows, and the constraints
+-- still hold
 CREATE TABLE kinds (id int, day date, v text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
 CREATE TABLE kinds_1 PARTITION OF kinds FOR VALUES FROM ('2026-01-01') TO ('2026-01-11');
 CREATE INDEX kinds_1_lower ON kinds_1 (lower(v));
@@ -339,21 +339,11 @@ SELECT c.relname AS index, i.indisvalid AS valid, i.indisunique AS is_unique, i.
   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
  WHERE i.indrelid = 'kinds_1'::regclass ORDER BY 1;
 SELECT conname, contype, conindid::regclass AS index FROM pg_constraint WHERE conrelid = 'kinds_1'::regclass ORDER BY 1;
-CREATE TEMP TABLE kinds_seq AS
-SELECT (SELECT count(*) FROM kinds_1 WHERE lower(v) LIKE 'v1%') AS by_lower,
-       (SELECT count(*) FROM kinds_1 WHERE v LIKE 'v1%' AND id > 0) AS by_partial,
-       (SELECT count(*) FROM kinds_1 WHERE day = '2026-01-03') AS by_include,
-       (SELECT string_agg(v, ',' ORDER BY v COLLATE "C" DESC NULLS LAST) FROM (SELECT v FROM kinds_1 ORDER BY v COLLATE "C" DESC NULLS LAST LIMIT 3) x) AS by_desc;
-SET enable_seqscan = off;
-SET enable_bitmapscan = off;
-SELECT (SELECT count(*) FROM kinds_1 WHERE lower(v) LIKE 'v1%') AS by_lower,
-       (SELECT count(*) FROM kinds_1 WHERE v LIKE 'v1%' AND id > 0) AS by_partial,
-       (SELECT count(*) FROM kinds_1 WHERE day = '2026-01-03') AS by_include,
-       (SELECT string_agg(v, ',' ORDER BY v COLLATE "C" DESC NULLS LAST) FROM (SELECT v FROM kinds_1 ORDER BY v COLLATE "C" DESC NULLS LAST LIMIT 3) x) AS by_desc
-EXCEPT SELECT * FROM kinds_seq;
-RESET enable_seqscan;
-RESET enable_bitmapscan;
-SELECT * FROM kinds_seq;
+-- every index holds exactly the partition's rows (amcheck, heapallindexed)
+CREATE EXTENSION amcheck;
+SELECT count(bt_index_parent_check(i.indexrelid, true)) AS indexes_checked
+  FROM pg_index i WHERE i.indrelid = 'kinds_1'::regclass;
+DROP EXTENSION amcheck;
 SELECT count(*) AS differences_from_src
   FROM ((TABLE kinds EXCEPT ALL SELECT * FROM src WHERE day <= '2026-01-10')
         UNION ALL (SELECT * FROM src WHERE day <= '2026-01-10' EXCEPT ALL TABLE kinds)) d;
