@@ -28,7 +28,14 @@
  * error), works as the pipeline's owner, and records one hwm.runs row of
  * kind 'backfill' per partition.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "overwrite.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -463,10 +470,17 @@ backfill_batch(Backfill *bf)
 		int64		run_id;
 		MemoryContext old;
 
-		run_id = hwm_record_run(p->name, "backfill", d->started_at, -1, 1,
-								d->deleted, d->inserted, p->watermark, p->watermark,
-								d->value, d->value);
-		hwm_record_method(run_id, d->method);
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", d->started_at);
+
+		run.partitions = 1;
+		run.rows_deleted = d->deleted;
+		run.rows_inserted = d->inserted;
+		run.watermark_before = p->watermark;
+		run.watermark_after = p->watermark;
+		run.from_partition = d->value;
+		run.to_partition = d->value;
+		run.method = d->method;
+		run_id = hwm_record_run(&run);
 		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
 								   d->deleted + d->inserted);
 		old = MemoryContextSwitchTo(bf->cxt);

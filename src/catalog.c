@@ -9,7 +9,12 @@
  * anything is changed.  All statements go through SPI with $n parameters;
  * the caller must have called SPI_connect().
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
@@ -28,22 +33,6 @@
 #include "utils/timestamp.h"
 
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
-
-/*
- * Run one SPI statement and insist on its outcome: expected is the SPI_OK_*
- * code the statement must return (0: any success).
- */
-void
-hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			 const char *nulls, int expected)
-{
-	int			rc;
-
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	if (rc < 0 || (expected != 0 && rc != expected))
-		elog(ERROR, "hwm: SPI_execute_with_args failed (%s) for: %s",
-			 SPI_result_code_string(rc), sql);
-}
 
 /*
  * The role that owns hwm's catalog (the role that ran CREATE EXTENSION).
@@ -67,56 +56,6 @@ hwm_catalog_owner(void)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
-}
-
-/*
- * Refuse a NULL for a required argument, saying what to pass instead.
- */
-void
-hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	static const struct
-	{
-		const char *arg;
-		const char *hint;
-	}			hints[] =
-	{
-		{"pipeline", "Name a pipeline: SELECT pipeline FROM hwm.status lists them."},
-		{"source", "Pass the source table, for example 'public.orders_raw'."},
-		{"target", "Pass the target table, for example 'public.orders'."},
-		{"unique_key", "Pass the business key of the target, for example unique_key => '{id}'."},
-		{"watermark_column", "Name the source column whose growing values mark new rows, for example updated_at."},
-		{"partition_column", "Name the column whose values identify partitions, for example load_date."},
-		{"lookback", "Pass 0 for no lookback."},
-		{"from_partition", "Pass the range's lower bound as a value of the partition column, for example '2026-03-01'."},
-		{"to_partition", "Pass the range's upper bound as a value of the partition column, for example '2026-03-31'."},
-		{"nowait", "Pass true to fail at once when the pipeline is busy, or false (the default) to wait for it."},
-		{"batch_size", "Pass the number of partitions to overwrite per transaction (1 by default)."},
-		{"dry_run", "Pass true to only show what would be overwritten, or false (the default) to do it."},
-		{"staging", "Pass the staging table, for example hwm.create_staging('public.orders')."},
-		{"lock_timeout", "Pass how long the swap may wait for its locks, for example '5s'."},
-	};
-	const char *hint = "Pass a value that is not null.";
-
-	if (!PG_ARGISNULL(argno))
-		return;
-	for (int i = 0; i < lengthof(hints); i++)
-		if (strcmp(hints[i].arg, what) == 0)
-			hint = hints[i].hint;
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s must not be null", what),
-			 errhint("%s", hint)));
-}
-
-/*
- * A required text argument, or a clear error naming it when it is NULL.
- */
-char *
-hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	hwm_require_arg(fcinfo, argno, what);
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
 /*
@@ -322,51 +261,41 @@ hwm_check_may_manage(HwmPipeline *p)
 }
 
 /*
- * Append a successful run to hwm.runs and return its run_id.  A negative
- * count is recorded as NULL (not applicable).
+ * Append a successful run to hwm.runs, with every fact in its first write,
+ * and return its run_id.  A negative count is recorded as NULL (not
+ * applicable).
  */
 int64
-hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
-			   int64 rows_upserted, int partitions,
-			   int64 rows_deleted, int64 rows_inserted,
-			   const char *wm_before, const char *wm_after,
-			   const char *from_partition, const char *to_partition)
+hwm_record_run(const HwmRunFacts *run)
 {
-	Oid			argtypes[13] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
-	INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID};
-	Datum		values[13];
-	char		nulls[13];
+	Oid			argtypes[14] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
+		INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID, TEXTOID};
+	Datum		values[14];
+	char		nulls[14];
 	HwmRoleSwitch sw;
 	bool		isnull;
 	int64		run_id;
-	const char *strs[4] = {wm_before, wm_after, from_partition, to_partition};
+	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
+		run->watermark_after, run->from_partition, run->to_partition, run->method};
+	const int	strargs[] = {0, 1, 7, 8, 9, 10, 13};
+	const int64 counts[] = {run->rows_upserted, run->partitions, run->rows_deleted,
+		run->rows_inserted};
 
 	memset(nulls, ' ', sizeof(nulls));
-	if (pipeline)
-		values[0] = CStringGetTextDatum(pipeline);
-	else
-		nulls[0] = 'n';
-	values[1] = CStringGetTextDatum(kind);
-	values[2] = TimestampTzGetDatum(started_at);
-	/* negative counts: not applicable to this kind of run */
-	values[3] = Int64GetDatum(rows_upserted);
-	if (rows_upserted < 0)
-		nulls[3] = 'n';
-	values[4] = Int32GetDatum(partitions);
-	if (partitions < 0)
-		nulls[4] = 'n';
-	values[5] = Int64GetDatum(rows_deleted);
-	if (rows_deleted < 0)
-		nulls[5] = 'n';
-	values[6] = Int64GetDatum(rows_inserted);
-	if (rows_inserted < 0)
-		nulls[6] = 'n';
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < lengthof(strs); i++)
 	{
 		if (strs[i])
-			values[7 + i] = CStringGetTextDatum(strs[i]);
+			values[strargs[i]] = CStringGetTextDatum(strs[i]);
 		else
-			nulls[7 + i] = 'n';
+			nulls[strargs[i]] = 'n';
+	}
+	values[2] = TimestampTzGetDatum(run->started_at);
+	/* negative counts: not applicable to this kind of run */
+	for (int i = 0; i < lengthof(counts); i++)
+	{
+		values[3 + i] = i == 1 ? Int32GetDatum((int32) counts[i]) : Int64GetDatum(counts[i]);
+		if (counts[i] < 0)
+			nulls[3 + i] = 'n';
 	}
 	values[11] = DirectFunctionCall1(namein,
 									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
@@ -380,13 +309,13 @@ hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
 	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 				 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
 				 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
-				 " owner)"
+				 " owner, method)"
 				 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), 'succeeded',"
 				 " $4, $5, $6, $7, $8, $9, $10, $11, $12,"
 				 " COALESCE((SELECT s.owner FROM hwm.state AS s"
-				 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole))"
+				 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14)"
 				 " RETURNING run_id",
-				 13, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+				 14, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	hwm_unbecome(&sw);

@@ -40,7 +40,15 @@
  * Each exchange runs in a subtransaction, so giving up after the build
  * leaves nothing behind.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "overwrite.h"
+#include "plan.h"
+#include "privilege.h"
+#include "storage.h"
+#include "util.h"
 
 #include "access/attmap.h"
 #include "access/genam.h"
@@ -176,22 +184,6 @@ partition_bound(Oid relid)
 	return spec;
 }
 
-/* OPERATOR(schema.name) for an operator */
-static char *
-operator_text(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	char	   *result;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	result = psprintf("OPERATOR(%s.%s)",
-					  quote_identifier(get_namespace_name(((Form_pg_operator) GETSTRUCT(tup))->oprnamespace)),
-					  NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname));
-	ReleaseSysCache(tup);
-	return result;
-}
-
 /*
  * Is the target partitioned so that hwm can exchange partitions, and which
  * of its partitions lie entirely inside [from, to]?  RANGE or LIST on
@@ -238,7 +230,7 @@ find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
 			table_close(tgt, NoLock);
 			return false;
 		}
-		pt->eq = operator_text(tc->eq_opr);
+		pt->eq = hwm_operator_sql(tc->eq_opr);
 	}
 	has_after = successor(plan->part.type, to, &after_to);
 
@@ -464,20 +456,6 @@ with_options(Oid relid)
 	return buf.data;
 }
 
-/* Wait for an ACCESS EXCLUSIVE lock at most hwm.exchange_lock_timeout */
-static void
-lock_leaf(Oid relid)
-{
-	int			nest = NewGUCNestLevel();
-	char		ms[32];
-
-	snprintf(ms, sizeof(ms), "%d", hwm_exchange_lock_timeout);
-	(void) set_config_option("lock_timeout", ms, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	LockRelationOid(relid, AccessExclusiveLock);
-	AtEOXact_GUC(false, nest);
-}
-
 /*
  * The relcache must know that r1 now has storage created in this
  * transaction and r2 the storage r1 had (as CLUSTER does in
@@ -680,7 +658,7 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 	List	   *pairs;
 	ListCell   *lc;
 
-	lock_leaf(lf->relid);
+	hwm_lock_within(lf->relid, hwm_exchange_lock_timeout, lf->name, NULL, NULL);
 	leaf = table_open(lf->relid, NoLock);
 	tgt = table_open(plan->target, AccessShareLock);
 	why = leaf_refusal(plan, leaf, tgt);
@@ -985,18 +963,4 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 	if (exchanged == 0)
 		return "diff";
 	return diffed ? "exchange+diff" : "exchange";
-}
-
-/* Record in hwm.runs how an overwrite run went (see hwm_overwrite_or_exchange) */
-void
-hwm_record_method(int64 run_id, const char *method)
-{
-	Oid			argtypes[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(run_id), CStringGetTextDatum(method)};
-	HwmRoleSwitch sw;
-
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.runs SET method = $2 WHERE run_id OPERATOR(pg_catalog.=) $1",
-				 2, argtypes, values, NULL, SPI_OK_UPDATE);
-	hwm_unbecome(&sw);
 }

@@ -6,7 +6,12 @@
  * module on first use.  Preloading it reserves the hwm.* settings prefix
  * now, and registers the background scheduler (see scheduler.c).
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "exchange.h"
+#include "privilege.h"
+#include "scheduler.h"
+#include "watermark.h"
 
 #include <limits.h>
 

@@ -18,7 +18,14 @@
  * watermark is held back; the next run reads them again, and the upsert
  * finds nothing to change.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "overwrite.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
+#include "watermark.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
@@ -191,9 +198,19 @@ hwm_run(PG_FUNCTION_ARGS)
 	hwm_unbecome(&sw);
 
 	/* step 5 */
-	run_id = hwm_record_run(p->name, "load", started_at, upserted, partitions,
-							deleted, inserted, p->watermark, wm_after,
-							from_text, to_text);
+	{
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "load", started_at);
+
+		run.rows_upserted = upserted;
+		run.partitions = partitions;
+		run.rows_deleted = deleted;
+		run.rows_inserted = inserted;
+		run.watermark_before = p->watermark;
+		run.watermark_after = wm_after;
+		run.from_partition = from_text;
+		run.to_partition = to_text;
+		run_id = hwm_record_run(&run);
+	}
 	hwm_update_state_after_run(p->name, run_id, started_at, advanced, wm_after,
 							   upserted + deleted + inserted);
 

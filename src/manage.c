@@ -7,7 +7,14 @@
  * run's statements once, see pipeline.c) before it writes the catalog, so a
  * pipeline that exists can run.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "plan.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "util.h"
+#include "watermark.h"
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -310,8 +317,13 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 											   "watermark"));
 	hwm_unbecome(&sw);
 
-	(void) hwm_record_run(p->name, "set_watermark", started_at, -1, -1, -1, -1,
-						  p->watermark, watermark, NULL, NULL);
+	{
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "set_watermark", started_at);
+
+		run.watermark_before = p->watermark;
+		run.watermark_after = watermark;
+		(void) hwm_record_run(&run);
+	}
 	values[0] = CStringGetTextDatum(p->name);
 	if (watermark)
 		values[1] = CStringGetTextDatum(watermark);

@@ -14,7 +14,14 @@
  * both statements run in the caller's transaction, so readers see the old
  * range or the new one, never an empty one.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "overwrite.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
 
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -88,6 +95,24 @@ overwrite_result(FunctionCallInfo fcinfo, int64 deleted, int64 inserted, int64 r
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
+/* The hwm.runs row of an overwrite */
+static int64
+record_overwrite(const char *pipeline, TimestampTz started_at, const char *watermark,
+				 const char *from_text, const char *to_text,
+				 int64 deleted, int64 inserted, const char *method)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(pipeline, "overwrite", started_at);
+
+	run.rows_deleted = deleted;
+	run.rows_inserted = inserted;
+	run.watermark_before = watermark;
+	run.watermark_after = watermark;
+	run.from_partition = from_text;
+	run.to_partition = to_text;
+	run.method = method;
+	return hwm_record_run(&run);
+}
+
 static void
 overwrite_notice(const char *tgtname, const char *from, const char *to,
 				 int64 deleted, int64 inserted)
@@ -141,10 +166,8 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	method = hwm_overwrite_or_exchange(plan, from, to, &deleted, &inserted);
 	hwm_unbecome(&sw);
 
-	run_id = hwm_record_run(p->name, "overwrite", started_at, -1, -1,
-							deleted, inserted, p->watermark, p->watermark,
-							from_text, to_text);
-	hwm_record_method(run_id, method);
+	run_id = record_overwrite(p->name, started_at, p->watermark, from_text, to_text,
+							  deleted, inserted, method);
 	hwm_update_state_after_run(p->name, run_id, started_at, false, NULL,
 							   deleted + inserted);
 	overwrite_notice(hwm_qualified_name(p->target), from_text, to_text,
@@ -223,9 +246,8 @@ hwm_overwrite_partition(PG_FUNCTION_ARGS)
 	method = hwm_overwrite_or_exchange(plan, from, to, &deleted, &inserted);
 	hwm_unbecome(&sw);
 
-	run_id = hwm_record_run(NULL, "overwrite", started_at, -1, -1,
-							deleted, inserted, NULL, NULL, from_text, to_text);
-	hwm_record_method(run_id, method);
+	run_id = record_overwrite(NULL, started_at, NULL, from_text, to_text,
+							  deleted, inserted, method);
 	overwrite_notice(hwm_qualified_name(spec.target), from_text, to_text,
 					 deleted, inserted);
 	SPI_finish();

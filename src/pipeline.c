@@ -16,7 +16,10 @@
  * that was valid when created and whose tables changed later fails its next
  * run with the same clear error instead of a confusing one from the executor.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "plan.h"
+#include "util.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
@@ -38,39 +41,6 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
-/* "schema"."relation", quoted as needed */
-char *
-hwm_qualified_name(Oid relid)
-{
-	char	   *relname = get_rel_name(relid);
-
-	if (relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid),
-				 errhint("The table may have been dropped; drop the pipeline or create it again.")));
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  relname);
-}
-
-/* OPERATOR("schema".op), so that no look-alike operator is ever chosen */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *result;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	result = psprintf("OPERATOR(%s.%s)",
-					  quote_identifier(get_namespace_name(op->oprnamespace)),
-					  NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return result;
-}
-
 static char *
 strategy_operator(Oid opfamily, Oid type, int16 strategy)
 {
@@ -79,7 +49,7 @@ strategy_operator(Oid opfamily, Oid type, int16 strategy)
 	if (!OidIsValid(opno))
 		elog(ERROR, "btree operator family %u lacks strategy %d for type %u",
 			 opfamily, strategy, type);
-	return operator_sql(opno);
+	return hwm_operator_sql(opno);
 }
 
 /*
@@ -593,7 +563,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 								c->name, tgtname, format_type_be(c->target_type))));
 			appendStringInfoString(&keymatch, " AND ");
 			append_source_key(&keymatch, c);
-			appendStringInfo(&keymatch, " %s t.%s", operator_sql(tc->eq_opr), c->name);
+			appendStringInfo(&keymatch, " %s t.%s", hwm_operator_sql(tc->eq_opr), c->name);
 		}
 	}
 

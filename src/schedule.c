@@ -15,7 +15,13 @@
  * the caller may manage the pipeline) and wake the launcher when the
  * transaction commits.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "scheduler.h"
+#include "util.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -73,8 +79,7 @@ TimestampTz
 hwm_schedule_next(TimestampTz anchor, const Interval *every, TimestampTz after,
 				  bool inclusive)
 {
-	int64		span = every->time + every->day * USECS_PER_DAY +
-		(int64) every->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	int64		span = hwm_interval_usecs(every);
 	int64		k;
 	TimestampTz t;
 

@@ -43,7 +43,13 @@
  * possible worker, so that the number of runs in flight is known even to a
  * restarted launcher.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "scheduler.h"
+#include "util.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -400,25 +406,6 @@ live_run_ids(void)
 										   TYPALIGN_DOUBLE));
 }
 
-static void
-launcher_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-static void
-launcher_commit(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
 /*
  * Free the slots of workers that have exited, and of workers that never
  * started; a run whose worker did not record an outcome is marked failed.
@@ -484,14 +471,14 @@ reap_workers(void)
 
 	if (nids == 0)
 		return;
-	launcher_begin();
+	hwm_bgw_begin();
 	if (OidIsValid(get_extension_oid("hwm", true)))
 	{
 		for (int i = 0; i < nids; i++)
 			record_outcome(ids[i], "failed", NULL,
 						   "the run's background worker exited before it recorded an outcome; the server log says why");
 	}
-	launcher_commit();
+	hwm_bgw_commit();
 }
 
 /*
@@ -573,9 +560,7 @@ typedef struct PendingRun
 static int32
 interval_ms(const Interval *iv)
 {
-	int64		us = iv->time + iv->day * USECS_PER_DAY +
-		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	int64		ms = (us + 999) / 1000;
+	int64		ms = (hwm_interval_usecs(iv) + 999) / 1000;
 
 	return (int32) Max(Min(ms, PG_INT32_MAX), 1);
 }
@@ -835,7 +820,7 @@ unclaim_runs(List *failed)
 		slots_exhausted_logged_at = GetCurrentTimestamp();
 	}
 
-	launcher_begin();
+	hwm_bgw_begin();
 	foreach(lc, failed)
 	{
 		PendingRun *run = lfirst(lc);
@@ -854,7 +839,7 @@ unclaim_runs(List *failed)
 					 3, argtypes, values, NULL, SPI_OK_UPDATE);
 		hwm_unbecome(&sw);
 	}
-	launcher_commit();
+	hwm_bgw_commit();
 	foreach(lc, failed)
 	{
 		PendingRun *run = lfirst(lc);
@@ -882,11 +867,11 @@ launcher_iteration(void)
 
 	reap_workers();
 
-	launcher_begin();
+	hwm_bgw_begin();
 	if (!OidIsValid(get_extension_oid("hwm", true)))
 	{
 		extension_seen = false;
-		launcher_commit();
+		hwm_bgw_commit();
 		return LAUNCHER_MAX_SLEEP_MS;	/* CREATE EXTENSION wakes us */
 	}
 
@@ -904,12 +889,12 @@ launcher_iteration(void)
 	room = Min(hwm_max_workers, sched->nslots) - slots_in_use();
 	if (!hwm_enabled || room <= 0)
 	{
-		launcher_commit();
+		hwm_bgw_commit();
 		/* a reload, or a worker's exit, wakes us */
 		return Min(LAUNCHER_MAX_SLEEP_MS, LAUNCHER_MAINTENANCE_MS);
 	}
 	pending = claim_due_runs(room, &sleep_ms);
-	launcher_commit();
+	hwm_bgw_commit();
 
 	failed = start_workers(pending);
 	if (failed != NIL)
@@ -1003,25 +988,6 @@ worker_detach(int code, Datum arg)
 }
 
 static void
-worker_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-static void
-worker_commit(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
-}
-
-static void
 mark_recorded(void)
 {
 	SpinLockAcquire(&sched->mutex);
@@ -1070,7 +1036,7 @@ hwm_worker_main(Datum main_arg)
 		HwmRoleSwitch sw;
 		int			timeout_ms = args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout;
 
-		worker_begin();
+		hwm_bgw_begin();
 		values[0] = Int64GetDatum(args.run_id);
 		hwm_become(hwm_catalog_owner(), false, &sw);
 		hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
@@ -1102,7 +1068,7 @@ hwm_worker_main(Datum main_arg)
 						 1, argtypes, values, NULL, SPI_OK_DELETE);
 			hwm_unbecome(&sw);
 		}
-		worker_commit();
+		hwm_bgw_commit();
 		mark_recorded();
 	}
 	PG_CATCH();
@@ -1148,9 +1114,9 @@ hwm_worker_main(Datum main_arg)
 		}
 
 		/* record it in a transaction of its own, after the failed one */
-		worker_begin();
+		hwm_bgw_begin();
 		record_outcome(args.run_id, status, sqlstate, error);
-		worker_commit();
+		hwm_bgw_commit();
 		mark_recorded();
 	}
 	proc_exit(0);

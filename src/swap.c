@@ -36,7 +36,12 @@
  * transaction that read the target before (it holds a lock the swap waits
  * for), see the old rows or the new ones.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "privilege.h"
+#include "storage.h"
+#include "util.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -85,44 +90,26 @@
 			 errdetail(msg, __VA_ARGS__)))
 
 /*
- * Take an ACCESS EXCLUSIVE lock waiting at most lock_timeout, with an error
- * that says which table and what to do.
+ * Take ACCESS EXCLUSIVE locks on both tables (the target first), each
+ * waiting at most lock_timeout, with an error that says which table and what
+ * to do.
  */
 static void
-lock_bounded(Oid relid, const char *role, const char *name, Interval *timeout)
+lock_both(Oid target, Oid staging, const char *tgtname, const char *stgname,
+		  const Interval *timeout)
 {
-	int			nest = NewGUCNestLevel();
-	MemoryContext oldcxt = CurrentMemoryContext;
-	char	   *ms;
-	int64		usecs;
+	int64		usecs = hwm_interval_usecs(timeout);
+	int64		ms = usecs <= 0 ? 1 : (usecs + 999) / 1000;
+	Oid			relids[2] = {target, staging};
+	const char *names[2] = {tgtname, stgname};
+	const char *roles[2] = {"target", "staging table"};
 
-	usecs = timeout->time + (timeout->day * USECS_PER_DAY) +
-		((int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY);
-	ms = psprintf(INT64_FORMAT, usecs <= 0 ? 1 : (usecs + 999) / 1000);
-	(void) set_config_option("lock_timeout", ms, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	PG_TRY();
-	{
-		LockRelationOid(relid, AccessExclusiveLock);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		AtEOXact_GUC(false, nest);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not lock %s %s within %s ms", role, name, ms),
-				 errdetail("The swap needs an ACCESS EXCLUSIVE lock on both tables; other sessions hold locks on %s.", name),
-				 errhint("Retry when the long queries or transactions on %s are done (pg_locks shows them), or pass a longer lock_timeout.", name)));
-	}
-	PG_END_TRY();
-	AtEOXact_GUC(false, nest);
+	for (int i = 0; i < 2; i++)
+		hwm_lock_within(relids[i], ms, psprintf("%s %s", roles[i], names[i]),
+						psprintf("The swap needs an ACCESS EXCLUSIVE lock on both tables; other sessions hold locks on %s.",
+								 names[i]),
+						psprintf("Retry when the long queries or transactions on %s are done (pg_locks shows them), or pass a longer lock_timeout.",
+								 names[i]));
 }
 
 /* The relation must be an ordinary table the caller owns */
@@ -882,8 +869,7 @@ hwm_swap(PG_FUNCTION_ARGS)
 	stgname = hwm_qualified_name(staging);
 
 	/* lock both (target first), bounded, then look again */
-	lock_bounded(target, "target", tgtname, timeout);
-	lock_bounded(staging, "staging table", stgname, timeout);
+	lock_both(target, staging, tgtname, stgname, timeout);
 	check_table(target, "target");
 	check_table(staging, "staging table");
 
@@ -1042,8 +1028,13 @@ hwm_swap(PG_FUNCTION_ARGS)
 	CommandCounterIncrement();
 	rename_toast(target, staging);
 
-	(void) hwm_record_run(NULL, "swap", started_at, -1, -1,
-						  tgt_rows, stg_rows, NULL, NULL, NULL, NULL);
+	{
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(NULL, "swap", started_at);
+
+		run.rows_deleted = tgt_rows;
+		run.rows_inserted = stg_rows;
+		(void) hwm_record_run(&run);
+	}
 	{
 		ereport(NOTICE,
 				(errmsg("hwm: swapped %s with %s; %s now holds the previous contents",

@@ -38,7 +38,10 @@
  * In both cases the rows that are visible are loaded; only the watermark is
  * held back, so freshness does not suffer.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "plan.h"
+#include "watermark.h"
 
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
