@@ -18,6 +18,8 @@ typedef struct HwmValueType
 	Oid			type;			/* column type (may be a domain) */
 	int32		typmod;
 	Oid			collation;
+	int16		typlen;
+	bool		typbyval;
 	char	   *gt;				/* "OPERATOR(schema.>)" and friends */
 	char	   *ge;
 	char	   *lt;
@@ -37,6 +39,22 @@ typedef struct HwmPlanSpec
 	bool		stored;			/* from the catalog, not from the caller */
 } HwmPlanSpec;
 
+/*
+ * The statements on the watermark column.  Each comes in two forms: [0] for
+ * the first run (no watermark yet: every non-NULL value) and [1] for later
+ * runs, whose $1 is the stored watermark (rows above it).  The argument
+ * named below is $1 in the first form and $2 in the later one.
+ */
+typedef enum HwmWmStatement
+{
+	HWM_WM_MAX,					/* the greatest value */
+	HWM_WM_MAX_BELOW,			/* the greatest value below the argument */
+	HWM_WM_BATCH_END,			/* the (argument + 1)-th smallest value */
+	HWM_WM_UPSERT,				/* upsert every row */
+	HWM_WM_UPSERT_UPTO,			/* upsert the rows up to the argument */
+	HWM_WM_NSTATEMENTS
+} HwmWmStatement;
+
 /* Statements and types for one run, built once from the catalog. */
 typedef struct HwmPlan
 {
@@ -44,44 +62,53 @@ typedef struct HwmPlan
 	HwmValueType part;
 	bool		has_wm;
 	bool		has_part;
-	List	   *source_columns;	/* attnums (int) of the source read */
-	List	   *target_columns;	/* attnums (int) of the target read */
-
-	/* $1 = old watermark (absent in the *_first forms), result: new one */
-	char	   *max_wm_sql;
-	char	   *max_wm_first_sql;
-	/* the greatest value (above $1 and) below the limit $2 (first form: $1) */
-	char	   *max_below_sql;
-	char	   *max_below_first_sql;
-	/* $1 = old watermark (absent in the first form): the rows above it */
-	char	   *upsert_sql;
-	char	   *upsert_first_sql;
-	/* batches: the batch's last value, $1 = old watermark, $2 = offset */
-	char	   *batch_end_sql;
-	char	   *batch_end_first_sql;
-	/* the rows above $1 and up to $2 (first form: up to $1) */
-	char	   *upsert_upto_sql;
-	char	   *upsert_upto_first_sql;
-	/* $1 = number of partitions; returns their values, newest first */
-	char	   *newest_partitions_sql;
-	/* $1, $2 = inclusive partition range */
-	char	   *delete_range_sql;
-	char	   *insert_range_sql;
-
-	/* pieces of those statements, for exchange.c to build its own */
 	Oid			source;
 	Oid			target;
 	const char *partition_column;	/* unquoted; NULL without one */
 	List	   *load_columns;	/* target columns loaded (char *, unquoted) */
-	char	   *column_list_sql;	/* "a", "b" */
-	char	   *select_list_sql;	/* s."a", s."b" */
-	bool		override_identity;	/* OVERRIDING SYSTEM VALUE needed */
-	char	   *conflict_sql;	/* " ON CONFLICT ..." or "" */
-	char	   *keymatch_sql;	/* " AND s.k = t.k ..." or "" */
+	List	   *source_columns;	/* attnums (int) of the source read */
+	List	   *target_columns;	/* attnums (int) of the target read */
+
+	/* [first run: 0, later runs: 1], see HwmWmStatement */
+	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
+
+	/* $1 = number of partitions; returns their values, newest first */
+	char	   *newest_partitions_sql;
+
+	/*
+	 * The overwrite of a range of the partition column, $1 and $2 its
+	 * bounds, [lower bound inclusive][upper bound inclusive]: delete the
+	 * target rows whose key the source's range no longer has (all of them
+	 * without a key), then upsert the source's range.
+	 */
+	char	   *delete_range_sql[2][2];
+	char	   *insert_range_sql[2][2];
+
+	/*
+	 * Walking the partition values of a range in [the source: 0, the
+	 * target: 1]: the smallest value >= $1 (first) or > $1 (next) and <= $2;
+	 * and the number of rows whose value is $1.
+	 */
+	char	   *walk_first_sql[2];
+	char	   *walk_next_sql[2];
+	char	   *walk_count_sql[2];
+
+	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
+	char	   *copy_sql;
 } HwmPlan;
+
+/* A range of partition values, each end inclusive or not */
+typedef struct HwmRange
+{
+	Datum		lo;
+	Datum		hi;
+	bool		lo_incl;
+	bool		hi_incl;
+} HwmRange;
 
 
 extern HwmPlan *hwm_plan_build(const HwmPlanSpec *spec);
+extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
 extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
 								Oid collation, const char *colname,
 								const char *relname);
@@ -89,5 +116,7 @@ extern Datum hwm_value_in(const HwmValueType *vt, const char *text,
 						  const char *what);
 extern char *hwm_value_out(const HwmValueType *vt, Datum value);
 extern int	hwm_value_cmp(const HwmValueType *vt, Datum a, Datum b);
+extern Datum hwm_value_copy(const HwmValueType *vt, Datum value);
+extern bool hwm_range_is_empty(const HwmValueType *vt, const HwmRange *r);
 
 #endif							/* HWM_PLAN_H */
