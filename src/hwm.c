@@ -11,6 +11,7 @@
 #include "exchange.h"
 #include "privilege.h"
 #include "scheduler.h"
+#include "wakeup.h"
 #include "watermark.h"
 
 #include <limits.h>

@@ -11,19 +11,22 @@
  * many slots, makes one catch-up run and then falls back onto the grid: runs
  * never drift and never pile up.
  *
- * These functions only write the catalog (as its owner, after checking that
- * the caller may manage the pipeline) and wake the launcher when the
- * transaction commits.
+ * The SQL functions only write the catalog (as its owner, after checking
+ * that the caller may manage the pipeline) and, when what the launcher
+ * schedules changed, ring its doorbell for when the transaction commits
+ * (wakeup.c).  Nothing here calls into the launcher: it reads the catalog,
+ * and calls hwm_schedule_next here for the next slot.
  */
 #include "postgres.h"
 
 #include "catalog.h"
 #include "privilege.h"
 #include "schedule.h"
-#include "scheduler.h"
 #include "util.h"
+#include "wakeup.h"
 
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -116,6 +119,27 @@ update_state(const char *sql, int nargs, Oid *argtypes, Datum *values,
 }
 
 /*
+ * A schedule set in a database that the launcher does not serve, or on a
+ * server that did not preload hwm, never runs: say so.  This depends only on
+ * how the server was started (hwm.database), never on a running launcher.
+ */
+static void
+warn_if_not_served(const char *pipeline)
+{
+	if (!hwm_scheduler_preloaded)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but hwm is not loaded through shared_preload_libraries", pipeline),
+				 errdetail("The schedule is stored; nothing runs it until the scheduler is started."),
+				 errhint("Add hwm to shared_preload_libraries in postgresql.conf and restart the server.")));
+	else if (hwm_database == NULL || strcmp(hwm_database, get_database_name(MyDatabaseId)) != 0)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
+						hwm_database ? hwm_database : ""),
+				 errdetail("The schedule is stored; nothing runs it in this database."),
+				 errhint("Set hwm.database in postgresql.conf to this database and restart the server.")));
+}
+
+/*
  * Store a schedule (anchored at start_at) and its first run time, and wake
  * the launcher at commit.  Also used by hwm.create_pipeline(schedule => ...).
  * The caller has called SPI_connect() and checked the caller's rights.
@@ -137,8 +161,8 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 	update_state("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 4, argtypes, values, NULL);
-	hwm_scheduler_warn_if_not_served(pipeline);
-	hwm_scheduler_wake_at_commit();
+	warn_if_not_served(pipeline);
+	hwm_wakeup_at_commit();
 	return next;
 }
 
@@ -194,7 +218,7 @@ hwm_unschedule(PG_FUNCTION_ARGS)
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL);
 	SPI_finish();
-	hwm_scheduler_wake_at_commit();
+	hwm_wakeup_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -213,7 +237,7 @@ set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	update_state("UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, NULL);
 	SPI_finish();
-	hwm_scheduler_wake_at_commit();
+	hwm_wakeup_at_commit();
 }
 
 PG_FUNCTION_INFO_V1(hwm_pause);

@@ -20,8 +20,8 @@
  *	   (max_worker_processes exhausted), undo step 3 for it, log once, retry
  *	   a second later;
  *	5. sleep until the next pipeline is due, a worker exits, a schedule
- *	   changes or the extension is created or dropped (those signal the
- *	   launcher's latch at commit), or 10 seconds have passed.
+ *	   changes or the extension is created or dropped (those ring the
+ *	   launcher's doorbell, see wakeup.c), or 10 seconds have passed.
  *
  * Every iteration runs under its own error handler: an error is logged, its
  * transaction rolled back, and the loop goes on, so a broken pipeline (or a
@@ -39,9 +39,14 @@
  * immediate shutdown, kill -9) is marked 'interrupted' when the launcher
  * starts.
  *
- * Shared memory holds the launcher's pid (for wake-ups) and one slot per
- * possible worker, so that the number of runs in flight is known even to a
- * restarted launcher.
+ * Shared memory holds one slot per possible worker, so that the number of
+ * runs in flight is known even to a restarted launcher.  (The launcher's pid,
+ * for wake-ups, is wakeup.c's.)
+ *
+ * Calls go one way: this module calls down into schedule.c (the anchored
+ * schedule arithmetic), wakeup.c, catalog.c, privilege.c and util.c; none of
+ * them calls back, and the SQL side reaches the launcher only through
+ * wakeup.c and the catalog tables.
  */
 #include "postgres.h"
 
@@ -50,14 +55,11 @@
 #include "schedule.h"
 #include "scheduler.h"
 #include "util.h"
-
-#include <signal.h>
-#include <unistd.h>
+#include "wakeup.h"
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
-#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -71,7 +73,6 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
-#include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -81,8 +82,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-/* Settings (defined in hwm.c) */
-char	   *hwm_database = NULL;
+/* Settings of the launcher (defined in hwm.c; hwm.database is wakeup.c's) */
 bool		hwm_enabled = true;
 int			hwm_max_workers = 2;
 int			hwm_max_runs_per_pipeline = 1000;
@@ -107,7 +107,6 @@ typedef struct HwmWorkerSlot
 typedef struct HwmSchedShared
 {
 	slock_t		mutex;
-	pid_t		launcher_pid;	/* 0: no launcher running */
 	uint64		next_generation;
 	int			nslots;
 	HwmWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -127,18 +126,15 @@ StaticAssertDecl(sizeof(HwmWorkerArgs) <= BGW_EXTRALEN,
 				 "HwmWorkerArgs must fit into bgw_extra");
 
 static HwmSchedShared *sched = NULL;
-static bool preloaded = false;
-static bool wake_at_commit = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 PGDLLEXPORT void hwm_launcher_main(Datum main_arg);
 PGDLLEXPORT void hwm_worker_main(Datum main_arg);
 
 /* ------------------------------------------------------------------------
- * Shared memory, wake-ups, registration
+ * Shared memory, registration
  * ------------------------------------------------------------------------
  */
 
@@ -176,72 +172,6 @@ sched_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Set the launcher's latch (through SIGUSR1, as the launcher of logical
- * replication does), if there is a launcher. */
-static void
-wake_launcher(void)
-{
-	pid_t		pid;
-
-	if (sched == NULL)
-		return;
-	SpinLockAcquire(&sched->mutex);
-	pid = sched->launcher_pid;
-	SpinLockRelease(&sched->mutex);
-	if (pid != 0)
-		(void) kill(pid, SIGUSR1);
-}
-
-/*
- * Wake the launcher when the current transaction commits: the change it
- * should see (a schedule, a pipeline, the extension) is visible only then.
- */
-void
-hwm_scheduler_wake_at_commit(void)
-{
-	wake_at_commit = true;
-}
-
-static void
-sched_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-			if (wake_at_commit)
-				wake_launcher();
-			wake_at_commit = false;
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PREPARE:
-			wake_at_commit = false;
-			break;
-		default:
-			break;
-	}
-}
-
-/* CREATE, ALTER and DROP EXTENSION wake the launcher at commit */
-static void
-sched_process_utility(PlannedStmt *pstmt, const char *queryString,
-					  bool readOnlyTree, ProcessUtilityContext context,
-					  ParamListInfo params, QueryEnvironment *queryEnv,
-					  DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *stmt = pstmt->utilityStmt;
-
-	if (IsA(stmt, CreateExtensionStmt) || IsA(stmt, AlterExtensionStmt) ||
-		(IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION))
-		wake_at_commit = true;
-
-	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-								  params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-}
-
 /*
  * Called from _PG_init.  Only while shared_preload_libraries is processed
  * (and never under pg_upgrade) is the launcher registered and shared memory
@@ -254,15 +184,12 @@ hwm_scheduler_init(void)
 
 	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
 		return;
-	preloaded = true;
+	hwm_wakeup_init();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sched_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sched_shmem_startup;
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = sched_process_utility;
-	RegisterXactCallback(sched_xact_callback, NULL);
 
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -273,26 +200,6 @@ hwm_scheduler_init(void)
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm launcher");
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm launcher");
 	RegisterBackgroundWorker(&bgw);
-}
-
-/*
- * A schedule set in a database that the launcher does not serve, or on a
- * server that did not preload hwm, never runs: say so.
- */
-void
-hwm_scheduler_warn_if_not_served(const char *pipeline)
-{
-	if (!preloaded)
-		ereport(WARNING,
-				(errmsg("pipeline \"%s\" is scheduled, but hwm is not loaded through shared_preload_libraries", pipeline),
-				 errdetail("The schedule is stored; nothing runs it until the scheduler is started."),
-				 errhint("Add hwm to shared_preload_libraries in postgresql.conf and restart the server.")));
-	else if (hwm_database == NULL || strcmp(hwm_database, get_database_name(MyDatabaseId)) != 0)
-		ereport(WARNING,
-				(errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
-						hwm_database ? hwm_database : ""),
-				 errdetail("The schedule is stored; nothing runs it in this database."),
-				 errhint("Set hwm.database in postgresql.conf to this database and restart the server.")));
 }
 
 /* ------------------------------------------------------------------------
@@ -367,15 +274,6 @@ static List *launched = NIL;	/* in TopMemoryContext */
 static TimestampTz slots_exhausted_logged_at = 0;
 static bool extension_seen = false;
 static TimestampTz last_maintenance = 0;
-
-static void
-launcher_detach(int code, Datum arg)
-{
-	SpinLockAcquire(&sched->mutex);
-	if (sched->launcher_pid == MyProcPid)
-		sched->launcher_pid = 0;
-	SpinLockRelease(&sched->mutex);
-}
 
 static int
 slots_in_use(void)
@@ -927,13 +825,12 @@ hwm_launcher_main(Datum main_arg)
 	pgstat_report_appname("hwm launcher");
 
 	/* become the launcher; forget workers that never started */
+	hwm_wakeup_register_launcher();
 	SpinLockAcquire(&sched->mutex);
-	sched->launcher_pid = MyProcPid;
 	for (int i = 0; i < sched->nslots; i++)
 		if (sched->slots[i].in_use && sched->slots[i].pid == 0)
 			sched->slots[i].in_use = false;
 	SpinLockRelease(&sched->mutex);
-	before_shmem_exit(launcher_detach, (Datum) 0);
 
 	ereport(LOG,
 			(errmsg("hwm launcher started, serving database \"%s\"", hwm_database)));
@@ -984,7 +881,7 @@ worker_detach(int code, Datum arg)
 	SpinLockAcquire(&sched->mutex);
 	sched->slots[my_slotno].exited = true;
 	SpinLockRelease(&sched->mutex);
-	wake_launcher();
+	hwm_wakeup_launcher();
 }
 
 static void
