@@ -528,22 +528,20 @@ free_slot(int slotno, uint64 generation)
 }
 
 /*
- * Steps 2 and 3: find due pipelines and claim their runs.  Returns the runs
- * to start (in launcher memory) and sets *sleep_ms to when the next pipeline
- * is due.
+ * Step 2: the enabled, scheduled pipelines with no run of theirs in
+ * progress, oldest next_run_at first, at most limit of them, left in
+ * SPI_tuptable as (pipeline, owner, next_run_at, schedule, anchor, timeout).
+ * Their rows are locked for the claim; a row locked by a run in progress
+ * (by hand) is skipped, not waited for.
  */
-static List *
-claim_due_runs(int room, long *sleep_ms)
+static void
+select_due(int limit)
 {
-	List	   *pending = NIL;
 	Oid			argtypes[1] = {INT4OID};
 	Datum		values[1];
 	HwmRoleSwitch sw;
-	TimestampTz now = GetCurrentTimestamp();
-	SPITupleTable *due;
-	uint64		ndue;
 
-	values[0] = Int32GetDatum(room + 1);
+	values[0] = Int32GetDatum(limit);
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
 				 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
@@ -554,10 +552,101 @@ claim_due_runs(int room, long *sleep_ms)
 				 "    AND r.status OPERATOR(pg_catalog.=) 'running'"
 				 "    AND r.kind OPERATOR(pg_catalog.=) 'load')"
 				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1"
-				 /* a row locked by a run in progress (by hand) is not waited for */
 				 " FOR UPDATE OF s SKIP LOCKED",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
+}
+
+/*
+ * Step 3's catalog writes for one run: move the pipeline's next_run_at to
+ * next (the first slot on the grid after now) and insert its 'running' row;
+ * returns the row's run_id.
+ */
+static int64
+insert_running_row(const PendingRun *run, TimestampTz next)
+{
+	char	   *owner_name = GetUserNameFromId(run->owner, true);
+	Oid			argtypes[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
+	Datum		values[3];
+	HwmRoleSwitch sw;
+	bool		isnull;
+	int64		run_id;
+
+	values[0] = CStringGetTextDatum(run->pipeline);
+	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
+	values[2] = TimestampTzGetDatum(next);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 3, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
+				 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+				 " RETURNING run_id",
+				 2, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	hwm_unbecome(&sw);
+	return run_id;
+}
+
+/*
+ * Step 3 for one due row of select_due: claim its run (insert_running_row)
+ * and take a worker slot for it.  Returns the run to start, in
+ * TopMemoryContext; NULL when its owner cannot run it, which is recorded as
+ * a failure at once.
+ */
+static PendingRun *
+claim_run(HeapTuple tup, TupleDesc desc, TimestampTz now, int room)
+{
+	bool		isnull;
+	Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
+	TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	bool		no_timeout;
+	Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
+	MemoryContext spicxt;
+	PendingRun *run;
+	const char *sqlstate = NULL;
+	const char *problem;
+
+	spicxt = MemoryContextSwitchTo(TopMemoryContext);
+	run = palloc0(sizeof(PendingRun));
+	run->pipeline = SPI_getvalue(tup, desc, 1);
+	MemoryContextSwitchTo(spicxt);
+	run->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	run->old_next_run_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+	run->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
+	run->run_id = insert_running_row(run, hwm_schedule_next(anchor, every, now, false));
+
+	problem = owner_problem(run->owner, &sqlstate);
+	if (problem)
+	{
+		/* it cannot run at all: a failure, recorded now */
+		ereport(LOG,
+				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", run->pipeline, problem)));
+		record_outcome(run->run_id, "failed", sqlstate, problem);
+		pfree(run->pipeline);
+		pfree(run);
+		return NULL;
+	}
+	run->slotno = take_slot(run->run_id, &run->generation);
+	if (run->slotno < 0)
+		elog(ERROR, "hwm: no free scheduler slot although %d are free", room);
+	return run;
+}
+
+/*
+ * Steps 2 and 3: find due pipelines and claim their runs.  Returns the runs
+ * to start (in launcher memory) and sets *sleep_ms to when the next pipeline
+ * is due.
+ */
+static List *
+claim_due_runs(int room, long *sleep_ms)
+{
+	List	   *pending = NIL;
+	TimestampTz now = GetCurrentTimestamp();
+	SPITupleTable *due;
+	uint64		ndue;
+
+	select_due(room + 1);
 	due = SPI_tuptable;
 	ndue = SPI_processed;
 
@@ -567,21 +656,10 @@ claim_due_runs(int room, long *sleep_ms)
 		*sleep_ms = 0;
 	for (uint64 i = 0; i < ndue; i++)
 	{
-		HeapTuple	tup = due->vals[i];
-		TupleDesc	desc = due->tupdesc;
 		bool		isnull;
-		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
-		Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
-		TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
-		bool		no_timeout;
-		Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
-		MemoryContext spicxt;
+		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(due->vals[i], due->tupdesc,
+																	3, &isnull));
 		PendingRun *run;
-		const char *sqlstate = NULL;
-		const char *problem;
-		char	   *owner_name;
-		Oid			targs[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
-		Datum		tvals[3];
 
 		if (next_run_at > now)
 		{
@@ -598,49 +676,15 @@ claim_due_runs(int room, long *sleep_ms)
 			/* due, but no room: a worker's exit wakes us */
 			break;
 		}
-
-		spicxt = MemoryContextSwitchTo(TopMemoryContext);
-		run = palloc0(sizeof(PendingRun));
-		run->pipeline = SPI_getvalue(tup, desc, 1);
-		MemoryContextSwitchTo(spicxt);
-		run->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		run->old_next_run_at = next_run_at;
-		run->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
-
-		/* the 'running' row, and the next slot on the grid after now */
-		owner_name = GetUserNameFromId(run->owner, true);
-		tvals[0] = CStringGetTextDatum(run->pipeline);
-		tvals[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
-		tvals[2] = TimestampTzGetDatum(hwm_schedule_next(anchor, every, now, false));
-		hwm_become(hwm_catalog_owner(), false, &sw);
-		hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 3, targs, tvals, NULL, SPI_OK_UPDATE);
-		hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
-					 " RETURNING run_id",
-					 2, targs, tvals, NULL, SPI_OK_INSERT_RETURNING);
-		run->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1, &isnull));
-		hwm_unbecome(&sw);
-
-		problem = owner_problem(run->owner, &sqlstate);
-		if (problem)
+		run = claim_run(due->vals[i], due->tupdesc, now, room);
+		if (run != NULL)
 		{
-			/* it cannot run at all: a failure, recorded now */
-			ereport(LOG,
-					(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", run->pipeline, problem)));
-			record_outcome(run->run_id, "failed", sqlstate, problem);
-			pfree(run->pipeline);
-			pfree(run);
-			continue;
+			/* the list outlives this transaction (and SPI's memory) */
+			MemoryContext spicxt = MemoryContextSwitchTo(TopMemoryContext);
+
+			pending = lappend(pending, run);
+			MemoryContextSwitchTo(spicxt);
 		}
-		run->slotno = take_slot(run->run_id, &run->generation);
-		if (run->slotno < 0)
-			elog(ERROR, "hwm: no free scheduler slot although %d are free", room);
-		/* the list outlives this transaction (and SPI's memory) */
-		spicxt = MemoryContextSwitchTo(TopMemoryContext);
-		pending = lappend(pending, run);
-		MemoryContextSwitchTo(spicxt);
 	}
 	return pending;
 }
@@ -872,7 +916,10 @@ hwm_launcher_main(Datum main_arg)
  * ------------------------------------------------------------------------
  */
 
+/* This worker's run (a worker runs one) */
 static int	my_slotno = -1;
+static HwmWorkerArgs my_args;
+static char *my_pipeline = NULL;	/* NULL until read from its 'running' row */
 
 /* On the way out: tell the launcher that this run's slot is free. */
 static void
@@ -892,34 +939,154 @@ mark_recorded(void)
 	SpinLockRelease(&sched->mutex);
 }
 
+/*
+ * Take the slot the launcher reserved for this run: false when the launcher
+ * gave up on the run (a restarted launcher frees slots whose worker had not
+ * started).
+ */
+static bool
+worker_claim_slot(void)
+{
+	bool		claimed;
+
+	SpinLockAcquire(&sched->mutex);
+	claimed = my_slotno >= 0 && my_slotno < sched->nslots &&
+		sched->slots[my_slotno].in_use &&
+		sched->slots[my_slotno].generation == my_args.generation;
+	if (claimed)
+		sched->slots[my_slotno].pid = MyProcPid;
+	SpinLockRelease(&sched->mutex);
+	return claimed;
+}
+
+/* The run's time limit in ms: the pipeline's timeout, else statement_timeout */
+static int
+worker_timeout_ms(void)
+{
+	return my_args.timeout_ms > 0 ? my_args.timeout_ms : StatementTimeout;
+}
+
+/*
+ * The pipeline of this run's 'running' row, copied into cxt; NULL when the
+ * row is no longer 'running' (nothing to do).
+ */
+static char *
+read_run_pipeline(MemoryContext cxt)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	char	   *pipeline = NULL;
+
+	values[0] = Int64GetDatum(my_args.run_id);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+				 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	if (SPI_processed > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		MemoryContextSwitchTo(old);
+	}
+	return pipeline;
+}
+
+/*
+ * SELECT * FROM hwm.run(pipeline, nowait => true) under the run's time
+ * limit; hwm.run records the run itself, so the 'running' row goes.
+ */
+static void
+run_pipeline(const char *pipeline)
+{
+	Oid			runtypes[1] = {TEXTOID};
+	Datum		runvals[1];
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	int			timeout_ms = worker_timeout_ms();
+
+	pgstat_report_appname(psprintf("hwm: %s", pipeline));
+	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
+
+	runvals[0] = CStringGetTextDatum(pipeline);
+	if (timeout_ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+	hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
+				 1, runtypes, runvals, NULL, SPI_OK_SELECT);
+	if (timeout_ms > 0)
+		disable_timeout(STATEMENT_TIMEOUT, false);
+
+	values[0] = Int64GetDatum(my_args.run_id);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+				 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_unbecome(&sw);
+}
+
+/*
+ * Record the run's error, in a transaction of its own after the failed one:
+ * 'skipped' when a run by hand (or a backfill) held the pipeline, so that the
+ * run is not doubled; else 'failed', which also backs off the next run.
+ */
+static void
+worker_record_failure(ErrorData *edata)
+{
+	const char *status = "failed";
+	const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
+	char	   *error;
+
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
+		edata->message != NULL &&
+		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
+	{
+		status = "skipped";
+		error = edata->message;
+		ereport(LOG,
+				(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", my_pipeline)));
+	}
+	else
+	{
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
+			strstr(edata->message, "statement timeout") != NULL)
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms",
+							 worker_timeout_ms());
+		else if (edata->detail)
+			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
+		else
+			error = edata->message ? edata->message : "unknown error";
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",
+						my_pipeline ? my_pipeline : "?", error)));
+	}
+
+	hwm_bgw_begin();
+	record_outcome(my_args.run_id, status, sqlstate, error);
+	hwm_bgw_commit();
+	mark_recorded();
+}
+
 void
 hwm_worker_main(Datum main_arg)
 {
-	HwmWorkerArgs args;
-	bool		claimed;
-	char	   *volatile pipeline = NULL;
 	MemoryContext workcxt;
 	ErrorData  *volatile edata = NULL;
 
-	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
 	my_slotno = DatumGetInt32(main_arg);
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	SpinLockAcquire(&sched->mutex);
-	claimed = my_slotno >= 0 && my_slotno < sched->nslots &&
-		sched->slots[my_slotno].in_use &&
-		sched->slots[my_slotno].generation == args.generation;
-	if (claimed)
-		sched->slots[my_slotno].pid = MyProcPid;
-	SpinLockRelease(&sched->mutex);
-	if (!claimed)
+	if (!worker_claim_slot())
 		proc_exit(0);			/* the launcher gave up on this run */
 	before_shmem_exit(worker_detach, (Datum) 0);
 
 	/* a session of the pipeline's owner, never of a superuser */
-	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
+	BackgroundWorkerInitializeConnectionByOid(my_args.dboid, my_args.owner, 0);
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SET, true, 0, false);
@@ -928,43 +1095,10 @@ hwm_worker_main(Datum main_arg)
 
 	PG_TRY();
 	{
-		Oid			argtypes[1] = {INT8OID};
-		Datum		values[1];
-		HwmRoleSwitch sw;
-		int			timeout_ms = args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout;
-
 		hwm_bgw_begin();
-		values[0] = Int64GetDatum(args.run_id);
-		hwm_become(hwm_catalog_owner(), false, &sw);
-		hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
-					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-		hwm_unbecome(&sw);
-		if (SPI_processed > 0)
-		{
-			Oid			runtypes[1] = {TEXTOID};
-			Datum		runvals[1];
-			MemoryContext old = MemoryContextSwitchTo(workcxt);
-
-			pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			MemoryContextSwitchTo(old);
-			pgstat_report_appname(psprintf("hwm: %s", pipeline));
-			pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
-
-			runvals[0] = CStringGetTextDatum(pipeline);
-			if (timeout_ms > 0)
-				enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
-			hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
-						 1, runtypes, runvals, NULL, SPI_OK_SELECT);
-			if (timeout_ms > 0)
-				disable_timeout(STATEMENT_TIMEOUT, false);
-
-			/* hwm.run recorded the run: the 'running' row goes */
-			hwm_become(hwm_catalog_owner(), false, &sw);
-			hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
-						 1, argtypes, values, NULL, SPI_OK_DELETE);
-			hwm_unbecome(&sw);
-		}
+		my_pipeline = read_run_pipeline(workcxt);
+		if (my_pipeline != NULL)
+			run_pipeline(my_pipeline);
 		hwm_bgw_commit();
 		mark_recorded();
 	}
@@ -979,42 +1113,6 @@ hwm_worker_main(Datum main_arg)
 	PG_END_TRY();
 
 	if (edata != NULL)
-	{
-		const char *status = "failed";
-		const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
-		char	   *error;
-
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && pipeline != NULL &&
-			edata->message != NULL &&
-			strcmp(edata->message, psprintf("pipeline \"%s\" is busy", pipeline)) == 0)
-		{
-			/* a run by hand (or a backfill) holds the pipeline: not doubled */
-			status = "skipped";
-			error = edata->message;
-			ereport(LOG,
-					(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", pipeline)));
-		}
-		else
-		{
-			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
-				strstr(edata->message, "statement timeout") != NULL)
-				error = psprintf("canceling the run: it took longer than its timeout of %d ms",
-								 args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout);
-			else if (edata->detail)
-				error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
-			else
-				error = edata->message ? edata->message : "unknown error";
-			ereport(LOG,
-					(errcode(edata->sqlerrcode),
-					 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",
-							pipeline ? pipeline : "?", error)));
-		}
-
-		/* record it in a transaction of its own, after the failed one */
-		hwm_bgw_begin();
-		record_outcome(args.run_id, status, sqlstate, error);
-		hwm_bgw_commit();
-		mark_recorded();
-	}
+		worker_record_failure(edata);
 	proc_exit(0);
 }
