@@ -173,6 +173,24 @@ sched_shmem_startup(void)
 }
 
 /*
+ * What the launcher and the workers have in common: a database connection,
+ * started once recovery has finished, found in this library.
+ */
+static void
+bgw_init(BackgroundWorker *bgw, const char *function_name, const char *name,
+		 const char *type, int restart_time)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = restart_time;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "hwm");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function_name);
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
+}
+
+/*
  * Called from _PG_init.  Only while shared_preload_libraries is processed
  * (and never under pg_upgrade) is the launcher registered and shared memory
  * requested; a module loaded later only provides the SQL functions.
@@ -191,14 +209,7 @@ hwm_scheduler_init(void)
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sched_shmem_startup;
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 10;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "hwm");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "hwm_launcher_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm launcher");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm launcher");
+	bgw_init(&bgw, "hwm_launcher_main", "hwm launcher", "hwm launcher", 10);
 	RegisterBackgroundWorker(&bgw);
 }
 
@@ -706,15 +717,10 @@ start_workers(List *pending)
 		BackgroundWorkerHandle *handle;
 		HwmWorkerArgs args;
 		MemoryContext old;
+		char		name[BGW_MAXLEN];
 
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "hwm");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "hwm_worker_main");
-		snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm worker for pipeline %s", run->pipeline);
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm worker");
+		snprintf(name, sizeof(name), "hwm worker for pipeline %s", run->pipeline);
+		bgw_init(&bgw, "hwm_worker_main", name, "hwm worker", BGW_NEVER_RESTART);
 		bgw.bgw_main_arg = Int32GetDatum(run->slotno);
 		bgw.bgw_notify_pid = MyProcPid;
 		memset(&args, 0, sizeof(args));
