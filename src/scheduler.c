@@ -9,13 +9,17 @@
  * starts it) and loops:
  *
  *	1. reap workers that have exited (recording those that died without
- *	   recording an outcome);
+ *	   recording an outcome); when the extension is there, every 10 seconds
+ *	   (and at once when it appears) mark 'running' rows that no worker
+ *	   holds 'interrupted' and prune the history (hwm.max_runs_per_pipeline,
+ *	   hwm.history_days), even while hwm.enabled is off;
  *	2. unless hwm.enabled is off or the extension is absent, read the due
  *	   pipelines (enabled, scheduled, next_run_at <= now(), no run of theirs
  *	   in progress), oldest first, as many as hwm.max_workers leaves room for;
- *	3. for each, in one transaction: insert a 'running' row into hwm.runs and
- *	   move next_run_at to the first slot of the anchored grid after now()
- *	   (so a backlog becomes one catch-up run);
+ *	3. in the same transaction, for each: insert a 'running' row into
+ *	   hwm.runs and move next_run_at to the first slot of the anchored grid
+ *	   after now() (so a backlog becomes one catch-up run); a run whose
+ *	   owner cannot start a session (dropped, or without LOGIN) fails at once;
  *	4. start a dynamic worker per run; when no background worker slot is free
  *	   (max_worker_processes exhausted), undo step 3 for it, log once, retry
  *	   a second later;
@@ -31,13 +35,12 @@
  * pipeline's timeout as a statement timeout, and runs SELECT * FROM
  * hwm.run(pipeline, nowait => true) in one transaction that also deletes the
  * 'running' row (hwm.run records the successful run itself).  On an error
- * the transaction rolls back and a second one marks the row 'failed' (or
- * 'skipped' when the pipeline was busy with another run), and counts the
- * failure in hwm.state, backing off: the retry waits schedule * 2^(n-1)
- * after the n-th consecutive failure, at most one hour or one schedule,
- * whichever is longer.  A 'running' row whose worker is gone (crash,
- * immediate shutdown, kill -9) is marked 'interrupted' when the launcher
- * starts.
+ * the transaction rolls back and a second one marks the row 'skipped' when
+ * the pipeline was busy with another run, else 'failed'; a failure counts in
+ * hwm.state and backs off: the retry waits schedule * 2^(n-1) after the n-th
+ * consecutive failure, at most one hour or one schedule, whichever is
+ * longer.  A 'running' row whose worker is gone (crash, immediate shutdown,
+ * kill -9) is marked 'interrupted' when the launcher starts again.
  *
  * Shared memory holds one slot per possible worker, so that the number of
  * runs in flight is known even to a restarted launcher.  (The launcher's pid,
