@@ -32,6 +32,24 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+/* Has the interval a negative part (months, days or time)? */
+static bool
+has_negative_part(const Interval *iv)
+{
+	return iv->month < 0 || iv->day < 0 || iv->time < 0;
+}
+
+/* Is the interval shorter than usecs microseconds (as interval < does)? */
+static bool
+shorter_than(const Interval *iv, int64 usecs)
+{
+	Interval	limit = {0};
+
+	limit.time = usecs;
+	return DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(iv),
+											IntervalPGetDatum(&limit)));
+}
+
 /*
  * Refuse a schedule that the launcher cannot step through: it must be at
  * least one second and have no negative part (so that adding it always moves
@@ -40,10 +58,7 @@
 void
 hwm_check_schedule(const Interval *every, const char *what)
 {
-	Interval	one_second = {0};
-
-	one_second.time = USECS_PER_SEC;
-	if (every->month < 0 || every->day < 0 || every->time < 0)
+	if (has_negative_part(every))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not have negative parts", what),
@@ -51,8 +66,7 @@ hwm_check_schedule(const Interval *every, const char *what)
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(every)))),
 				 errhint("Pass a plain interval such as '5 minutes' or '1 day'.")));
-	if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(every),
-										 IntervalPGetDatum(&one_second))))
+	if (shorter_than(every, USECS_PER_SEC))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be at least 1 second", what),
@@ -272,12 +286,8 @@ hwm_set_timeout(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 	{
 		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-		Interval	one_ms = {0};
 
-		one_ms.time = 1000;
-		if (timeout->month < 0 || timeout->day < 0 || timeout->time < 0 ||
-			DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(timeout),
-											 IntervalPGetDatum(&one_ms))))
+		if (has_negative_part(timeout) || shorter_than(timeout, 1000))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout must be a positive interval of at least 1 millisecond"),
