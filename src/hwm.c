@@ -1,16 +1,20 @@
 /*
  * hwm.c
- *		Module entry point.
+ *		Module entry point: _PG_init defines the hwm.* settings (each
+ *		module owns its variables; see their headers) and registers the
+ *		background scheduler.  Nothing calls into this file.
  *
  * hwm works without shared_preload_libraries: every SQL function loads the
- * module on first use.  Preloading it reserves the hwm.* settings prefix
- * now, and registers the background scheduler (see scheduler.c).
+ * module on first use.  Preloading it defines the settings, and reserves the
+ * hwm.* prefix, when the server starts; only then is hwm.database defined
+ * and the background scheduler registered (see scheduler.c).
  */
 #include "postgres.h"
 
 #include "exchange.h"
 #include "privilege.h"
 #include "scheduler.h"
+#include "wakeup.h"
 #include "watermark.h"
 
 #include <limits.h>

@@ -1,13 +1,21 @@
-/* transitional */
+/*
+ * scheduler.h
+ *		The background scheduler: the launcher that starts due runs and the
+ *		worker that runs one (scheduler.c).  Only hwm.c calls in, to register
+ *		it; the SQL side reaches it through wakeup.h and the catalog tables.
+ */
 #ifndef HWM_SCHEDULER_H
 #define HWM_SCHEDULER_H
+
 #include "postgres.h"
-extern char *hwm_database;
+
+/* hwm.enabled, hwm.max_workers, hwm.max_runs_per_pipeline, hwm.history_days */
 extern bool hwm_enabled;
 extern int	hwm_max_workers;
 extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
+
+/* from _PG_init: while preloading, register the launcher */
 extern void hwm_scheduler_init(void);
-extern void hwm_scheduler_wake_at_commit(void);
-extern void hwm_scheduler_warn_if_not_served(const char *pipeline);
-#endif
+
+#endif							/* HWM_SCHEDULER_H */
