@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "dispatch.h"
 #include "exchange.h"
 #include "privilege.h"
 #include "scheduler.h"
@@ -69,18 +70,18 @@ _PG_init(void)
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	/*
-	 * The scheduler's database is fixed at server start; a PGC_POSTMASTER
-	 * setting can only be defined while preloading, and only the preloaded
-	 * library runs the scheduler anyway.
+	 * Which databases the scheduler serves; defined only while preloading,
+	 * as only the preloaded library runs the scheduler.
 	 */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomStringVariable("hwm.database",
-								   "The database whose pipelines the background scheduler runs.",
-								   "Pipelines scheduled in other databases are stored but not run.",
+								   "The databases whose pipelines the background scheduler runs.",
+								   "'*' (the default): every database where hwm is installed; "
+								   "else a comma-separated list of database names, and only those.",
 								   &hwm_database,
-								   "postgres",
-								   PGC_POSTMASTER, 0,
-								   NULL, NULL, NULL);
+								   "*",
+								   PGC_SIGHUP, GUC_LIST_INPUT,
+								   hwm_database_check, NULL, NULL);
 	DefineCustomBoolVariable("hwm.enabled",
 							 "Whether the background scheduler starts scheduled runs.",
 							 "Off: no new scheduled run starts (runs in progress finish); hwm.run still works by hand.",
@@ -109,6 +110,14 @@ _PG_init(void)
 							0, 0, 36500,
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("hwm.notify_channel",
+							   "The channel on which each finished scheduled run is notified.",
+							   "Every scheduled run that ends (succeeded, failed, skipped, interrupted) sends NOTIFY "
+							   "on this channel in its database, with a JSON payload; empty: no notifications.",
+							   &hwm_notify_channel,
+							   "hwm_runs",
+							   PGC_SIGHUP, 0,
+							   hwm_notify_channel_check, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 	hwm_scheduler_init();
 }

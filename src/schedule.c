@@ -135,7 +135,7 @@ update_state(const char *sql, int nargs, Oid *argtypes, Datum *values,
 /*
  * A schedule set in a database that the launcher does not serve, or on a
  * server that did not preload hwm, never runs: say so.  This depends only on
- * how the server was started (hwm.database), never on a running launcher.
+ * the settings (hwm.database), never on a running launcher.
  */
 static void
 warn_if_not_served(const char *pipeline)
@@ -145,12 +145,14 @@ warn_if_not_served(const char *pipeline)
 				(errmsg("pipeline \"%s\" is scheduled, but hwm is not loaded through shared_preload_libraries", pipeline),
 				 errdetail("The schedule is stored; nothing runs it until the scheduler is started."),
 				 errhint("Add hwm to shared_preload_libraries in postgresql.conf and restart the server.")));
-	else if (hwm_database == NULL || strcmp(hwm_database, get_database_name(MyDatabaseId)) != 0)
+	else if (!hwm_database_listed(get_database_name(MyDatabaseId)))
 		ereport(WARNING,
-				(errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
-						hwm_database ? hwm_database : ""),
+				(hwm_database_is_single() ?
+				 errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
+						hwm_database) :
+				 errmsg("pipeline \"%s\" is scheduled, but hwm.database does not list this database", pipeline),
 				 errdetail("The schedule is stored; nothing runs it in this database."),
-				 errhint("Set hwm.database in postgresql.conf to this database and restart the server.")));
+				 errhint("Add this database to hwm.database in postgresql.conf, or set it to '*', and reload the server.")));
 }
 
 /*

@@ -1,19 +1,19 @@
 /*
  * scheduler.h
- *		The background scheduler: the launcher that starts due runs and the
- *		worker that runs one (scheduler.c).  Only hwm.c calls in, to register
- *		it; the SQL side reaches it through wakeup.h and the catalog tables.
+ *		The background scheduler's launcher (scheduler.c): registered at
+ *		server start, it serves every database that hwm.database lets it
+ *		serve, starting a dispatcher and the runs' workers (dispatch.c) by
+ *		name.  Only hwm.c calls in, to register it; the SQL side reaches it
+ *		through wakeup.h and the catalog tables.
  */
 #ifndef HWM_SCHEDULER_H
 #define HWM_SCHEDULER_H
 
 #include "postgres.h"
 
-/* hwm.enabled, hwm.max_workers, hwm.max_runs_per_pipeline, hwm.history_days */
+/* hwm.enabled, hwm.max_workers */
 extern bool hwm_enabled;
 extern int	hwm_max_workers;
-extern int	hwm_max_runs_per_pipeline;
-extern int	hwm_history_days;
 
 /* from _PG_init: while preloading, register the launcher */
 extern void hwm_scheduler_init(void);

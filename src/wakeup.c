@@ -1,21 +1,32 @@
 /*
  * wakeup.c
- *		The launcher's doorbell: its pid in shared memory, and a flag that
- *		a transaction sets when it changes what the launcher schedules, so
- *		that the launcher's latch is set when that transaction commits.
+ *		What the scheduler's processes and the SQL side share in shared
+ *		memory, besides the run slots: the launcher's doorbell, the databases
+ *		that rang it, and hwm's processes by database; and which databases
+ *		hwm.database lets the scheduler serve.
  *
- * The SQL side (schedule.c: a schedule, a pause, a resume), CREATE, ALTER
- * and DROP EXTENSION (through a ProcessUtility hook here) and the launcher's
- * own workers (on exit) ring it; the launcher (scheduler.c) registers itself
- * as the process to wake.  Neither side calls the other: both call down into
- * this module, which calls no other module of hwm.
+ * The doorbell: the launcher's pid, and a short list of databases that rang
+ * since the launcher last looked.  The SQL side (schedule.c: a schedule, a
+ * pause, a resume), CREATE, ALTER and DROP EXTENSION (through a
+ * ProcessUtility hook here) and the scheduler's own processes (on exit) ring
+ * it for their database; CREATE, ALTER, DROP DATABASE ring it for every
+ * database (the launcher reads pg_database again).  The change a transaction
+ * makes is visible only after commit, so the doorbell rings in an
+ * XactCallback at COMMIT; an aborted or prepared transaction does not ring
+ * it.  The latch is set through SIGUSR1, as PostgreSQL's logical replication
+ * launcher is woken.
  *
- * The latch is set through SIGUSR1, as PostgreSQL's logical replication
- * launcher is woken.  The change a transaction makes is visible to the
- * launcher only after commit, so the doorbell rings in an XactCallback at
- * COMMIT; an aborted or prepared transaction does not ring it.
+ * Getting out of the way: a command that needs a database to itself (DROP
+ * DATABASE, ALTER DATABASE RENAME or SET TABLESPACE, CREATE DATABASE ...
+ * TEMPLATE) first marks the database as leaving for a few seconds, so that
+ * the launcher starts nothing in it; DROP DATABASE also terminates hwm's
+ * processes connected to it (its dispatcher, its runs in progress, which
+ * roll back), as PostgreSQL terminates autovacuum workers there.  Each of
+ * hwm's processes registers here, before connecting, the database it enters.
  *
- * Without shared_preload_libraries (or under pg_upgrade) there is no
+ * Neither the launcher (scheduler.c) nor dispatch.c nor schedule.c calls the
+ * others: they all call down into this module, which calls no other module
+ * of hwm.  Without shared_preload_libraries (or under pg_upgrade) there is no
  * launcher: nothing here is set up, and ringing does nothing.
  */
 #include "postgres.h"
@@ -25,6 +36,9 @@
 #include <signal.h>
 
 #include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "storage/ipc.h"
@@ -32,30 +46,132 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
 
 /* Settings and facts shared by both sides (hwm.database is defined in hwm.c) */
 char	   *hwm_database = NULL;
 bool		hwm_scheduler_preloaded = false;
 
+#define HWM_MAX_RUNG	32		/* databases remembered between two looks */
+#define HWM_MAX_LEAVING	8		/* databases being dropped at once */
+#define HWM_LEAVING_MS	10000	/* how long a leaving database is avoided */
+
+/* One of hwm's processes and the database it is connected to */
+typedef struct HwmDbProc
+{
+	pid_t		pid;			/* 0: unused entry */
+	Oid			dboid;
+} HwmDbProc;
+
+typedef struct HwmLeaving
+{
+	Oid			dboid;
+	TimestampTz since;
+} HwmLeaving;
+
 typedef struct HwmWakeupShared
 {
 	slock_t		mutex;
 	pid_t		launcher_pid;	/* 0: no launcher running */
+	bool		rung_all;		/* every database (or too many) rang */
+	int			nrung;
+	Oid			rung[HWM_MAX_RUNG];
+	HwmLeaving	leaving[HWM_MAX_LEAVING];
+	int			nprocs;
+	HwmDbProc	procs[FLEXIBLE_ARRAY_MEMBER];
 } HwmWakeupShared;
 
 static HwmWakeupShared *wakeup = NULL;
 static bool wake_at_commit = false;
+static bool wake_all_at_commit = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+
+/* ------------------------------------------------------------------------
+ * hwm.database
+ * ------------------------------------------------------------------------
+ */
+
+/* The names hwm.database lists (NIL for '*'), or false when it is no list */
+static bool
+database_list(const char *value, List **names)
+{
+	*names = NIL;
+	if (value == NULL)
+		return false;
+	if (strcmp(value, "*") == 0)
+		return true;
+	return SplitGUCList(pstrdup(value), ',', names);
+}
+
+/* check hook of hwm.database: '*' or a comma-separated list of names */
+bool
+hwm_database_check(char **newval, void **extra, GucSource source)
+{
+	List	   *names;
+
+	if (!database_list(*newval, &names))
+	{
+		GUC_check_errdetail("hwm.database must be '*' or a comma-separated list of database names.");
+		return false;
+	}
+	list_free(names);
+	return true;
+}
+
+bool
+hwm_database_listed(const char *dbname)
+{
+	List	   *names;
+	ListCell   *lc;
+	bool		listed = false;
+
+	if (dbname == NULL || !database_list(hwm_database, &names))
+		return false;
+	if (strcmp(hwm_database, "*") == 0)
+		return true;
+	foreach(lc, names)
+		if (strcmp((char *) lfirst(lc), dbname) == 0)
+			listed = true;
+	list_free(names);
+	return listed;
+}
+
+bool
+hwm_database_is_single(void)
+{
+	List	   *names;
+	bool		single;
+
+	if (!database_list(hwm_database, &names) || strcmp(hwm_database, "*") == 0)
+		return false;
+	single = list_length(names) == 1;
+	list_free(names);
+	return single;
+}
+
+/* ------------------------------------------------------------------------
+ * Shared memory, the doorbell
+ * ------------------------------------------------------------------------
+ */
+
+static Size
+wakeup_shmem_size(void)
+{
+	return add_size(offsetof(HwmWakeupShared, procs),
+					mul_size(max_worker_processes, sizeof(HwmDbProc)));
+}
 
 static void
 wakeup_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(sizeof(HwmWakeupShared));
+	RequestAddinShmemSpace(wakeup_shmem_size());
 }
 
 static void
@@ -66,28 +182,58 @@ wakeup_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	wakeup = ShmemInitStruct("hwm launcher wakeup", sizeof(HwmWakeupShared), &found);
+	wakeup = ShmemInitStruct("hwm launcher wakeup", wakeup_shmem_size(), &found);
 	if (!found)
 	{
-		memset(wakeup, 0, sizeof(HwmWakeupShared));
+		memset(wakeup, 0, wakeup_shmem_size());
 		SpinLockInit(&wakeup->mutex);
+		wakeup->nprocs = max_worker_processes;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Set the launcher's latch, if there is a launcher. */
-void
-hwm_wakeup_launcher(void)
+/* Note that dboid rang (InvalidOid: every database), and set the latch. */
+static void
+ring(Oid dboid)
 {
 	pid_t		pid;
+	bool		known = false;
 
 	if (wakeup == NULL)
 		return;
 	SpinLockAcquire(&wakeup->mutex);
+	for (int i = 0; i < wakeup->nrung; i++)
+		known |= wakeup->rung[i] == dboid;
+	if (!OidIsValid(dboid) || (!known && wakeup->nrung >= HWM_MAX_RUNG))
+		wakeup->rung_all = true;
+	else if (!known)
+		wakeup->rung[wakeup->nrung++] = dboid;
 	pid = wakeup->launcher_pid;
 	SpinLockRelease(&wakeup->mutex);
 	if (pid != 0)
 		(void) kill(pid, SIGUSR1);
+}
+
+/* Wake the launcher for this database, if there is a launcher. */
+void
+hwm_wakeup_launcher(void)
+{
+	ring(MyDatabaseId);
+}
+
+int
+hwm_wakeup_take(Oid *dboids, int max, bool *all)
+{
+	int			n;
+
+	SpinLockAcquire(&wakeup->mutex);
+	n = Min(max, wakeup->nrung);
+	memcpy(dboids, wakeup->rung, sizeof(Oid) * n);
+	*all = wakeup->rung_all || n < wakeup->nrung;
+	wakeup->nrung = 0;
+	wakeup->rung_all = false;
+	SpinLockRelease(&wakeup->mutex);
+	return n;
 }
 
 /*
@@ -106,20 +252,189 @@ wakeup_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
-			if (wake_at_commit)
+			if (wake_all_at_commit)
+				ring(InvalidOid);
+			else if (wake_at_commit)
 				hwm_wakeup_launcher();
-			wake_at_commit = false;
+			wake_at_commit = wake_all_at_commit = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
-			wake_at_commit = false;
+			wake_at_commit = wake_all_at_commit = false;
 			break;
 		default:
 			break;
 	}
 }
 
-/* CREATE, ALTER and DROP EXTENSION wake the launcher at commit */
+/* ------------------------------------------------------------------------
+ * Getting out of a database's way
+ * ------------------------------------------------------------------------
+ */
+
+static void
+leave_process(int code, Datum arg)
+{
+	SpinLockAcquire(&wakeup->mutex);
+	for (int i = 0; i < wakeup->nprocs; i++)
+		if (wakeup->procs[i].pid == MyProcPid)
+			wakeup->procs[i].pid = 0;
+	SpinLockRelease(&wakeup->mutex);
+}
+
+/* Is dboid leaving?  The caller holds the mutex. */
+static bool
+leaving_locked(Oid dboid, TimestampTz now)
+{
+	for (int i = 0; i < HWM_MAX_LEAVING; i++)
+		if (wakeup->leaving[i].dboid == dboid &&
+			!TimestampDifferenceExceeds(wakeup->leaving[i].since, now, HWM_LEAVING_MS))
+			return true;
+	return false;
+}
+
+bool
+hwm_wakeup_database_leaving(Oid dboid)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		leaving;
+
+	SpinLockAcquire(&wakeup->mutex);
+	leaving = leaving_locked(dboid, now);
+	SpinLockRelease(&wakeup->mutex);
+	return leaving;
+}
+
+bool
+hwm_wakeup_enter_database(Oid dboid)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		leaving;
+
+	SpinLockAcquire(&wakeup->mutex);
+	leaving = leaving_locked(dboid, now);
+	for (int i = 0; !leaving && i < wakeup->nprocs; i++)
+		if (wakeup->procs[i].pid == 0)
+		{
+			wakeup->procs[i].pid = MyProcPid;
+			wakeup->procs[i].dboid = dboid;
+			break;
+		}
+	SpinLockRelease(&wakeup->mutex);
+	if (!leaving)
+		before_shmem_exit(leave_process, (Datum) 0);
+	return !leaving;
+}
+
+/*
+ * A command needs database dbname to itself: mark it leaving (nothing of
+ * hwm's starts there for a while) and, with terminate, end hwm's processes
+ * in it.  The mark comes first: a process that registers after the scan
+ * below sees it and does not connect.
+ */
+static void
+make_way(const char *dbname, bool terminate)
+{
+	Oid			dboid = dbname ? get_database_oid(dbname, true) : InvalidOid;
+	TimestampTz now = GetCurrentTimestamp();
+	pid_t	   *pids;
+	int			npids = 0;
+	int			oldest = 0;
+
+	if (wakeup == NULL || !OidIsValid(dboid))
+		return;
+	pids = palloc(sizeof(pid_t) * (wakeup->nprocs + 1));
+	SpinLockAcquire(&wakeup->mutex);
+	for (int i = 0; i < HWM_MAX_LEAVING; i++)
+	{
+		if (wakeup->leaving[i].dboid == dboid)
+		{
+			oldest = i;
+			break;
+		}
+		if (wakeup->leaving[i].since < wakeup->leaving[oldest].since)
+			oldest = i;
+	}
+	wakeup->leaving[oldest].dboid = dboid;
+	wakeup->leaving[oldest].since = now;
+	for (int i = 0; terminate && i < wakeup->nprocs; i++)
+		if (wakeup->procs[i].pid != 0 && wakeup->procs[i].dboid == dboid)
+			pids[npids++] = wakeup->procs[i].pid;
+	SpinLockRelease(&wakeup->mutex);
+	for (int i = 0; i < npids; i++)
+		(void) kill(pids[i], SIGTERM);
+	pfree(pids);
+}
+
+/* May the current user drop database dbname?  (Else dropdb refuses it.) */
+static bool
+may_drop_database(const char *dbname)
+{
+	Oid			dboid = get_database_oid(dbname, true);
+
+	if (!OidIsValid(dboid))
+		return false;
+#if PG_VERSION_NUM >= 160000
+	return object_ownercheck(DatabaseRelationId, dboid, GetUserId());
+#else
+	return pg_database_ownercheck(dboid, GetUserId());
+#endif
+}
+
+/* The TEMPLATE of a CREATE DATABASE, or TABLESPACE of an ALTER DATABASE */
+static const char *
+db_option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *opt = lfirst(lc);
+
+		if (strcmp(opt->defname, name) == 0 && opt->arg != NULL)
+			return defGetString(opt);
+	}
+	return NULL;
+}
+
+/*
+ * Statements about databases: the launcher reads pg_database again at
+ * commit; those that need a database to themselves get hwm out of the way.
+ */
+static void
+database_statement(Node *stmt, bool top_level)
+{
+	if (IsA(stmt, DropdbStmt))
+	{
+		DropdbStmt *drop = (DropdbStmt *) stmt;
+
+		/* the checks dropdb makes first, so that a refused DROP ends nothing */
+		PreventInTransactionBlock(top_level, "DROP DATABASE");
+		if (may_drop_database(drop->dbname))
+			make_way(drop->dbname, true);
+		wake_all_at_commit = true;
+	}
+	else if (IsA(stmt, CreatedbStmt))
+	{
+		make_way(db_option(((CreatedbStmt *) stmt)->options, "template"), false);
+		wake_all_at_commit = true;
+	}
+	else if (IsA(stmt, AlterDatabaseStmt))
+	{
+		AlterDatabaseStmt *alter = (AlterDatabaseStmt *) stmt;
+
+		if (db_option(alter->options, "tablespace") != NULL)
+			make_way(alter->dbname, false);
+		wake_all_at_commit = true;
+	}
+	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+	{
+		make_way(((RenameStmt *) stmt)->subname, false);
+		wake_all_at_commit = true;
+	}
+}
+
+/* CREATE, ALTER and DROP EXTENSION and DATABASE wake the launcher at commit */
 static void
 wakeup_process_utility(PlannedStmt *pstmt, const char *queryString,
 					   bool readOnlyTree, ProcessUtilityContext context,
@@ -131,6 +446,7 @@ wakeup_process_utility(PlannedStmt *pstmt, const char *queryString,
 	if (IsA(stmt, CreateExtensionStmt) || IsA(stmt, AlterExtensionStmt) ||
 		(IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION))
 		wake_at_commit = true;
+	database_statement(stmt, context == PROCESS_UTILITY_TOPLEVEL);
 
 	if (prev_process_utility_hook)
 		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,

@@ -1,21 +1,30 @@
 /*
  * wakeup.h
- *		What the scheduler's SQL side (schedule.c) and its launcher
- *		(scheduler.c) share, so that neither calls the other: whether the
- *		scheduler runs at all and in which database, and the launcher's
- *		doorbell in shared memory (wakeup.c).  wakeup.c calls no other module
- *		of hwm.
+ *		What the scheduler's SQL side (schedule.c), its launcher
+ *		(scheduler.c) and its per-database processes (dispatch.c) share, so
+ *		that none calls another: which databases the scheduler serves
+ *		(hwm.database), the launcher's doorbell, and which of hwm's processes
+ *		are connected to which database, so that DROP DATABASE can make them
+ *		leave (wakeup.c).  wakeup.c calls no other module of hwm.
  */
 #ifndef HWM_WAKEUP_H
 #define HWM_WAKEUP_H
 
 #include "postgres.h"
 
-/* hwm.database: the database the launcher serves (NULL: not preloaded) */
+#include "utils/guc.h"
+
+/* hwm.database: '*' or a list of databases (NULL: not preloaded) */
 extern char *hwm_database;
 
 /* hwm was preloaded (and not under pg_upgrade): the launcher is registered */
 extern bool hwm_scheduler_preloaded;
+
+/* does hwm.database let the scheduler serve this database? */
+extern bool hwm_database_listed(const char *dbname);
+/* hwm.database names exactly one database */
+extern bool hwm_database_is_single(void);
+extern bool hwm_database_check(char **newval, void **extra, GucSource source);
 
 /* while shared_preload_libraries is processed: shared memory and callbacks */
 extern void hwm_wakeup_init(void);
@@ -23,8 +32,24 @@ extern void hwm_wakeup_init(void);
 /* the launcher: this process is the one to wake, until it exits */
 extern void hwm_wakeup_register_launcher(void);
 
-/* wake the launcher now (a worker's exit), or when this transaction commits */
+/*
+ * Wake the launcher now (a worker's exit), or when this transaction commits,
+ * for this database (InvalidOid when not connected: for every database).
+ */
 extern void hwm_wakeup_launcher(void);
 extern void hwm_wakeup_at_commit(void);
+
+/* the launcher: the databases rung for since the last call; *all when the
+ * list of databases may have changed (or too many rang) */
+extern int	hwm_wakeup_take(Oid *dboids, int max, bool *all);
+
+/*
+ * A process of hwm enters a database (before connecting to it): false when
+ * the database is being dropped, renamed or copied (then it must not
+ * connect).  DROP DATABASE terminates hwm's processes in it.
+ */
+extern bool hwm_wakeup_enter_database(Oid dboid);
+/* the database is being dropped, renamed or copied: start nothing in it */
+extern bool hwm_wakeup_database_leaving(Oid dboid);
 
 #endif							/* HWM_WAKEUP_H */

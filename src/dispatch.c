@@ -1,0 +1,742 @@
+/*
+ * dispatch.c
+ *		The scheduler's processes inside one database: the dispatcher,
+ *		which claims that database's due runs, and the worker, which runs one.
+ *
+ * The launcher (scheduler.c) is connected to no database; for each database
+ * it serves it starts, one at a time and only when there is something to do,
+ * a short-lived dispatcher connected to that database as the bootstrap
+ * superuser, telling it how many runs it may claim (its fair share of the
+ * free hwm.max_workers).  The dispatcher:
+ *
+ *	1. leaves at once when the extension does not exist in the database;
+ *	2. records the runs whose worker exited without recording an outcome
+ *	   ('failed'), and, when asked (at the first dispatch of the database
+ *	   and then every minute), marks 'running' rows that no slot holds
+ *	   'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
+ *	   hwm.history_days);
+ *	3. reads the due pipelines (enabled, scheduled, next_run_at <= now(), no
+ *	   run of theirs in progress), oldest first, at most its quota; for each,
+ *	   in one transaction, inserts a 'running' row into hwm.runs, moves
+ *	   next_run_at to the first slot of the anchored grid after now() (so a
+ *	   backlog becomes one catch-up run) and claims a slot (slots.c); a run
+ *	   whose owner cannot start a session (dropped, or without LOGIN) fails
+ *	   at once;
+ *	4. tells the launcher (slots.c) whether the extension exists and when
+ *	   its next pipeline is due, and exits.  The launcher then starts a
+ *	   worker per claimed slot.
+ *
+ * A worker connects as the pipeline's owner, pins search_path, arms the
+ * pipeline's timeout as a statement timeout, and runs SELECT * FROM
+ * hwm.run(pipeline, nowait => true) in one transaction that also deletes the
+ * 'running' row (hwm.run records the successful run itself).  On an error
+ * the transaction rolls back and a second one marks the row 'skipped' when
+ * the pipeline was busy with another run, else 'failed'; a failure counts in
+ * hwm.state and backs off: the retry waits schedule * 2^(n-1) after the n-th
+ * consecutive failure, at most one hour or one schedule, whichever is
+ * longer.
+ *
+ * Every finished scheduled run (succeeded, failed, skipped, interrupted)
+ * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
+ * transaction that records it, so listeners hear of it when, and only if, it
+ * is committed; its payload is a JSON object with the database, pipeline,
+ * status, run_id and sqlstate.  Runs by hand notify nothing: their caller
+ * gets the outcome.
+ *
+ * Both register, before connecting, the database they enter (wakeup.c), so
+ * that DROP DATABASE can terminate them.  Calls go one way: this module
+ * calls down into schedule.c (the anchored arithmetic), slots.c, wakeup.c,
+ * catalog.c, privilege.c and util.c; nothing calls into it.
+ */
+#include "postgres.h"
+
+#include "catalog.h"
+#include "dispatch.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "slots.h"
+#include "util.h"
+#include "wakeup.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+/* Settings of the per-database processes (defined in hwm.c) */
+int			hwm_max_runs_per_pipeline = 1000;
+int			hwm_history_days = 0;
+char	   *hwm_notify_channel = NULL;
+
+/* How long a dispatcher waits for a lock before it gives up (and retries) */
+#define DISPATCH_LOCK_TIMEOUT	"5s"
+
+PGDLLEXPORT void hwm_dispatcher_main(Datum main_arg);
+PGDLLEXPORT void hwm_worker_main(Datum main_arg);
+
+/* ------------------------------------------------------------------------
+ * Telling listeners
+ * ------------------------------------------------------------------------
+ */
+
+/* check hook of hwm.notify_channel: empty, or a name NOTIFY accepts */
+bool
+hwm_notify_channel_check(char **newval, void **extra, GucSource source)
+{
+	if (*newval != NULL && strlen(*newval) >= NAMEDATALEN)
+	{
+		GUC_check_errdetail("A channel name must be shorter than %d bytes.", NAMEDATALEN);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * NOTIFY hwm.notify_channel (nothing when it is empty) with a JSON payload
+ * about one finished scheduled run; sent when the transaction commits.
+ */
+static void
+notify_outcome(const char *pipeline, const char *status, int64 run_id,
+			   const char *sqlstate)
+{
+	StringInfoData buf;
+	char	   *dbname;
+	char	   *name;
+
+	if (hwm_notify_channel == NULL || hwm_notify_channel[0] == '\0')
+		return;
+	/* NOTIFY refuses payloads of 8000 bytes: clip a very long name */
+	name = pnstrdup(pipeline, pg_mbcliplen(pipeline, strlen(pipeline), 1024));
+	dbname = get_database_name(MyDatabaseId);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"database\": ");
+	escape_json(&buf, dbname ? dbname : "");
+	appendStringInfoString(&buf, ", \"pipeline\": ");
+	escape_json(&buf, name);
+	appendStringInfoString(&buf, ", \"status\": ");
+	escape_json(&buf, status);
+	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT ", \"sqlstate\": ", run_id);
+	if (sqlstate)
+		escape_json(&buf, sqlstate);
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfoChar(&buf, '}');
+	Async_Notify(hwm_notify_channel, buf.data);
+}
+
+/* ------------------------------------------------------------------------
+ * Recording outcomes (dispatcher and worker)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Finish a 'running' row of hwm.runs with status 'failed' or 'skipped'; for
+ * 'failed' also count the failure in hwm.state and back off the next run;
+ * notify listeners at commit.  Nothing happens when the row is no longer
+ * 'running'.  Runs as the catalog owner; the caller is inside a transaction
+ * with SPI.
+ */
+static void
+record_outcome(int64 run_id, const char *status, const char *sqlstate,
+			   const char *error)
+{
+	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	HwmRoleSwitch sw;
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = CStringGetTextDatum(status);
+	if (sqlstate)
+		values[2] = CStringGetTextDatum(sqlstate);
+	else
+		nulls[2] = 'n';
+	if (error)
+		values[3] = CStringGetTextDatum(error);
+	else
+		nulls[3] = 'n';
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("WITH r AS ("
+				 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
+				 "  error_sqlstate = $3, error = $4"
+				 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
+				 " RETURNING pipeline, run_id, started_at, finished_at),"
+				 " s_upd AS (UPDATE hwm.state AS s SET"
+				 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
+				 "  last_run_finished_at = r.finished_at,"
+				 "  last_status = $2, last_rows = NULL, last_error = $4,"
+				 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
+				 "  next_run_at = CASE WHEN s.schedule IS NOT NULL THEN"
+				 "   r.finished_at OPERATOR(pg_catalog.+)"
+				 "   LEAST(s.schedule OPERATOR(pg_catalog.*)"
+				 "          pg_catalog.power(2::pg_catalog.float8,"
+				 "                           LEAST(s.consecutive_failures, 20)::pg_catalog.float8),"
+				 "         GREATEST(s.schedule, '1 hour'::pg_catalog.interval)) END"
+				 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+				 "  AND $2 OPERATOR(pg_catalog.=) 'failed')"
+				 " SELECT pipeline FROM r",
+				 4, argtypes, values, nulls, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	if (SPI_processed > 0)
+		notify_outcome(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+					   status, run_id, sqlstate);
+}
+
+/*
+ * Runs left 'running' by workers that are gone (a crash, an immediate
+ * shutdown) become 'interrupted', and listeners are told.  Only the
+ * scheduler's own rows (kind 'load' with status 'running') are touched, and
+ * not those of runs that hold a slot (in flight, or claimed).
+ */
+static void
+sweep_interrupted(void)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+
+	values[0] = hwm_slots_live_run_ids(MyDatabaseId);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("WITH r AS ("
+				 " UPDATE hwm.runs SET status = 'interrupted', finished_at = pg_catalog.clock_timestamp(),"
+				 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
+				 " WHERE status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+				 "  AND run_id OPERATOR(pg_catalog.<>) ALL ($1)"
+				 " RETURNING pipeline, run_id, started_at, error),"
+				 " s_upd AS (UPDATE hwm.state AS s SET last_run_id = r.run_id, last_run_started_at = r.started_at,"
+				 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = 'interrupted',"
+				 "  last_rows = NULL, last_error = r.error"
+				 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+				 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
+				 " SELECT pipeline, run_id FROM r",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		notify_outcome(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+					   "interrupted",
+					   DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 2, &isnull)),
+					   NULL);
+	}
+}
+
+/* Keep the scheduler's run history bounded (hwm.max_runs_per_pipeline,
+ * hwm.history_days); only finished runs of kind 'load' are pruned. */
+static void
+prune_history(void)
+{
+	HwmRoleSwitch sw;
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1];
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	if (hwm_history_days > 0)
+	{
+		values[0] = Int32GetDatum(hwm_history_days);
+		hwm_spi_exec("DELETE FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
+					 " AND status OPERATOR(pg_catalog.<>) 'running'"
+					 " AND started_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-)"
+					 "  pg_catalog.make_interval(days => $1)",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	if (hwm_max_runs_per_pipeline > 0)
+	{
+		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+		hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+					 "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
+					 "  FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
+					 "   AND status OPERATOR(pg_catalog.<>) 'running') AS x"
+					 " WHERE x.n OPERATOR(pg_catalog.>) $1))",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	hwm_unbecome(&sw);
+}
+
+/* Interval to milliseconds (months of 30 days), clamped to int32 */
+static int32
+interval_ms(const Interval *iv)
+{
+	int64		ms = (hwm_interval_usecs(iv) + 999) / 1000;
+
+	return (int32) Max(Min(ms, PG_INT32_MAX), 1);
+}
+
+/*
+ * Why the scheduler cannot start a session for this owner (NULL: it can).
+ * A worker connects as the owner, which needs LOGIN.
+ */
+static const char *
+owner_problem(Oid owner, const char **sqlstate)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
+	const char *problem = NULL;
+
+	if (!HeapTupleIsValid(tup))
+	{
+		*sqlstate = "42704";
+		return psprintf("the pipeline's owner (role OID %u) no longer exists", owner);
+	}
+	if (!((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin)
+	{
+		*sqlstate = "28000";
+		problem = psprintf("the pipeline's owner \"%s\" cannot log in, and scheduled runs connect as the owner;"
+						   " ALTER ROLE %s LOGIN, or run the pipeline by hand",
+						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname),
+						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
+	}
+	ReleaseSysCache(tup);
+	return problem;
+}
+
+/*
+ * The enabled, scheduled pipelines with no run of theirs in
+ * progress, oldest next_run_at first, at most limit of them, left in
+ * SPI_tuptable as (pipeline, owner, next_run_at, schedule, anchor, timeout).
+ * Their rows are locked for the claim; a row locked by a run in progress
+ * (by hand) is skipped, not waited for.
+ */
+static void
+select_due(int limit)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+
+	values[0] = Int32GetDatum(limit);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
+				 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
+				 " FROM hwm.state AS s"
+				 " WHERE s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL"
+				 "  AND NOT EXISTS (SELECT FROM hwm.runs AS r"
+				 "   WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+				 "    AND r.status OPERATOR(pg_catalog.=) 'running'"
+				 "    AND r.kind OPERATOR(pg_catalog.=) 'load')"
+				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1"
+				 " FOR UPDATE OF s SKIP LOCKED",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+}
+
+/*
+ * The catalog writes of a claim: move the pipeline's next_run_at to
+ * next (the first slot on the grid after now) and insert its 'running' row;
+ * returns the row's run_id.
+ */
+static int64
+insert_running_row(const char *pipeline, Oid owner, TimestampTz next)
+{
+	char	   *owner_name = GetUserNameFromId(owner, true);
+	Oid			argtypes[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
+	Datum		values[3];
+	HwmRoleSwitch sw;
+	bool		isnull;
+	int64		run_id;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
+	values[2] = TimestampTzGetDatum(next);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 3, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
+				 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+				 " RETURNING run_id",
+				 2, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	hwm_unbecome(&sw);
+	return run_id;
+}
+
+
+/* ------------------------------------------------------------------------
+ * The dispatcher
+ * ------------------------------------------------------------------------
+ */
+
+/* Runs whose worker exited without an outcome: recorded as failed */
+static void
+record_orphans(void)
+{
+	int			n;
+	int64	   *ids = hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, &n);
+
+	for (int i = 0; i < n; i++)
+		record_outcome(ids[i], "failed", NULL,
+					   "the run's background worker exited before it recorded an outcome; the server log says why");
+	pfree(ids);
+}
+
+
+/*
+ * Claim the run of one due row of select_due: its 'running' row, its next
+ * slot on the grid, a run slot for the launcher.  A run whose owner cannot
+ * run it is recorded as a failure at once.
+ */
+static void
+claim_run(HeapTuple tup, TupleDesc desc, TimestampTz now)
+{
+	bool		isnull;
+	char	   *pipeline = SPI_getvalue(tup, desc, 1);
+	Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
+	TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	bool		no_timeout;
+	Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
+	int32		timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
+	const char *sqlstate = NULL;
+	const char *problem;
+	int64		run_id;
+
+	run_id = insert_running_row(pipeline, owner, hwm_schedule_next(anchor, every, now, false));
+	problem = owner_problem(owner, &sqlstate);
+	if (problem)
+	{
+		/* it cannot run at all: a failure, recorded now */
+		ereport(LOG,
+				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", pipeline, problem)));
+		record_outcome(run_id, "failed", sqlstate, problem);
+		return;
+	}
+	/*
+	 * The launcher's quota leaves a slot free for every run it allows.  Were
+	 * none free, the error rolls the claims back; slots taken for them are
+	 * started, find no 'running' row and end.
+	 */
+	if (hwm_slot_claim(MyDatabaseId, owner, timeout_ms, run_id) < 0)
+		elog(ERROR, "hwm: no free scheduler slot for pipeline \"%s\"", pipeline);
+}
+
+/*
+ * Claim up to quota due runs; returns when the next unclaimed pipeline is
+ * due (now when more are due, DT_NOEND when none is scheduled).
+ */
+static TimestampTz
+claim_due_runs(int quota)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next_due = DT_NOEND;
+	SPITupleTable *due;
+	uint64		ndue;
+	int			claimed = 0;
+
+	select_due(quota + 1);
+	due = SPI_tuptable;
+	ndue = SPI_processed;
+	for (uint64 i = 0; i < ndue; i++)
+	{
+		bool		isnull;
+		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(due->vals[i], due->tupdesc,
+																	3, &isnull));
+
+		if (next_run_at > now || claimed >= quota)
+		{
+			/* not due yet, or due with no room: that is when to look again */
+			next_due = Max(next_run_at, now);
+			break;
+		}
+		claim_run(due->vals[i], due->tupdesc, now);
+		claimed++;
+	}
+	return next_due;
+}
+
+/* Steps 2 and 3 in one transaction; false when hwm is not installed here */
+static bool
+dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
+{
+	hwm_bgw_begin();
+	if (!OidIsValid(get_extension_oid("hwm", true)))
+	{
+		/* nothing to record without the catalog: forget the runs */
+		pfree(hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, NULL));
+		hwm_bgw_commit();
+		return false;
+	}
+	record_orphans();
+	if (args->maintenance)
+	{
+		sweep_interrupted();
+		prune_history();
+	}
+	*next_due = claim_due_runs(args->quota);
+	hwm_bgw_commit();
+	return true;
+}
+
+void
+hwm_dispatcher_main(Datum main_arg)
+{
+	HwmDispatchArgs args;
+	static HwmDispatchResult result;	/* static: set across PG_TRY */
+
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	if (!hwm_wakeup_enter_database(args.dboid))
+		proc_exit(0);			/* being dropped: the launcher tries later */
+
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, InvalidOid, 0);
+	pgstat_report_appname("hwm dispatcher");
+	SetConfigOption("lock_timeout", DISPATCH_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+
+	memset(&result, 0, sizeof(result));
+	result.dispatch_id = args.dispatch_id;
+	result.next_due_at = DT_NOEND;
+	PG_TRY();
+	{
+		result.has_extension = dispatch(&args, &result.next_due_at);
+		result.done = true;
+	}
+	PG_CATCH();
+	{
+		/* logged, not fatal: the launcher tries again later (done is false) */
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	hwm_dispatch_result_set(&result);
+	proc_exit(0);
+}
+
+/* ------------------------------------------------------------------------
+ * The worker
+ * ------------------------------------------------------------------------
+ */
+
+/* This worker's run (a worker runs one) */
+static int	my_slotno = -1;
+static HwmWorkerArgs my_args;
+static char *my_pipeline = NULL;	/* NULL until read from its 'running' row */
+
+static bool my_recorded = false;	/* its outcome is committed */
+
+/*
+ * On the way out: free the run's slot, or leave it orphaned for the next
+ * dispatcher to record the run as failed; and wake the launcher.
+ */
+static void
+worker_detach(int code, Datum arg)
+{
+	(void) hwm_slot_move(my_slotno, my_args.generation, HWM_SLOT_RUNNING,
+						 my_recorded ? HWM_SLOT_FREE : HWM_SLOT_ORPHANED);
+	hwm_wakeup_launcher();
+}
+
+static void
+mark_recorded(void)
+{
+	my_recorded = true;
+}
+
+/*
+ * Take the slot the launcher reserved for this run: false when the launcher
+ * gave up on the run (a restarted launcher orphans the slots whose worker
+ * had not started).
+ */
+static bool
+worker_claim_slot(void)
+{
+	return hwm_slot_move(my_slotno, my_args.generation, HWM_SLOT_STARTING,
+						 HWM_SLOT_RUNNING);
+}
+
+/* The run's time limit in ms: the pipeline's timeout, else statement_timeout */
+static int
+worker_timeout_ms(void)
+{
+	return my_args.timeout_ms > 0 ? my_args.timeout_ms : StatementTimeout;
+}
+
+/*
+ * The pipeline of this run's 'running' row, copied into cxt; NULL when the
+ * row is no longer 'running' (nothing to do).
+ */
+static char *
+read_run_pipeline(MemoryContext cxt)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	char	   *pipeline = NULL;
+
+	values[0] = Int64GetDatum(my_args.run_id);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+				 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	if (SPI_processed > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		MemoryContextSwitchTo(old);
+	}
+	return pipeline;
+}
+
+/* Tell listeners of a successful run: hwm.run's result has its run_id */
+static void
+notify_success(const char *pipeline)
+{
+	int			col = SPI_fnumber(SPI_tuptable->tupdesc, "run_id");
+	bool		isnull = true;
+	Datum		run_id = 0;
+
+	if (SPI_processed > 0 && col > 0)
+		run_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
+	notify_outcome(pipeline, "succeeded", isnull ? my_args.run_id : DatumGetInt64(run_id), NULL);
+}
+
+/*
+ * SELECT * FROM hwm.run(pipeline, nowait => true) under the run's time
+ * limit; hwm.run records the run itself, so the 'running' row goes.
+ */
+static void
+run_pipeline(const char *pipeline)
+{
+	Oid			runtypes[1] = {TEXTOID};
+	Datum		runvals[1];
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	int			timeout_ms = worker_timeout_ms();
+
+	pgstat_report_appname(psprintf("hwm: %s", pipeline));
+	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
+
+	runvals[0] = CStringGetTextDatum(pipeline);
+	if (timeout_ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+	hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
+				 1, runtypes, runvals, NULL, SPI_OK_SELECT);
+	if (timeout_ms > 0)
+		disable_timeout(STATEMENT_TIMEOUT, false);
+	notify_success(pipeline);
+
+	values[0] = Int64GetDatum(my_args.run_id);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+				 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_unbecome(&sw);
+}
+
+/*
+ * Record the run's error, in a transaction of its own after the failed one:
+ * 'skipped' when a run by hand (or a backfill) held the pipeline, so that the
+ * run is not doubled; else 'failed', which also backs off the next run.
+ */
+static void
+worker_record_failure(ErrorData *edata)
+{
+	const char *status = "failed";
+	const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
+	char	   *error;
+
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
+		edata->message != NULL &&
+		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
+	{
+		status = "skipped";
+		error = edata->message;
+		ereport(LOG,
+				(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", my_pipeline)));
+	}
+	else
+	{
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
+			strstr(edata->message, "statement timeout") != NULL)
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms",
+							 worker_timeout_ms());
+		else if (edata->detail)
+			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
+		else
+			error = edata->message ? edata->message : "unknown error";
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",
+						my_pipeline ? my_pipeline : "?", error)));
+	}
+
+	hwm_bgw_begin();
+	record_outcome(my_args.run_id, status, sqlstate, error);
+	hwm_bgw_commit();
+	mark_recorded();
+}
+
+void
+hwm_worker_main(Datum main_arg)
+{
+	MemoryContext workcxt;
+	ErrorData  *volatile edata = NULL;
+
+	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
+	my_slotno = DatumGetInt32(main_arg);
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (!worker_claim_slot())
+		proc_exit(0);			/* the launcher gave up on this run */
+	before_shmem_exit(worker_detach, (Datum) 0);
+	if (!hwm_wakeup_enter_database(my_args.dboid))
+		proc_exit(0);			/* being dropped: orphaned, recorded later */
+
+	/* a session of the pipeline's owner, never of a superuser */
+	BackgroundWorkerInitializeConnectionByOid(my_args.dboid, my_args.owner, 0);
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SET, true, 0, false);
+	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
+									ALLOCSET_DEFAULT_SIZES);
+
+	PG_TRY();
+	{
+		hwm_bgw_begin();
+		my_pipeline = read_run_pipeline(workcxt);
+		if (my_pipeline != NULL)
+			run_pipeline(my_pipeline);
+		hwm_bgw_commit();
+		mark_recorded();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(workcxt);
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+
+	if (edata != NULL)
+		worker_record_failure(edata);
+	proc_exit(0);
+}

@@ -1,0 +1,22 @@
+/*
+ * dispatch.h
+ *		The scheduler's processes inside a database (dispatch.c): the
+ *		dispatcher, which claims a database's due runs, and the worker that
+ *		runs one.  The launcher starts them by name (bgw_function_name) and
+ *		never calls into dispatch.c; only hwm.c does, for its settings.
+ */
+#ifndef HWM_DISPATCH_H
+#define HWM_DISPATCH_H
+
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+/* hwm.max_runs_per_pipeline, hwm.history_days, hwm.notify_channel */
+extern int	hwm_max_runs_per_pipeline;
+extern int	hwm_history_days;
+extern char *hwm_notify_channel;
+
+extern bool hwm_notify_channel_check(char **newval, void **extra, GucSource source);
+
+#endif							/* HWM_DISPATCH_H */

@@ -1,0 +1,199 @@
+/*
+ * slots.c
+ *		The scheduler's shared memory: one slot per scheduled run in flight
+ *		(as many as max_worker_processes), tagged with the database of the
+ *		run, and the result of the last dispatch (see slots.h).
+ *
+ * The slots live in shared memory so that the runs in flight are known to
+ * every process of the scheduler, and to a restarted launcher.  The launcher
+ * (scheduler.c) counts them per database for the fair share and starts a
+ * worker per claimed slot; a dispatcher (dispatch.c) claims slots for the
+ * runs it inserts and records the runs of orphaned ones; a worker takes its
+ * slot and frees it when its outcome is recorded.  Nothing here calls another
+ * module of hwm.
+ */
+#include "postgres.h"
+
+#include "slots.h"
+
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "utils/array.h"
+
+typedef struct HwmSlotsShared
+{
+	slock_t		mutex;
+	uint64		next_generation;
+	HwmDispatchResult dispatch;
+	int			nslots;
+	HwmRunSlot	slots[FLEXIBLE_ARRAY_MEMBER];
+} HwmSlotsShared;
+
+static HwmSlotsShared *shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static Size
+slots_shmem_size(void)
+{
+	return add_size(offsetof(HwmSlotsShared, slots),
+					mul_size(max_worker_processes, sizeof(HwmRunSlot)));
+}
+
+static void
+slots_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(slots_shmem_size());
+}
+
+static void
+slots_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("hwm scheduler", slots_shmem_size(), &found);
+	if (!found)
+	{
+		memset(shared, 0, slots_shmem_size());
+		SpinLockInit(&shared->mutex);
+		shared->nslots = max_worker_processes;
+		shared->next_generation = 1;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+hwm_slots_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = slots_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = slots_shmem_startup;
+}
+
+int
+hwm_slots_count(void)
+{
+	return shared->nslots;
+}
+
+void
+hwm_slots_read(HwmRunSlot *out)
+{
+	SpinLockAcquire(&shared->mutex);
+	memcpy(out, shared->slots, sizeof(HwmRunSlot) * shared->nslots);
+	SpinLockRelease(&shared->mutex);
+}
+
+int
+hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id)
+{
+	int			slotno = -1;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		HwmRunSlot *slot = &shared->slots[i];
+
+		if (slot->state == HWM_SLOT_FREE)
+		{
+			slot->state = HWM_SLOT_CLAIMED;
+			slot->dboid = dboid;
+			slot->owner = owner;
+			slot->timeout_ms = timeout_ms;
+			slot->run_id = run_id;
+			slot->pid = 0;
+			slot->generation = shared->next_generation++;
+			slotno = i;
+			break;
+		}
+	}
+	SpinLockRelease(&shared->mutex);
+	return slotno;
+}
+
+bool
+hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
+{
+	bool		moved = false;
+
+	if (slotno < 0 || slotno >= shared->nslots)
+		return false;
+	SpinLockAcquire(&shared->mutex);
+	if (shared->slots[slotno].state == from &&
+		shared->slots[slotno].generation == generation)
+	{
+		shared->slots[slotno].state = to;
+		if (to == HWM_SLOT_RUNNING)
+			shared->slots[slotno].pid = MyProcPid;
+		moved = true;
+	}
+	SpinLockRelease(&shared->mutex);
+	return moved;
+}
+
+int64 *
+hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
+{
+	int64	   *ids = palloc(sizeof(int64) * (shared->nslots + 1));
+	int			count = 0;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		HwmRunSlot *slot = &shared->slots[i];
+
+		if (slot->state == state && slot->state != HWM_SLOT_FREE &&
+			(!OidIsValid(dboid) || slot->dboid == dboid))
+		{
+			ids[count++] = slot->run_id;
+			slot->state = HWM_SLOT_FREE;
+		}
+	}
+	SpinLockRelease(&shared->mutex);
+	if (n)
+		*n = count;
+	return ids;
+}
+
+Datum
+hwm_slots_live_run_ids(Oid dboid)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * (shared->nslots + 1));
+	int			n = 0;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < shared->nslots; i++)
+		if (shared->slots[i].state != HWM_SLOT_FREE && shared->slots[i].dboid == dboid)
+			ids[n++] = Int64GetDatum(shared->slots[i].run_id);
+	SpinLockRelease(&shared->mutex);
+	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+void
+hwm_dispatch_result_set(const HwmDispatchResult *result)
+{
+	SpinLockAcquire(&shared->mutex);
+	shared->dispatch = *result;
+	SpinLockRelease(&shared->mutex);
+}
+
+void
+hwm_dispatch_result_get(HwmDispatchResult *result)
+{
+	SpinLockAcquire(&shared->mutex);
+	*result = shared->dispatch;
+	SpinLockRelease(&shared->mutex);
+}

@@ -1,0 +1,90 @@
+/*
+ * slots.h
+ *		The scheduler's shared memory (slots.c): one slot per scheduled run
+ *		in flight, tagged with its database, and the outcome of the last
+ *		dispatch.  The launcher (scheduler.c) and the per-database processes
+ *		(dispatch.c) both call down into it; slots.c calls no other module.
+ */
+#ifndef HWM_SLOTS_H
+#define HWM_SLOTS_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+
+/* A run slot's life: FREE -> CLAIMED -> STARTING -> RUNNING -> FREE */
+typedef enum HwmSlotState
+{
+	HWM_SLOT_FREE = 0,
+	HWM_SLOT_CLAIMED,			/* a dispatcher claimed the run; no worker yet */
+	HWM_SLOT_STARTING,			/* the launcher registered its worker */
+	HWM_SLOT_RUNNING,			/* the worker took it (pid set) */
+	HWM_SLOT_ORPHANED			/* gone without recording an outcome */
+} HwmSlotState;
+
+typedef struct HwmRunSlot
+{
+	HwmSlotState state;
+	Oid			dboid;
+	Oid			owner;
+	int32		timeout_ms;		/* 0: none */
+	int64		run_id;			/* its 'running' row in hwm.runs */
+	uint64		generation;		/* tells reuses of the slot apart */
+	pid_t		pid;			/* 0 until the worker has started */
+} HwmRunSlot;
+
+/* What a dispatcher found, for the launcher */
+typedef struct HwmDispatchResult
+{
+	uint64		dispatch_id;	/* the launcher's number for the dispatch */
+	bool		done;			/* it got to the end */
+	bool		has_extension;	/* hwm exists in the database */
+	TimestampTz next_due_at;	/* earliest unclaimed run (DT_NOEND: none) */
+} HwmDispatchResult;
+
+/* What the launcher tells a dispatcher, in bgw_extra */
+typedef struct HwmDispatchArgs
+{
+	uint64		dispatch_id;
+	Oid			dboid;
+	int32		quota;			/* runs it may claim */
+	bool		maintenance;	/* also sweep and prune the history */
+} HwmDispatchArgs;
+
+/* What the launcher tells a run's worker, in bgw_extra */
+typedef struct HwmWorkerArgs
+{
+	uint64		generation;
+	int64		run_id;
+	Oid			dboid;
+	Oid			owner;
+	int32		timeout_ms;		/* 0: none */
+} HwmWorkerArgs;
+
+/* while preloading: request the shared memory */
+extern void hwm_slots_init(void);
+extern int	hwm_slots_count(void);
+
+/* a copy of every slot (out has hwm_slots_count() entries) */
+extern void hwm_slots_read(HwmRunSlot *out);
+
+/* a dispatcher claims a free slot for a run: its number, -1 if none is free */
+extern int	hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id);
+
+/* move slot slotno of this generation from state `from` to `to`; false if
+ * it is not in that state (or reused); RUNNING records MyProcPid */
+extern bool hwm_slot_move(int slotno, uint64 generation, HwmSlotState from,
+						  HwmSlotState to);
+
+/* free every slot of a database in state `state` (InvalidOid: any database);
+ * with run_ids, their run_ids are returned (palloc'd) and counted in *n */
+extern int64 *hwm_slots_release(Oid dboid, HwmSlotState state, int *n);
+
+/* the run_ids of the runs of a database held by a slot, as an int8[] */
+extern Datum hwm_slots_live_run_ids(Oid dboid);
+
+/* the dispatch result, written by the dispatcher and read by the launcher */
+extern void hwm_dispatch_result_set(const HwmDispatchResult *result);
+extern void hwm_dispatch_result_get(HwmDispatchResult *result);
+
+#endif							/* HWM_SLOTS_H */
