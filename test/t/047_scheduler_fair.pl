@@ -1,0 +1,67 @@
+# hwm.max_workers is shared fairly between databases: a database with 500
+# pipelines due every second does not starve one with a single pipeline,
+# whose runs stay on schedule while the big one has a backlog.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('fair');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'hwm'
+hwm.allow_superuser_pipelines = on
+hwm.max_workers = 2
+max_worker_processes = 8
+});
+$node->start;
+
+sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
+
+sql('postgres', 'CREATE DATABASE db_big');
+sql('postgres', 'CREATE DATABASE db_small');
+sql('db_big', q{
+CREATE EXTENSION hwm;
+CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
+INSERT INTO src (v) VALUES ('a');
+DO $$
+BEGIN
+  FOR i IN 1..500 LOOP
+    EXECUTE format('CREATE TABLE tgt_%s (id bigint PRIMARY KEY, v text)', i);
+    PERFORM hwm.create_pipeline('p' || i, 'src', format('tgt_%s', i)::regclass, '{id}', 'id',
+                                schedule => '1 second');
+  END LOOP;
+END $$;
+});
+ok($node->poll_query_until('db_big', q{
+SELECT count(*) > 100 FROM hwm.state WHERE next_run_at < now() - interval '2 seconds'}),
+	'db_big has a backlog: more pipelines due than hwm.max_workers can run');
+
+sql('db_small', q{
+CREATE EXTENSION hwm;
+CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
+CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
+INSERT INTO src (v) VALUES ('a');
+SELECT hwm.create_pipeline('solo', 'src', 'tgt', '{id}', 'id', schedule => '2 seconds');
+CREATE TABLE t0 AS SELECT now() AS t0;
+});
+ok($node->poll_query_until('db_small', q{
+SELECT count(*) >= 8 FROM hwm.runs WHERE pipeline = 'solo' AND status = 'succeeded'}),
+	'the single pipeline of db_small runs');
+
+# how many of its slots since it was scheduled did it run?
+my $slots = sql('db_small', q{
+SELECT count(*) || ' of ' || ceil(extract(epoch FROM max(started_at) - (SELECT t0 FROM t0)) / 2)
+  FROM hwm.runs WHERE pipeline = 'solo' AND status = 'succeeded'});
+diag("solo ran $slots slots");
+my ($ran, $of) = split / of /, $slots;
+cmp_ok($ran, '>=', 0.6 * $of, 'the single pipeline ran on (almost) every slot of its schedule');
+ok(sql('db_big', q{
+SELECT count(*) > 100 FROM hwm.state WHERE next_run_at < now() - interval '2 seconds'}) eq 't',
+	'while db_big still had its backlog');
+is(sql('db_big', "SELECT count(*) FROM hwm.runs WHERE status NOT IN ('succeeded', 'running')"),
+	'0', 'and every run of db_big succeeded');
+
+$node->stop;
+done_testing();
