@@ -19,8 +19,9 @@
  *	   every 10 seconds;
  *	2. take the result of the dispatcher that ended: whether the database
  *	   has hwm, and when its next pipeline is due;
- *	3. start a worker for every claimed run (slots.c); a run whose worker
- *	   never started is orphaned, for the next dispatcher to record;
+ *	3. once no dispatcher runs (its claims are committed then), start a
+ *	   worker for every claimed run (slots.c); a run whose worker never
+ *	   started is orphaned, for the next dispatcher to record;
  *	4. unless a dispatcher is running, start one for the database that
  *	   needs it most: first those with runs due (when hwm.enabled is on and
  *	   hwm.max_workers leaves room), then those that rang, are new, or are
@@ -365,11 +366,11 @@ reap_dispatcher(void)
 		e->last_maintenance = now;
 }
 
-/* Step 3: workers for the claimed runs; forget the workers that ended */
+/* Forget the workers that ended; a worker that never took its slot leaves
+ * its run orphaned, for the next dispatcher to record */
 static void
-start_claimed_runs(void)
+reap_workers(void)
 {
-	HwmRunSlot *slots = palloc(sizeof(HwmRunSlot) * hwm_slots_count());
 	ListCell   *lc;
 
 	foreach(lc, launched)
@@ -379,12 +380,22 @@ start_claimed_runs(void)
 
 		if (GetBackgroundWorkerPid(w->handle, &pid) != BGWH_STOPPED)
 			continue;
-		/* a worker that never took its slot: its run is orphaned */
 		(void) hwm_slot_move(w->slotno, w->generation, HWM_SLOT_STARTING, HWM_SLOT_ORPHANED);
 		pfree(w->handle);
 		pfree(w);
 		launched = foreach_delete_current(launched, lc);
 	}
+}
+
+/*
+ * Step 3: a worker for every claimed run.  Called only while no dispatcher
+ * runs: a dispatcher claims slots before its transaction commits, and a
+ * worker started then would not see its run's row yet.
+ */
+static void
+start_claimed_runs(void)
+{
+	HwmRunSlot *slots = palloc(sizeof(HwmRunSlot) * hwm_slots_count());
 
 	shortage = false;
 	hwm_slots_read(slots);
@@ -604,6 +615,9 @@ launcher_iteration(void)
 	}
 	take_rings();
 	reap_dispatcher();
+	reap_workers();
+	if (dispatcher != NULL)
+		return LAUNCHER_MAX_SLEEP_MS;	/* its end wakes us */
 	start_claimed_runs();
 	now = GetCurrentTimestamp();
 	if (!shortage)
