@@ -10,6 +10,7 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "watermark.h"
 
 struct HwmPlanSpec;
 
@@ -28,6 +29,7 @@ typedef struct HwmPipeline
 	bool		enabled;
 	Interval   *delay;			/* NULL: none */
 	int64		batch_size;		/* rows per run; 0: no cap */
+	HwmLoadMemory memory;		/* what the last load remembered */
 } HwmPipeline;
 
 /*
@@ -68,6 +70,6 @@ extern int64 hwm_record_run(const HwmRunFacts *run);
 extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,
-									   int64 rows);
+									   int64 rows, const HwmLoadMemory *memory);
 
 #endif							/* HWM_CATALOG_H */
