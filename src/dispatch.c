@@ -82,8 +82,6 @@
 #include "utils/timestamp.h"
 
 /* Settings of the per-database processes (defined in hwm.c) */
-int			hwm_max_runs_per_pipeline = 1000;
-int			hwm_history_days = 0;
 char	   *hwm_notify_channel = NULL;
 
 /* How long a dispatcher waits for a lock before it gives up (and retries) */
@@ -242,37 +240,12 @@ sweep_interrupted(void)
 	}
 }
 
-/* Keep the scheduler's run history bounded (hwm.max_runs_per_pipeline,
- * hwm.history_days); only finished runs of kind 'load' are pruned. */
+/* Keep the run history bounded (hwm.max_runs_per_pipeline,
+ * hwm.history_days), for every pipeline of the database */
 static void
 prune_history(void)
 {
-	HwmRoleSwitch sw;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1];
-
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	if (hwm_history_days > 0)
-	{
-		values[0] = Int32GetDatum(hwm_history_days);
-		hwm_spi_exec("DELETE FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
-					 " AND status OPERATOR(pg_catalog.<>) 'running'"
-					 " AND started_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-)"
-					 "  pg_catalog.make_interval(days => $1)",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
-	if (hwm_max_runs_per_pipeline > 0)
-	{
-		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
-		hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-					 "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
-					 "  FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
-					 "   AND status OPERATOR(pg_catalog.<>) 'running') AS x"
-					 " WHERE x.n OPERATOR(pg_catalog.>) $1))",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
-	hwm_unbecome(&sw);
+	hwm_prune_runs(NULL);
 }
 
 /* Interval to milliseconds (months of 30 days), clamped to int32 */

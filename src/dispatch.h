@@ -12,9 +12,7 @@
 
 #include "utils/guc.h"
 
-/* hwm.max_runs_per_pipeline, hwm.history_days, hwm.notify_channel */
-extern int	hwm_max_runs_per_pipeline;
-extern int	hwm_history_days;
+/* hwm.notify_channel */
 extern char *hwm_notify_channel;
 
 extern bool hwm_notify_channel_check(char **newval, void **extra, GucSource source);
