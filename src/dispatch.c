@@ -12,7 +12,7 @@
  *	1. leaves at once when the extension does not exist in the database;
  *	2. records the runs whose worker exited without recording an outcome
  *	   ('failed'), and, when asked (at the first dispatch of the database
- *	   and then every minute), marks 'running' rows that no slot holds
+ *	   and then every 10 seconds at most), marks 'running' rows that no slot holds
  *	   'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
  *	   hwm.history_days);
  *	3. reads the due pipelines (enabled, scheduled, next_run_at <= now(), no

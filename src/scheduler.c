@@ -25,8 +25,8 @@
  *	4. unless a dispatcher is running, start one for the database that
  *	   needs it most: first those with runs due (when hwm.enabled is on and
  *	   hwm.max_workers leaves room), then those that rang, are new, or are
- *	   due for upkeep (a minute after the last, or five minutes for a
- *	   database without hwm);
+ *	   due for upkeep (five minutes after the last, whether it has hwm or
+ *	   not; upkeep also rides along with dispatches, every 10 seconds);
  *	5. sleep until the next pipeline is due, a process ends, the doorbell
  *	   rings, or 10 seconds have passed.
  *
@@ -40,7 +40,7 @@
  *
  * One dispatcher at a time keeps the process count at one launcher, at most
  * one dispatcher and at most hwm.max_workers workers, whatever the number of
- * databases; an idle database costs one dispatcher a minute.
+ * databases; an idle database costs one dispatcher every five minutes.
  *
  * Every iteration runs under its own error handler: an error is logged and
  * the loop goes on, so a broken database never takes the launcher down.
@@ -79,9 +79,13 @@ int			hwm_max_workers = 2;
 /* How long the launcher sleeps at most, and between retries */
 #define LAUNCHER_MAX_SLEEP_MS	10000
 #define LAUNCHER_RETRY_MS		1000
-/* Upkeep of a database: along with a dispatch, or on its own */
+/*
+ * Upkeep of a database (interrupted runs, history): along with a dispatch,
+ * or on its own when nothing else happens there.  Idle, nothing changes
+ * that the doorbell would not ring for, but history_days ages the history.
+ */
 #define MAINTENANCE_MS			10000
-#define MAINTENANCE_IDLE_MS		60000
+#define MAINTENANCE_IDLE_MS		(5 * 60000)
 /* How often a database without hwm is looked at again (CREATE EXTENSION
  * rings at once; this is the net) */
 #define RECHECK_ABSENT_MS		(5 * 60000)
