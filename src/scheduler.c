@@ -279,7 +279,8 @@ take_rings(void)
 {
 	Oid			rung[64];
 	bool		all;
-	int			n = hwm_wakeup_take(rung, lengthof(rung), &all);
+	bool		rescan;
+	int			n = hwm_wakeup_take(rung, lengthof(rung), &all, &rescan);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -292,10 +293,12 @@ take_rings(void)
 	}
 	if (all)
 	{
-		scan_needed = true;
 		for (int i = 0; i < ndbs; i++)
 			dbs[i].rung = true;
 	}
+	/* a new database is dispatched once (its hwm is unknown); no other */
+	if (rescan)
+		scan_needed = true;
 	if (scan_needed ||
 		TimestampDifferenceExceeds(last_scan, GetCurrentTimestamp(), LAUNCHER_MAX_SLEEP_MS))
 		scan_databases();

@@ -9,8 +9,8 @@
  * since the launcher last looked.  The SQL side (schedule.c: a schedule, a
  * pause, a resume), CREATE, ALTER and DROP EXTENSION (through a
  * ProcessUtility hook here) and the scheduler's own processes (on exit) ring
- * it for their database; CREATE, ALTER, DROP DATABASE ring it for every
- * database (the launcher reads pg_database again).  The change a transaction
+ * it for their database; CREATE, ALTER, DROP DATABASE ring it so that the
+ * launcher reads pg_database again (and dispatches new databases once).  The change a transaction
  * makes is visible only after commit, so the doorbell rings in an
  * XactCallback at COMMIT; an aborted or prepared transaction does not ring
  * it.  The latch is set through SIGUSR1, as PostgreSQL's logical replication
@@ -75,7 +75,8 @@ typedef struct HwmWakeupShared
 {
 	slock_t		mutex;
 	pid_t		launcher_pid;	/* 0: no launcher running */
-	bool		rung_all;		/* every database (or too many) rang */
+	bool		rung_all;		/* too many databases rang to list them */
+	bool		rescan;			/* the list of databases may have changed */
 	int			nrung;
 	Oid			rung[HWM_MAX_RUNG];
 	HwmLeaving	leaving[HWM_MAX_LEAVING];
@@ -204,7 +205,9 @@ ring(Oid dboid)
 	SpinLockAcquire(&wakeup->mutex);
 	for (int i = 0; i < wakeup->nrung; i++)
 		known |= wakeup->rung[i] == dboid;
-	if (!OidIsValid(dboid) || (!known && wakeup->nrung >= HWM_MAX_RUNG))
+	if (!OidIsValid(dboid))
+		wakeup->rescan = true;
+	else if (!known && wakeup->nrung >= HWM_MAX_RUNG)
 		wakeup->rung_all = true;
 	else if (!known)
 		wakeup->rung[wakeup->nrung++] = dboid;
@@ -222,7 +225,7 @@ hwm_wakeup_launcher(void)
 }
 
 int
-hwm_wakeup_take(Oid *dboids, int max, bool *all)
+hwm_wakeup_take(Oid *dboids, int max, bool *all, bool *rescan)
 {
 	int			n;
 
@@ -230,8 +233,10 @@ hwm_wakeup_take(Oid *dboids, int max, bool *all)
 	n = Min(max, wakeup->nrung);
 	memcpy(dboids, wakeup->rung, sizeof(Oid) * n);
 	*all = wakeup->rung_all || n < wakeup->nrung;
+	*rescan = wakeup->rescan;
 	wakeup->nrung = 0;
 	wakeup->rung_all = false;
+	wakeup->rescan = false;
 	SpinLockRelease(&wakeup->mutex);
 	return n;
 }

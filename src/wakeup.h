@@ -39,9 +39,10 @@ extern void hwm_wakeup_register_launcher(void);
 extern void hwm_wakeup_launcher(void);
 extern void hwm_wakeup_at_commit(void);
 
-/* the launcher: the databases rung for since the last call; *all when the
- * list of databases may have changed (or too many rang) */
-extern int	hwm_wakeup_take(Oid *dboids, int max, bool *all);
+/* the launcher: the databases rung for since the last call; *all when too
+ * many rang to list them, *rescan when the list of databases may have
+ * changed (CREATE, ALTER, DROP DATABASE) */
+extern int	hwm_wakeup_take(Oid *dboids, int max, bool *all, bool *rescan);
 
 /*
  * A process of hwm enters a database (before connecting to it): false when
