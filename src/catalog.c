@@ -126,7 +126,8 @@ pipeline_read(const char *name)
 	hwm_spi_exec("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 				 " partition_column::pg_catalog.text, lookback, watermark,"
-				 " owner::pg_catalog.oid, enabled, delay, batch_size"
+				 " owner::pg_catalog.oid, enabled, delay, batch_size,"
+				 " command, time_interval, interval_anchor, batched, skip_empty"
 				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
@@ -160,6 +161,12 @@ pipeline_read(const char *name)
 	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
 	d = SPI_getbinval(tup, desc, 12, &isnull);
 	p->batch_size = isnull ? 0 : DatumGetInt64(d);
+	p->command = SPI_getvalue(tup, desc, 13);
+	d = SPI_getbinval(tup, desc, 14, &isnull);
+	p->time_interval = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+	p->interval_anchor = SPI_getvalue(tup, desc, 15);
+	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
+	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull));
 	return p;
 }
 

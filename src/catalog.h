@@ -18,7 +18,7 @@ typedef struct HwmPipeline
 {
 	char	   *name;
 	Oid			source;
-	Oid			target;
+	Oid			target;			/* InvalidOid: a command or interval pipeline */
 	List	   *unique_key;		/* column names (char *) */
 	char	   *watermark_column;
 	char	   *partition_column;	/* NULL: none */
@@ -28,6 +28,11 @@ typedef struct HwmPipeline
 	bool		enabled;
 	Interval   *delay;			/* NULL: none */
 	int64		batch_size;		/* rows per run; 0: no cap */
+	char	   *command;		/* command and interval pipelines; NULL: copy */
+	Interval   *time_interval;	/* interval pipelines; NULL: none */
+	char	   *interval_anchor;	/* ... a boundary of the grid (text) */
+	bool		batched;		/* ... one command over the whole backlog */
+	bool		skip_empty;		/* ... no command for an interval without rows */
 } HwmPipeline;
 
 /*

@@ -25,6 +25,8 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "command.h"
+#include "interval.h"
 #include "plan.h"
 #include "privilege.h"
 #include "range.h"
@@ -151,6 +153,20 @@ load_slice(LoadRun *r)
 	r->upserted = (int64) SPI_processed;
 }
 
+/*
+ * Step 3 of a command pipeline (command.c): run its command once over
+ * (old watermark, new watermark], when the watermark moves.
+ */
+static void
+run_command(LoadRun *r)
+{
+	if (r->wm_after == NULL || r->wm_after == r->p->watermark)
+		return;
+	r->upserted = hwm_command_exec(r->p->name, r->p->command, r->plan->wm.type,
+								   r->old_wm, r->p->watermark == NULL,
+								   hwm_value_in(&r->plan->wm, r->wm_after, "new watermark"));
+}
+
 /* Step 4: overwrite the lookback newest partitions, by the diff */
 static void
 overwrite_newest(LoadRun *r)
@@ -252,6 +268,16 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
+	if (r.p->time_interval)
+	{
+		/* an interval pipeline: one interval (or the backlog), interval.c */
+		r.wm_after = r.p->watermark;
+		run_id = hwm_interval_run(r.p, started_at, &r.upserted, &r.wm_after);
+		MemoryContextSwitchTo(callercxt);
+		result = run_result(fcinfo, tupdesc, &r, run_id);
+		SPI_finish();
+		return result;
+	}
 	hwm_spec_for(r.p, true, r.p->lookback > 0, &spec);
 	hwm_become(r.p->owner, true, &sw);
 	r.plan = hwm_plan_build(&spec);
@@ -263,7 +289,10 @@ hwm_run(PG_FUNCTION_ARGS)
 	if (find_slice(&r))
 	{
 		settle_watermark(&r);
-		load_slice(&r);
+		if (r.p->command)
+			run_command(&r);
+		else
+			load_slice(&r);
 	}
 	if (r.plan->has_part)
 		overwrite_newest(&r);

@@ -31,7 +31,7 @@ typedef struct HwmValueType
 typedef struct HwmPlanSpec
 {
 	Oid			source;
-	Oid			target;
+	Oid			target;			/* InvalidOid: the source's statements only */
 	List	   *unique_key;		/* NIL: plain DELETE + INSERT, no upsert */
 	const char *watermark_column;	/* NULL: no incremental statements */
 	const char *partition_column;	/* NULL: no overwrite statements */
@@ -71,6 +71,13 @@ typedef struct HwmPlan
 
 	/* [first run: 0, later runs: 1], see HwmWmStatement */
 	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
+
+	/*
+	 * On the watermark column, for interval pipelines: a row with a value in
+	 * [$1, $2) (none: no row), and the smallest value >= $1.
+	 */
+	char	   *range_exists_sql;
+	char	   *first_from_sql;
 
 	/* $1 = number of partitions; returns their values, newest first */
 	char	   *newest_partitions_sql;
