@@ -435,7 +435,7 @@ backfill_batch(Backfill *bf)
 		run.method = d->ow.method;
 		run_id = hwm_record_run(&run);
 		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
-								   d->ow.deleted + d->ow.inserted);
+								   d->ow.deleted + d->ow.inserted, NULL);
 		old = MemoryContextSwitchTo(bf->cxt);
 		bf->done_through = pstrdup(d->value);
 		MemoryContextSwitchTo(old);

@@ -108,6 +108,56 @@ pipeline_lock(const char *name, bool nowait)
 				 errhint("Wait for it to finish, or call without nowait to queue behind it.")));
 }
 
+/*
+ * What the last load remembered (see watermark.c), from the four columns
+ * starting at column first: reread_from, reread_vxids, reread_starts,
+ * reread_epoch.  Lists that do not match leave no memory.
+ */
+static void
+memory_read(HwmLoadMemory *mem, HeapTuple tup, TupleDesc desc, int first)
+{
+	bool		isnull;
+	bool		vnull;
+	bool		snull;
+	Datum		vxids = SPI_getbinval(tup, desc, first + 1, &vnull);
+	Datum		starts = SPI_getbinval(tup, desc, first + 2, &snull);
+	Datum		epoch = SPI_getbinval(tup, desc, first + 3, &isnull);
+	Datum	   *v = NULL;
+	Datum	   *t = NULL;
+	bool	   *tnulls = NULL;
+	int			nv = 0;
+	int			nt = 0;
+
+	memset(mem, 0, sizeof(*mem));
+	mem->null_watermarks = -1;
+	mem->reread_from = SPI_getvalue(tup, desc, first);
+	if (mem->reread_from == NULL || isnull)
+	{
+		mem->reread_from = NULL;
+		return;
+	}
+	mem->epoch = DatumGetTimestampTz(epoch);
+	if (!vnull)
+		deconstruct_array(DatumGetArrayTypeP(vxids), TEXTOID, -1, false, TYPALIGN_INT,
+						  &v, NULL, &nv);
+	if (!snull)
+		deconstruct_array(DatumGetArrayTypeP(starts), TIMESTAMPTZOID, sizeof(TimestampTz),
+						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &t, &tnulls, &nt);
+	if (nv != nt)
+	{
+		mem->reread_from = NULL;
+		return;
+	}
+	for (int i = 0; i < nv; i++)
+	{
+		HwmXact    *x = palloc(sizeof(HwmXact));
+
+		x->vxid = TextDatumGetCString(v[i]);
+		x->start = tnulls[i] ? 0 : DatumGetTimestampTz(t[i]);
+		mem->xacts = lappend(mem->xacts, x);
+	}
+}
+
 /* Read a pipeline's catalog row as it is now, or NULL */
 static HwmPipeline *
 pipeline_read(const char *name)
@@ -127,6 +177,7 @@ pipeline_read(const char *name)
 				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 				 " partition_column::pg_catalog.text, lookback, watermark,"
 				 " owner::pg_catalog.oid, enabled, delay, batch_size,"
+				 " reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
 				 " command, time_interval, interval_anchor, batched, skip_empty"
 				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
@@ -161,12 +212,13 @@ pipeline_read(const char *name)
 	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
 	d = SPI_getbinval(tup, desc, 12, &isnull);
 	p->batch_size = isnull ? 0 : DatumGetInt64(d);
-	p->command = SPI_getvalue(tup, desc, 13);
-	d = SPI_getbinval(tup, desc, 14, &isnull);
+	memory_read(&p->memory, tup, desc, 13);
+	p->command = SPI_getvalue(tup, desc, 17);
+	d = SPI_getbinval(tup, desc, 18, &isnull);
 	p->time_interval = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	p->interval_anchor = SPI_getvalue(tup, desc, 15);
-	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
-	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull));
+	p->interval_anchor = SPI_getvalue(tup, desc, 19);
+	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
+	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 21, &isnull));
 	return p;
 }
 
@@ -330,19 +382,78 @@ hwm_record_run(const HwmRunFacts *run)
 }
 
 /*
- * Write a finished run's facts (and, with set_watermark, the new watermark)
- * into the pipeline's catalog row.
+ * The memory columns of hwm.state as parameters $first.. (reread_from,
+ * reread_vxids, reread_starts, reread_epoch, held_by_pid,
+ * held_by_application, held_since, null_watermarks); all NULL without
+ * memory, the first four without reread_from.
+ */
+#define MEMORY_NARGS 8
+static void
+memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
+{
+	static const Oid types[MEMORY_NARGS] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
+		TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, INT8OID};
+	int			n = mem ? list_length(mem->xacts) : 0;
+	Datum	   *v = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *t = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *tnulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	memcpy(argtypes, types, sizeof(types));
+	memset(nulls, 'n', MEMORY_NARGS);
+	if (mem == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		HwmXact    *x = list_nth(mem->xacts, i);
+
+		v[i] = CStringGetTextDatum(x->vxid);
+		t[i] = TimestampTzGetDatum(x->start);
+		tnulls[i] = x->start == 0;
+	}
+	if (mem->reread_from != NULL)
+	{
+		values[0] = CStringGetTextDatum(mem->reread_from);
+		values[1] = PointerGetDatum(construct_array(v, n, TEXTOID, -1, false, TYPALIGN_INT));
+		values[2] = PointerGetDatum(construct_md_array(t, tnulls, 1, dims, lbs, TIMESTAMPTZOID,
+													   sizeof(TimestampTz), FLOAT8PASSBYVAL,
+													   TYPALIGN_DOUBLE));
+		values[3] = TimestampTzGetDatum(mem->epoch);
+		memset(nulls, ' ', 4);
+	}
+	if (mem->held_by_pid != 0)
+	{
+		values[4] = Int32GetDatum(mem->held_by_pid);
+		values[5] = CStringGetTextDatum(mem->held_by_application ? mem->held_by_application : "");
+		values[6] = TimestampTzGetDatum(mem->held_since);
+		memset(nulls + 4, ' ', 3);
+	}
+	if (mem->null_watermarks >= 0)
+	{
+		values[7] = Int64GetDatum(mem->null_watermarks);
+		nulls[7] = ' ';
+	}
+}
+
+/*
+ * Record a successful run in the pipeline's row: its facts, with
+ * set_watermark the new watermark, and with memory what the load
+ * remembers for the next one (NULL: leave that as it is).
  */
 void
 hwm_update_state_after_run(const char *pipeline, int64 run_id,
 						   TimestampTz started_at, bool set_watermark,
-						   const char *watermark, int64 rows)
+						   const char *watermark, int64 rows,
+						   const HwmLoadMemory *memory)
 {
-	Oid			argtypes[6] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID, TEXTOID, INT8OID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[7 + MEMORY_NARGS] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
+	TEXTOID, INT8OID, BOOLOID};
+	Datum		values[7 + MEMORY_NARGS];
+	char		nulls[7 + MEMORY_NARGS];
 	HwmRoleSwitch sw;
 
+	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = Int64GetDatum(run_id);
 	values[2] = TimestampTzGetDatum(started_at);
@@ -352,6 +463,8 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 	else
 		nulls[4] = 'n';
 	values[5] = Int64GetDatum(rows);
+	values[6] = BoolGetDatum(memory != NULL);
+	memory_args(memory, argtypes + 7, values + 7, nulls + 7);
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("UPDATE hwm.state SET"
@@ -359,8 +472,16 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 				 " last_run_id = $2, last_run_started_at = $3,"
 				 " last_run_finished_at = pg_catalog.clock_timestamp(),"
 				 " last_status = 'succeeded', last_rows = $6,"
-				 " consecutive_failures = 0, last_error = NULL"
+				 " consecutive_failures = 0, last_error = NULL,"
+				 " reread_from = CASE WHEN $7 THEN $8 ELSE reread_from END,"
+				 " reread_vxids = CASE WHEN $7 THEN $9 ELSE reread_vxids END,"
+				 " reread_starts = CASE WHEN $7 THEN $10 ELSE reread_starts END,"
+				 " reread_epoch = CASE WHEN $7 THEN $11 ELSE reread_epoch END,"
+				 " held_by_pid = CASE WHEN $7 THEN $12 ELSE held_by_pid END,"
+				 " held_by_application = CASE WHEN $7 THEN $13 ELSE held_by_application END,"
+				 " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
+				 " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 6, argtypes, values, nulls, SPI_OK_UPDATE);
+				 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_unbecome(&sw);
 }

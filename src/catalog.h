@@ -10,6 +10,7 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "watermark.h"
 
 struct HwmPlanSpec;
 
@@ -33,6 +34,7 @@ typedef struct HwmPipeline
 	char	   *interval_anchor;	/* ... a boundary of the grid (text) */
 	bool		batched;		/* ... one command over the whole backlog */
 	bool		skip_empty;		/* ... no command for an interval without rows */
+	HwmLoadMemory memory;		/* what the last load remembered */
 } HwmPipeline;
 
 /*
@@ -73,6 +75,6 @@ extern int64 hwm_record_run(const HwmRunFacts *run);
 extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,
-									   int64 rows);
+									   int64 rows, const HwmLoadMemory *memory);
 
 #endif							/* HWM_CATALOG_H */

@@ -280,7 +280,7 @@ record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
 	run.to_partition = to_text;
 	run_id = hwm_record_run(&run);
 	hwm_update_state_after_run(r->p->name, run_id, started_at, *after != r->p->watermark,
-							   *after, r->rows);
+							   *after, r->rows, &r->p->memory);
 	ereport(NOTICE,
 			(errmsg("hwm: pipeline \"%s\": %s, rows %s " INT64_FORMAT ", watermark %s -> %s%s%s",
 					r->p->name,

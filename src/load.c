@@ -49,11 +49,15 @@ typedef struct LoadRun
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	Datum		old_wm;			/* the stored watermark, if p->watermark */
+	Datum		reread_from;	/* ... and where reading starts (see watermark.c) */
+	List	   *carried;		/* remembered transactions still in flight */
 	Datum		w0;				/* step 1: the end of the slice */
 	bool		capped;			/* ... set by batch_size */
 	char	   *wm_after;		/* step 2: the new watermark (text) */
 	const char *held;			/* ... why it stayed below the slice, or NULL */
+	HwmSafeBound bound;			/* ... and what the transactions in flight allow */
 	int64		upserted;		/* step 3 */
+	int64		null_watermarks;
 	int			partitions;		/* step 4 */
 	HwmOverwrite lookback;
 	char	   *from_text;
@@ -67,18 +71,27 @@ typedef struct LoadRun
 static void
 wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
 {
+	Oid			argtypes[3];
+	Datum		args[3];
+	int			nargs = 0;
 	bool		later = r->p->watermark != NULL;
-	Oid			argtypes[2] = {r->plan->wm.type, argtype};
-	Datum		args[2] = {r->old_wm, arg};
-	int			nargs = OidIsValid(argtype) ? 1 : 0;
 
-	if (!later)
+	if (later)
 	{
-		argtypes[0] = argtype;
-		args[0] = arg;
+		argtypes[nargs] = r->plan->wm.type;
+		args[nargs++] = r->old_wm;
+		if (HWM_WM_READS(stmt))
+		{
+			argtypes[nargs] = r->plan->wm.type;
+			args[nargs++] = r->reread_from;
+		}
 	}
-	hwm_spi_exec(r->plan->wm_sql[stmt][later], later + nargs,
-				 argtypes, args, NULL, expected);
+	if (OidIsValid(argtype))
+	{
+		argtypes[nargs] = argtype;
+		args[nargs++] = arg;
+	}
+	hwm_spi_exec(r->plan->wm_sql[stmt][later], nargs, argtypes, args, NULL, expected);
 }
 
 /* The value a watermark SELECT returned, copied; false when none */
@@ -125,16 +138,16 @@ find_slice(LoadRun *r)
 static void
 settle_watermark(LoadRun *r)
 {
-	HwmSafeBound bound;
+	HwmSafeBound *bound = &r->bound;
 	Datum		below;
 
-	hwm_safe_bound(r->plan, r->p->source, r->p->delay, &bound);
-	if (bound.hold)
-		r->held = bound.reason;
-	else if (bound.has_limit && hwm_value_cmp(&r->plan->wm, r->w0, bound.limit) >= 0)
+	hwm_safe_bound(r->plan, r->p->source, r->p->delay, bound);
+	if (bound->hold)
+		r->held = bound->reason;
+	else if (bound->has_limit && hwm_value_cmp(&r->plan->wm, r->w0, bound->limit) >= 0)
 	{
-		r->held = bound.reason;
-		wm_exec(r, HWM_WM_MAX_BELOW, r->plan->wm.type, bound.limit, SPI_OK_SELECT);
+		r->held = bound->reason;
+		wm_exec(r, HWM_WM_MAX_BELOW, r->plan->wm.type, bound->limit, SPI_OK_SELECT);
 		if (hwm_spi_first(&below))
 			r->wm_after = hwm_value_out(&r->plan->wm, below);
 	}
@@ -191,11 +204,94 @@ overwrite_newest(LoadRun *r)
 	hwm_range_overwrite(r->plan, oldest, newest, false, &r->lookback);
 }
 
+/* Source rows whose watermark is NULL: no incremental run ever loads them */
+static void
+count_null_watermarks(LoadRun *r)
+{
+	Datum		n;
+
+	hwm_spi_exec(r->plan->wm_null_count_sql, 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	r->null_watermarks = hwm_spi_first(&n) ? DatumGetInt64(n) : 0;
+}
+
+/*
+ * What this run remembers for the next (see watermark.c): rows it did not
+ * load are above W0 (the greatest value it saw, or the batch's end), or at
+ * least the floor, or belong to a transaction remembered before and still in
+ * flight, or to one in flight now.  Without a slice nothing was read: the
+ * memory stays as it was.
+ */
+static void
+remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
+{
+	const HwmSafeBound *b = &r->bound;
+	Datum		from = r->w0;
+	ListCell   *lc;
+
+	*mem = r->p->memory;
+	mem->held_by_pid = 0;
+	mem->null_watermarks = r->null_watermarks;
+	if (!sliced)
+		return;
+	if (b->has_floor && hwm_value_cmp(&r->plan->wm, b->floor, from) < 0)
+		from = b->floor;
+	mem->reread_from = hwm_value_out(&r->plan->wm, from);
+	mem->xacts = list_copy(r->carried);
+	foreach(lc, b->xacts)
+	{
+		HwmXact    *x = lfirst(lc);
+		ListCell   *c;
+		bool		known = false;
+
+		foreach(c, r->carried)
+			known = known || strcmp(((HwmXact *) lfirst(c))->vxid, x->vxid) == 0;
+		if (!known)
+			mem->xacts = lappend(mem->xacts, x);
+	}
+	mem->epoch = hwm_memory_epoch();
+	if (r->held && b->oldest_pid != 0)
+	{
+		mem->held_by_pid = b->oldest_pid;
+		mem->held_by_application = b->oldest_application;
+		mem->held_since = b->oldest_start;
+	}
+}
+
+/* The run's NOTICE: what it did, what held the watermark, what it cannot load */
+static void
+load_notice(const LoadRun *r, const HwmLoadMemory *mem)
+{
+	char	   *holder = NULL;
+	char	   *nulls = NULL;
+
+	if (mem->held_by_pid != 0)
+		holder = psprintf("The oldest transaction holding it back is process %d (application \"%s\"), open for %s; pg_stat_activity shows it.",
+						  mem->held_by_pid, mem->held_by_application,
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+															  DirectFunctionCall2(timestamp_mi,
+																				  TimestampTzGetDatum(GetCurrentTimestamp()),
+																				  TimestampTzGetDatum(mem->held_since)))));
+	if (r->null_watermarks > 0)
+		nulls = psprintf("Source rows whose %s is NULL, which no run loads: " INT64_FORMAT ".",
+						 quote_identifier(r->p->watermark_column), r->null_watermarks);
+	ereport(NOTICE,
+			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT ", partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
+					r->p->name, r->upserted, r->partitions, r->lookback.deleted,
+					r->lookback.inserted,
+					r->p->watermark ? r->p->watermark : "(none)",
+					r->wm_after ? r->wm_after : "(none)",
+					r->held ? ", held back by " : "", r->held ? r->held : ""),
+			 (holder || nulls) ?
+			 errdetail_internal("%s%s%s", holder ? holder : "", holder && nulls ? "\n" : "",
+								nulls ? nulls : "") : 0));
+}
+
 /* Step 5: the run in hwm.runs and the pipeline's state; returns the run_id */
 static int64
-record_load(const LoadRun *r, TimestampTz started_at)
+record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 {
 	HwmRunFacts run = HWM_RUN_FACTS_INIT(r->p->name, "load", started_at);
+	HwmLoadMemory mem;
 	int64		run_id;
 
 	run.rows_upserted = r->upserted;
@@ -207,16 +303,12 @@ record_load(const LoadRun *r, TimestampTz started_at)
 	run.from_partition = r->from_text;
 	run.to_partition = r->to_text;
 	run_id = hwm_record_run(&run);
+	remember_load(r, sliced, &mem);
 	hwm_update_state_after_run(r->p->name, run_id, started_at,
 							   r->wm_after != r->p->watermark, r->wm_after,
-							   r->upserted + r->lookback.deleted + r->lookback.inserted);
-	ereport(NOTICE,
-			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT ", partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
-					r->p->name, r->upserted, r->partitions, r->lookback.deleted,
-					r->lookback.inserted,
-					r->p->watermark ? r->p->watermark : "(none)",
-					r->wm_after ? r->wm_after : "(none)",
-					r->held ? ", held back by " : "", r->held ? r->held : "")));
+							   r->upserted + r->lookback.deleted + r->lookback.inserted,
+							   &mem);
+	load_notice(r, &mem);
 	return run_id;
 }
 
@@ -253,6 +345,7 @@ hwm_run(PG_FUNCTION_ARGS)
 	HwmPlanSpec spec;
 	HwmRoleSwitch sw;
 	int64		run_id;
+	bool		sliced;
 	TupleDesc	tupdesc;
 	Datum		result;
 
@@ -283,10 +376,14 @@ hwm_run(PG_FUNCTION_ARGS)
 	r.plan = hwm_plan_build(&spec);
 	hwm_check_privileges(r.p->owner, &spec, r.plan);
 	if (r.p->watermark)
+	{
 		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
+		r.reread_from = hwm_reread_from(r.plan, &r.p->memory, r.old_wm, &r.carried);
+	}
 	r.wm_after = r.p->watermark;
 
-	if (find_slice(&r))
+	sliced = find_slice(&r);
+	if (sliced)
 	{
 		settle_watermark(&r);
 		if (r.p->command)
@@ -294,10 +391,11 @@ hwm_run(PG_FUNCTION_ARGS)
 		else
 			load_slice(&r);
 	}
+	count_null_watermarks(&r);
 	if (r.plan->has_part)
 		overwrite_newest(&r);
 	hwm_unbecome(&sw);
-	run_id = record_load(&r, started_at);
+	run_id = record_load(&r, sliced, started_at);
 
 	/* the result must outlive SPI_finish */
 	MemoryContextSwitchTo(callercxt);

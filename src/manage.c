@@ -510,7 +510,10 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 	else
 		nulls[1] = 'n';
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	/* what the last load remembered no longer describes the new watermark */
+	hwm_spi_exec("UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+				 " reread_starts = NULL, reread_epoch = NULL"
+				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_unbecome(&sw);
 	SPI_finish();

@@ -115,7 +115,7 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 
 	run_id = record_overwrite(p->name, started_at, p->watermark, from_text, to_text, &ow);
 	hwm_update_state_after_run(p->name, run_id, started_at, false, NULL,
-							   ow.deleted + ow.inserted);
+							   ow.deleted + ow.inserted, NULL);
 	overwrite_notice(hwm_qualified_name(p->target), from_text, to_text, &ow);
 	SPI_finish();
 

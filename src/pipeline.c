@@ -629,14 +629,18 @@ watermark_statements(PlanBuild *b)
 		for (int later = 0; later <= 1; later++)
 		{
 			StringInfoData buf;
-			int			argno = later + 1;
+			bool		reads = later && HWM_WM_READS(wm_statements[i].stmt);
+			int			argno = later + reads + 1;
 
 			initStringInfo(&buf);
 			if (wm_statements[i].upsert)
 				appendStringInfo(&buf, "%s WHERE ", b->insert_head);
 			else
 				appendStringInfo(&buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
-			if (later)
+			if (reads)
+				appendStringInfo(&buf, "s.%s %s $1 AND s.%s %s $2", wm, plan->wm.gt,
+								 wm, plan->wm.ge);
+			else if (later)
 				appendStringInfo(&buf, "s.%s %s $1", wm, plan->wm.gt);
 			else
 				appendStringInfo(&buf, "s.%s IS NOT NULL", wm);
@@ -656,6 +660,8 @@ watermark_statements(PlanBuild *b)
 			plan->wm_sql[wm_statements[i].stmt][later] = buf.data;
 		}
 	}
+	plan->wm_null_count_sql = psprintf("SELECT pg_catalog.count(*) FROM %s AS s WHERE s.%s IS NULL",
+									   b->srcname, wm);
 }
 
 /*

@@ -42,8 +42,10 @@ typedef struct HwmPlanSpec
 /*
  * The statements on the watermark column.  Each comes in two forms: [0] for
  * the first run (no watermark yet: every non-NULL value) and [1] for later
- * runs, whose $1 is the stored watermark (rows above it).  The argument
- * named below is $1 in the first form and $2 in the later one.
+ * runs, whose $1 is the stored watermark (rows above it).  The later form of
+ * the statements that read rows to load (HWM_WM_READS) also has $2, where
+ * reading starts (inclusive; see watermark.c).  The argument named below
+ * follows those: $1 in the first form, $2 or $3 in the later one.
  */
 typedef enum HwmWmStatement
 {
@@ -54,6 +56,9 @@ typedef enum HwmWmStatement
 	HWM_WM_UPSERT_UPTO,			/* upsert the rows up to the argument */
 	HWM_WM_NSTATEMENTS
 } HwmWmStatement;
+
+#define HWM_WM_READS(stmt) \
+	((stmt) == HWM_WM_BATCH_END || (stmt) == HWM_WM_UPSERT || (stmt) == HWM_WM_UPSERT_UPTO)
 
 /* Statements and types for one run, built once from the catalog. */
 typedef struct HwmPlan
@@ -71,6 +76,8 @@ typedef struct HwmPlan
 
 	/* [first run: 0, later runs: 1], see HwmWmStatement */
 	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
+	/* the number of source rows whose watermark column is NULL */
+	char	   *wm_null_count_sql;
 
 	/*
 	 * On the watermark column, for interval pipelines: a row with a value in
