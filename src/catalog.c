@@ -32,6 +32,12 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+int			hwm_max_runs_per_pipeline = 1000;
+int			hwm_history_days = 0;
+
+/* A run whose number is a multiple of this prunes its pipeline's history */
+#define PRUNE_EVERY 16
+
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 
 /*
@@ -378,7 +384,63 @@ hwm_record_run(const HwmRunFacts *run)
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	hwm_unbecome(&sw);
+	if (run->pipeline && run_id % PRUNE_EVERY == 0)
+		hwm_prune_runs(run->pipeline);
 	return run_id;
+}
+
+/*
+ * Apply hwm.max_runs_per_pipeline and hwm.history_days to the history of
+ * one pipeline (pipeline NULL: of all, and of runs without a pipeline),
+ * every kind of run alike.  Never deleted: runs in progress, and the
+ * backfill runs of a pipeline with an unfinished backfill, so that its
+ * history stays whole until the backfill ends.  Runs by hand prune their own pipeline's
+ * history every PRUNE_EVERY runs; the scheduler's launcher prunes all of it.
+ */
+void
+hwm_prune_runs(const char *pipeline)
+{
+	static const char *keep =
+		" AND r.status OPERATOR(pg_catalog.<>) 'running'"
+		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
+		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+		"   AND b.status OPERATOR(pg_catalog.<>) 'succeeded'))";
+	Oid			argtypes[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	int			nargs = pipeline ? 2 : 1;
+	HwmRoleSwitch sw;
+
+	if (pipeline)
+		values[1] = CStringGetTextDatum(pipeline);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	if (hwm_history_days > 0)
+	{
+		values[0] = Int32GetDatum(hwm_history_days);
+		hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.started_at OPERATOR(pg_catalog.<) pg_catalog.now()"
+							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1)%s%s",
+							  pipeline ? " AND r.pipeline OPERATOR(pg_catalog.=) $2" : "", keep),
+					 nargs, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	if (hwm_max_runs_per_pipeline > 0)
+	{
+		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+		if (pipeline)
+			hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r"
+								  " WHERE r.pipeline OPERATOR(pg_catalog.=) $2"
+								  " AND r.run_id OPERATOR(pg_catalog.<=) (SELECT x.run_id FROM hwm.runs AS x"
+								  "  WHERE x.pipeline OPERATOR(pg_catalog.=) $2"
+								  "  ORDER BY x.run_id DESC OFFSET $1 LIMIT 1)%s", keep),
+						 2, argtypes, values, NULL, SPI_OK_DELETE);
+		else
+			hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+								  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+								  "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
+								  "  FROM hwm.runs) AS x"
+								  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep),
+						 1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	hwm_unbecome(&sw);
 }
 
 /*

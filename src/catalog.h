@@ -63,6 +63,10 @@ typedef struct HwmRunFacts
 	{ .pipeline = (pipeline_), .kind = (kind_), .started_at = (started_at_), \
 	  .rows_upserted = -1, .partitions = -1, .rows_deleted = -1, .rows_inserted = -1 }
 
+/* hwm.max_runs_per_pipeline, hwm.history_days: what hwm.runs keeps */
+extern int	hwm_max_runs_per_pipeline;
+extern int	hwm_history_days;
+
 extern Oid	hwm_catalog_owner(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
@@ -72,6 +76,7 @@ extern void hwm_check_may_manage(HwmPipeline *p);
 extern void hwm_spec_for(const HwmPipeline *p, bool with_watermark,
 						 bool with_partition, struct HwmPlanSpec *spec);
 extern int64 hwm_record_run(const HwmRunFacts *run);
+extern void hwm_prune_runs(const char *pipeline);
 extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,

@@ -11,6 +11,7 @@
  */
 #include "postgres.h"
 
+#include "catalog.h"
 #include "exchange.h"
 #include "privilege.h"
 #include "scheduler.h"
@@ -96,18 +97,18 @@ _PG_init(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.max_runs_per_pipeline",
-							"How many finished scheduled runs (kind load) hwm.runs keeps per pipeline.",
-							"The scheduler deletes older ones; 0 keeps all.",
+							"How many finished runs hwm.runs keeps per pipeline.",
+							"Older ones are deleted, of every kind, by hand or scheduled (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps all.",
 							&hwm_max_runs_per_pipeline,
 							1000, 0, INT_MAX,
-							PGC_SIGHUP, 0,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.history_days",
-							"How many days of finished runs of kind load hwm.runs keeps.",
-							"The scheduler deletes older ones; 0 keeps them regardless of age.",
+							"How many days of finished runs hwm.runs keeps.",
+							"Older ones are deleted, of every kind (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps them regardless of age.",
 							&hwm_history_days,
 							0, 0, 36500,
-							PGC_SIGHUP, 0,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 	hwm_scheduler_init();

@@ -200,13 +200,17 @@ find_start(IntervalRun *r)
 	r->has_start = true;
 }
 
-/* The greatest boundary that no transaction in flight can write below */
+/*
+ * The greatest boundary that no transaction in flight can write below.  An
+ * interval pipeline keeps no load memory (its range is the grid, not what
+ * the last run read), so no remembered transaction is carried.
+ */
 static bool
 find_ready_end(IntervalRun *r)
 {
 	HwmSafeBound bound;
 
-	hwm_safe_bound(r->plan, r->p->source, r->p->delay, &bound);
+	hwm_safe_bound(r->plan, r->p->source, r->p->delay, NIL, &bound);
 	r->held = bound.reason;
 	if (bound.hold || !bound.has_limit)
 		return false;

@@ -49,7 +49,8 @@ typedef struct LoadRun
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	Datum		old_wm;			/* the stored watermark, if p->watermark */
-	Datum		reread_from;	/* ... and where reading starts (see watermark.c) */
+	Datum		reread_from;	/* where reading starts (see watermark.c) ... */
+	bool		has_reread;		/* ... if anywhere but the watermark */
 	List	   *carried;		/* remembered transactions still in flight */
 	Datum		w0;				/* step 1: the end of the slice */
 	bool		capped;			/* ... set by batch_size */
@@ -73,6 +74,7 @@ wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expec
 {
 	Oid			argtypes[3];
 	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
 	int			nargs = 0;
 	bool		later = r->p->watermark != NULL;
 
@@ -80,18 +82,20 @@ wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expec
 	{
 		argtypes[nargs] = r->plan->wm.type;
 		args[nargs++] = r->old_wm;
-		if (HWM_WM_READS(stmt))
-		{
-			argtypes[nargs] = r->plan->wm.type;
-			args[nargs++] = r->reread_from;
-		}
+	}
+	if (HWM_WM_READS(stmt))
+	{
+		/* without a bound: from the watermark, or (first form, NULL) everything */
+		argtypes[nargs] = r->plan->wm.type;
+		args[nargs] = r->has_reread ? r->reread_from : r->old_wm;
+		nulls[nargs++] = r->has_reread || later ? ' ' : 'n';
 	}
 	if (OidIsValid(argtype))
 	{
 		argtypes[nargs] = argtype;
 		args[nargs++] = arg;
 	}
-	hwm_spi_exec(r->plan->wm_sql[stmt][later], nargs, argtypes, args, NULL, expected);
+	hwm_spi_exec(r->plan->wm_sql[stmt][later], nargs, argtypes, args, nulls, expected);
 }
 
 /* The value a watermark SELECT returned, copied; false when none */
@@ -141,7 +145,7 @@ settle_watermark(LoadRun *r)
 	HwmSafeBound *bound = &r->bound;
 	Datum		below;
 
-	hwm_safe_bound(r->plan, r->p->source, r->p->delay, bound);
+	hwm_safe_bound(r->plan, r->p->source, r->p->delay, r->carried, bound);
 	if (bound->hold)
 		r->held = bound->reason;
 	else if (bound->has_limit && hwm_value_cmp(&r->plan->wm, r->w0, bound->limit) >= 0)
@@ -376,10 +380,10 @@ hwm_run(PG_FUNCTION_ARGS)
 	r.plan = hwm_plan_build(&spec);
 	hwm_check_privileges(r.p->owner, &spec, r.plan);
 	if (r.p->watermark)
-	{
 		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
-		r.reread_from = hwm_reread_from(r.plan, &r.p->memory, r.old_wm, &r.carried);
-	}
+	r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
+								   r.p->watermark ? &r.old_wm : NULL,
+								   &r.reread_from, &r.carried);
 	r.wm_after = r.p->watermark;
 
 	sliced = find_slice(&r);

@@ -629,7 +629,7 @@ watermark_statements(PlanBuild *b)
 		for (int later = 0; later <= 1; later++)
 		{
 			StringInfoData buf;
-			bool		reads = later && HWM_WM_READS(wm_statements[i].stmt);
+			bool		reads = HWM_WM_READS(wm_statements[i].stmt);
 			int			argno = later + reads + 1;
 
 			initStringInfo(&buf);
@@ -637,9 +637,12 @@ watermark_statements(PlanBuild *b)
 				appendStringInfo(&buf, "%s WHERE ", b->insert_head);
 			else
 				appendStringInfo(&buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
-			if (reads)
+			if (reads && later)
 				appendStringInfo(&buf, "s.%s %s $1 AND s.%s %s $2", wm, plan->wm.gt,
 								 wm, plan->wm.ge);
+			else if (reads)
+				appendStringInfo(&buf, "s.%s IS NOT NULL AND ($1 IS NULL OR s.%s %s $1)",
+								 wm, wm, plan->wm.ge);
 			else if (later)
 				appendStringInfo(&buf, "s.%s %s $1", wm, plan->wm.gt);
 			else

@@ -42,10 +42,10 @@ typedef struct HwmPlanSpec
 /*
  * The statements on the watermark column.  Each comes in two forms: [0] for
  * the first run (no watermark yet: every non-NULL value) and [1] for later
- * runs, whose $1 is the stored watermark (rows above it).  The later form of
- * the statements that read rows to load (HWM_WM_READS) also has $2, where
- * reading starts (inclusive; see watermark.c).  The argument named below
- * follows those: $1 in the first form, $2 or $3 in the later one.
+ * runs, whose $1 is the stored watermark (rows above it).  The statements
+ * that read rows to load (HWM_WM_READS) also take where reading starts
+ * (inclusive; see watermark.c): $2 in the later form, $1 in the first form,
+ * where NULL means everything.  The argument named below follows those.
  */
 typedef enum HwmWmStatement
 {

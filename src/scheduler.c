@@ -88,8 +88,6 @@
 /* Settings of the launcher (defined in hwm.c; hwm.database is wakeup.c's) */
 bool		hwm_enabled = true;
 int			hwm_max_workers = 2;
-int			hwm_max_runs_per_pipeline = 1000;
-int			hwm_history_days = 0;
 
 /* How long the launcher sleeps at most, and between retries */
 #define LAUNCHER_MAX_SLEEP_MS	10000
@@ -428,32 +426,7 @@ sweep_interrupted(void)
 static void
 prune_history(void)
 {
-	HwmRoleSwitch sw;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1];
-
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	if (hwm_history_days > 0)
-	{
-		values[0] = Int32GetDatum(hwm_history_days);
-		hwm_spi_exec("DELETE FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
-					 " AND status OPERATOR(pg_catalog.<>) 'running'"
-					 " AND started_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-)"
-					 "  pg_catalog.make_interval(days => $1)",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
-	if (hwm_max_runs_per_pipeline > 0)
-	{
-		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
-		hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-					 "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
-					 "  FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
-					 "   AND status OPERATOR(pg_catalog.<>) 'running') AS x"
-					 " WHERE x.n OPERATOR(pg_catalog.>) $1))",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
-	hwm_unbecome(&sw);
+	hwm_prune_runs(NULL);
 }
 
 /* A run to start, decided in the dispatch transaction */

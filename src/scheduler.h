@@ -12,8 +12,6 @@
 /* hwm.enabled, hwm.max_workers, hwm.max_runs_per_pipeline, hwm.history_days */
 extern bool hwm_enabled;
 extern int	hwm_max_workers;
-extern int	hwm_max_runs_per_pipeline;
-extern int	hwm_history_days;
 
 /* from _PG_init: while preloading, register the launcher */
 extern void hwm_scheduler_init(void);

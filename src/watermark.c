@@ -296,12 +296,51 @@ writer_bound(Oid source, TimestampTz deadline, HwmSafeBound *b)
 }
 
 /*
+ * The remembered transactions that were still in flight when this run
+ * decided where to start reading (carried) hold the watermark as if they
+ * still were: one may have committed since, and its rows below where this
+ * run reads are not loaded until the next run, which knows it has ended.
+ * So the limit stays at their start (time types), or the watermark where it
+ * is (unknown start, other types).
+ */
+static void
+bound_carried(const HwmPlan *plan, List *carried, HwmSafeBound *b)
+{
+	ListCell   *lc;
+
+	foreach(lc, carried)
+	{
+		HwmXact    *x = lfirst(lc);
+
+		if (b->hold)
+			return;
+		if (x->start == 0 || !hwm_is_time_type(plan->wm.type))
+		{
+			b->hold = true;
+			b->reason = "a transaction that was in flight at the last run";
+		}
+		else
+		{
+			Datum		start = time_as_column_value(plan->wm.type, x->start);
+
+			if (!b->has_limit || hwm_value_cmp(&plan->wm, start, b->limit) < 0)
+			{
+				b->has_limit = true;
+				b->limit = start;
+				b->reason = "a transaction still in flight";
+			}
+		}
+	}
+}
+
+/*
  * Compute the limit for a run of plan over source: see the file header.
- * Must be called after the statement that found W0.
+ * Must be called after the statement that found W0.  carried: the
+ * transactions that hwm_reread_from found still in flight.
  */
 void
 hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
-			   HwmSafeBound *b)
+			   List *carried, HwmSafeBound *b)
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   hwm_wait_timeout);
@@ -311,6 +350,7 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 		time_bound(plan, delay, deadline, b);
 	else
 		writer_bound(source, deadline, b);
+	bound_carried(plan, carried, b);
 }
 
 /* The server's start time: what a list of transactions in flight is valid for */
@@ -346,23 +386,24 @@ xact_ended(const HwmXact *x)
 /*
  * Where this run must start reading (inclusive), given what the last run
  * remembered: its floor, lowered to the start of each remembered
- * transaction that has ended since (an unknown start: the watermark), never
- * below the watermark.  Transactions still in flight have made nothing
- * visible, so they do not lower it; they are returned in *carried, to be
- * remembered again.  Without a memory from this server's lifetime: the
- * watermark.
+ * transaction that has ended since (an unknown start: no bound), never
+ * below the watermark (NULL: none yet).  Transactions still in flight have
+ * made nothing visible, so they do not lower it; they are returned in
+ * *carried, to be remembered again.  Returns false when there is no bound
+ * above the watermark: without a memory from this server's lifetime, or
+ * when a transaction of unknown start has ended.
  */
-Datum
-hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem, Datum watermark,
-				List **carried)
+bool
+hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem, const Datum *watermark,
+				Datum *from, List **carried)
 {
-	Datum		from;
 	ListCell   *lc;
+	bool		bounded = true;
 
 	*carried = NIL;
 	if (mem->reread_from == NULL || mem->epoch != PgStartTime)
-		return watermark;
-	from = hwm_value_in(&plan->wm, mem->reread_from, "reread_from");
+		return false;
+	*from = hwm_value_in(&plan->wm, mem->reread_from, "reread_from");
 	pgstat_clear_backend_activity_snapshot();
 	foreach(lc, mem->xacts)
 	{
@@ -371,14 +412,15 @@ hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem, Datum watermark,
 		if (!xact_ended(x))
 			*carried = lappend(*carried, x);
 		else if (x->start == 0 || !hwm_is_time_type(plan->wm.type))
-			from = watermark;
+			bounded = false;
 		else
 		{
 			Datum		start = time_as_column_value(plan->wm.type, x->start);
 
-			if (hwm_value_cmp(&plan->wm, start, from) < 0)
-				from = start;
+			if (hwm_value_cmp(&plan->wm, start, *from) < 0)
+				*from = start;
 		}
 	}
-	return hwm_value_cmp(&plan->wm, from, watermark) < 0 ? watermark : from;
+	return bounded &&
+		(watermark == NULL || hwm_value_cmp(&plan->wm, *from, *watermark) > 0);
 }

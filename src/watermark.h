@@ -60,9 +60,9 @@ extern int	hwm_start_margin;
 
 extern bool hwm_is_time_type(Oid type);
 extern void hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
-						   HwmSafeBound *b);
-extern Datum hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem,
-							 Datum watermark, List **carried);
+						   List *carried, HwmSafeBound *b);
+extern bool hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem,
+							const Datum *watermark, Datum *from, List **carried);
 extern TimestampTz hwm_memory_epoch(void);
 
 #endif							/* HWM_WATERMARK_H */
