@@ -282,6 +282,7 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 	memset(spec, 0, sizeof(*spec));
 	spec->source = p->source;
 	spec->target = p->target;
+	spec->source_only = p->command != NULL;
 	spec->unique_key = p->unique_key;
 	spec->watermark_column = with_watermark ? p->watermark_column : NULL;
 	spec->partition_column = with_partition ? p->partition_column : NULL;

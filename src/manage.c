@@ -251,7 +251,7 @@ insert_pipeline(const CreateArgs *a)
 	values[0] = CStringGetTextDatum(a->name);
 	values[1] = ObjectIdGetDatum(a->spec.source);
 	values[2] = ObjectIdGetDatum(a->spec.target);
-	nulls[2] = OidIsValid(a->spec.target) ? ' ' : 'n';
+	nulls[2] = a->spec.source_only ? 'n' : ' ';
 	values[3] = a->unique_key;
 	values[4] = a->watermark_column;
 	values[5] = ObjectIdGetDatum(a->watermark_type);
@@ -346,6 +346,7 @@ read_command_args(FunctionCallInfo fcinfo, CreateArgs *a, int column_arg,
 	hwm_require_arg(fcinfo, column_arg, column_what);
 	a->spec.source = PG_GETARG_OID(1);
 	a->spec.target = InvalidOid;
+	a->spec.source_only = true;
 	a->spec.watermark_column = NameStr(*PG_GETARG_NAME(column_arg));
 	a->spec.pipeline = a->name;
 	a->unique_key = PointerGetDatum(construct_empty_array(TEXTOID));

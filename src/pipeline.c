@@ -778,7 +778,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 	char	   *column_names;
 	ListCell   *lc;
 
-	if (!OidIsValid(spec->target))
+	if (spec->source_only)
 		return source_plan(spec);
 	if (spec->source == spec->target)
 		ereport(ERROR,

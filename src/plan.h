@@ -31,7 +31,8 @@ typedef struct HwmValueType
 typedef struct HwmPlanSpec
 {
 	Oid			source;
-	Oid			target;			/* InvalidOid: the source's statements only */
+	Oid			target;
+	bool		source_only;	/* a command or interval pipeline: no target */
 	List	   *unique_key;		/* NIL: plain DELETE + INSERT, no upsert */
 	const char *watermark_column;	/* NULL: no incremental statements */
 	const char *partition_column;	/* NULL: no overwrite statements */

@@ -144,7 +144,7 @@ hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 	require(role, spec->source, ACL_SELECT, "SELECT", plan->source_columns,
 			"source table", spec->pipeline);
 	/* a command pipeline's command is checked by command.c and the executor */
-	if (!OidIsValid(spec->target))
+	if (spec->source_only)
 		return;
 	require_schema_usage(role, spec->target, "target table", spec->pipeline);
 	require(role, spec->target, ACL_SELECT, "SELECT", plan->target_columns,
