@@ -53,6 +53,25 @@ SELECT watermark FROM hwm.state WHERE pipeline = 'fails';
 SELECT hwm.set_watermark('fails', '7');
 SELECT watermark FROM hwm.state WHERE pipeline = 'fails';
 
+-- a command pipeline's runs cover exactly (old watermark, new watermark]:
+-- consecutive ranges meet with no gap and no overlap, every row is counted
+-- once, and it keeps no place to read from (reread_from, which copy
+-- pipelines remember to read less, stays NULL)
+CREATE TABLE ranges (lo timestamptz, hi timestamptz, n bigint);
+SELECT hwm.create_command_pipeline('ranges', 'events', 't', $$
+  INSERT INTO cmd.ranges SELECT $1, $2, count(*) FROM cmd.events AS e
+   WHERE ($1 IS NULL OR e.t > $1) AND e.t <= $2$$, batch_size => 2);
+SET client_min_messages = warning;
+CALL hwm.catch_up('ranges');
+RESET client_min_messages;
+SELECT lo, hi, n FROM ranges ORDER BY hi;
+SELECT sum(n) = (SELECT count(*) FROM events) AS every_row_once,
+       bool_and(r.lo IS NOT DISTINCT FROM
+                (SELECT max(p.hi) FROM ranges AS p WHERE p.hi < r.hi)) AS ranges_meet
+  FROM ranges AS r;
+SELECT pipeline, reread_from, reread_vxids FROM hwm.state
+ WHERE pipeline IN ('rollup', 'rollup_batched', 'ranges') ORDER BY 1;
+
 -- an interval pipeline: hourly counts of each finished hour
 SELECT hwm.create_interval_pipeline('hourly', 'events', 't', '1 hour', $$
   INSERT INTO cmd.hourly (hour, kind, n)
@@ -97,10 +116,23 @@ SELECT from_partition, to_partition, rows_upserted FROM hwm.runs
 -- rerun a range of hours on purpose (a correction): one transaction each,
 -- recorded in hwm.backfills; the watermark does not move
 DELETE FROM hourly WHERE hour >= '2026-03-01 10:00+00' AND hour < '2026-03-01 12:00+00';
+-- (its NOTICE names the rerun's id, which depends on the tests before this
+-- one: hwm.backfills below shows the same counts)
+SET client_min_messages = warning;
 CALL hwm.rerun_intervals('hourly', '2026-03-01 10:00+00', '2026-03-01 12:00+00');
+RESET client_min_messages;
 SELECT hour, kind, n FROM hourly ORDER BY 1, 2;
 SELECT from_partition, to_partition, done_through, status, partitions_done, rows_inserted
   FROM hwm.backfills WHERE pipeline = 'hourly';
+SELECT watermark FROM hwm.state WHERE pipeline = 'hourly';
+
+-- hwm.status tells the kinds apart
+SELECT pipeline, kind FROM hwm.status
+ WHERE pipeline IN ('rollup', 'hourly', 'daily') ORDER BY 1;
+
+-- set_watermark on an interval pipeline: only the start of an interval
+SELECT hwm.set_watermark('hourly', '2026-03-01 10:30+00');
+SELECT hwm.set_watermark('hourly', '2026-03-01 14:00+00');
 SELECT watermark FROM hwm.state WHERE pipeline = 'hourly';
 
 -- refusals at declare time, each with nothing written
@@ -149,6 +181,6 @@ CALL hwm.rerun_intervals('rollup', '1', '2');
 SELECT * FROM hwm.overwrite('rollup', '1', '2');
 
 SELECT hwm.drop_pipeline(pipeline) FROM hwm.state WHERE pipeline IN
-  ('rollup', 'rollup_batched', 'fails', 'hourly', 'daily', 'daily_each');
+  ('rollup', 'rollup_batched', 'fails', 'ranges', 'hourly', 'daily', 'daily_each');
 DROP SCHEMA cmd CASCADE;
 DROP ROLE cmd_owner;

@@ -182,8 +182,10 @@ static void
 find_start(IntervalRun *r)
 {
 	const HwmValueType *vt = &r->plan->wm;
-	Oid			argtypes[1] = {INT8OID};
-	Datum		args[1] = {Int64GetDatum(0)};
+	/* the first-run form: $1 where reading starts (NULL: everywhere), $2 the offset */
+	Oid			argtypes[2] = {vt->type, INT8OID};
+	Datum		args[2] = {(Datum) 0, Int64GetDatum(0)};
+	char		nulls[2] = {'n', ' '};
 	Datum		oldest;
 
 	if (r->p->watermark)
@@ -192,7 +194,7 @@ find_start(IntervalRun *r)
 		r->has_start = true;
 		return;
 	}
-	hwm_spi_exec(r->plan->wm_sql[HWM_WM_BATCH_END][0], 1, argtypes, args, NULL,
+	hwm_spi_exec(r->plan->wm_sql[HWM_WM_BATCH_END][0], 2, argtypes, args, nulls,
 				 SPI_OK_SELECT);
 	if (!hwm_spi_first(&oldest))
 		return;
