@@ -223,7 +223,10 @@ count_null_watermarks(LoadRun *r)
  * load are above W0 (the greatest value it saw, or the batch's end), or at
  * least the floor, or belong to a transaction remembered before and still in
  * flight, or to one in flight now.  Without a slice nothing was read: the
- * memory stays as it was.
+ * memory stays as it was.  A command pipeline remembers no place to read
+ * from: its command covers exactly (old watermark, new watermark], so the
+ * next run starts from the watermark (only what held it back is kept, for
+ * hwm.status).
  */
 static void
 remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
@@ -235,7 +238,13 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 	*mem = r->p->memory;
 	mem->held_by_pid = 0;
 	mem->null_watermarks = r->null_watermarks;
-	if (!sliced)
+	if (r->held && b->oldest_pid != 0)
+	{
+		mem->held_by_pid = b->oldest_pid;
+		mem->held_by_application = b->oldest_application;
+		mem->held_since = b->oldest_start;
+	}
+	if (!sliced || r->p->command)
 		return;
 	if (b->has_floor && hwm_value_cmp(&r->plan->wm, b->floor, from) < 0)
 		from = b->floor;
@@ -253,12 +262,6 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 			mem->xacts = lappend(mem->xacts, x);
 	}
 	mem->epoch = hwm_memory_epoch();
-	if (r->held && b->oldest_pid != 0)
-	{
-		mem->held_by_pid = b->oldest_pid;
-		mem->held_by_application = b->oldest_application;
-		mem->held_since = b->oldest_start;
-	}
 }
 
 /* The run's NOTICE: what it did, what held the watermark, what it cannot load */
@@ -381,9 +384,15 @@ hwm_run(PG_FUNCTION_ARGS)
 	hwm_check_privileges(r.p->owner, &spec, r.plan);
 	if (r.p->watermark)
 		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
-	r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
-								   r.p->watermark ? &r.old_wm : NULL,
-								   &r.reread_from, &r.carried);
+	/*
+	 * A copy pipeline reads from where the last run got to; a command
+	 * pipeline's range is (old watermark, new watermark] and nothing else,
+	 * so its bound is the safe bound alone, with nothing carried.
+	 */
+	if (r.p->command == NULL)
+		r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
+									   r.p->watermark ? &r.old_wm : NULL,
+									   &r.reread_from, &r.carried);
 	r.wm_after = r.p->watermark;
 
 	sliced = find_slice(&r);
