@@ -128,6 +128,21 @@ check_on_grid(const Grid *g, Timestamp t, const char *what, const char *text)
 }
 
 /*
+ * Refuse a watermark (what names it, for messages) that is not a boundary
+ * of the pipeline's grid: set_watermark on an interval pipeline, whose
+ * watermark is the start of the next interval to run.
+ */
+void
+hwm_interval_check_boundary(const HwmPlan *plan, const Interval *step,
+							const char *anchor, const char *value, const char *what)
+{
+	Grid		g;
+
+	grid_init(&g, plan, step, anchor);
+	check_on_grid(&g, as_ts(&plan->wm, hwm_value_in(&plan->wm, value, what)), what, value);
+}
+
+/*
  * What create_interval_pipeline checks on top of the command: a time-typed
  * column, a positive interval (whole days for a date column), an anchor and
  * a start that parse, the start on the grid.

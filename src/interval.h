@@ -14,6 +14,9 @@
 
 extern void hwm_interval_check(const HwmPlan *plan, const Interval *step,
 							   const char *anchor, const char *start_at);
+extern void hwm_interval_check_boundary(const HwmPlan *plan, const Interval *step,
+										const char *anchor, const char *value,
+										const char *what);
 extern int64 hwm_interval_run(HwmPipeline *p, TimestampTz started_at,
 							  int64 *rows, char **after);
 

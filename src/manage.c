@@ -496,6 +496,10 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 		watermark = hwm_value_out(&plan->wm,
 								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 1, "watermark"),
 											   "watermark"));
+	/* an interval pipeline's watermark is the start of its next interval */
+	if (watermark && p->time_interval)
+		hwm_interval_check_boundary(plan, p->time_interval, p->interval_anchor,
+									watermark, "watermark");
 	hwm_unbecome(&sw);
 
 	{
