@@ -35,6 +35,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/lsyscache.h"
@@ -356,8 +357,46 @@ typedef struct Rerun
 	char	   *done_through;	/* end of the last interval rerun, or NULL */
 	int			intervals_done;
 	int64		rows;
+	bool		session_lock;	/* its lock lasts the CALL (non-atomic), else the transaction */
+	bool		locked;
 	MemoryContext cxt;			/* outlives the CALL's transactions */
 } Rerun;
+
+/*
+ * Lock tag space of a running rerun: backfill.c's, since a rerun is a row
+ * of hwm.backfills too and their ids come from one sequence.
+ */
+#define HWM_RERUN_LOCK_SPACE 0x6862
+
+/*
+ * Hold (or, with release, let go of) the lock of rerun rr->id, so that a
+ * second CALL over the same range, which would resume the same row and
+ * run each interval's command a second time, is refused instead.
+ */
+static void
+rerun_lock(Rerun *rr, bool release)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) rr->id >> 32),
+						 (uint32) rr->id, HWM_RERUN_LOCK_SPACE);
+	if (release)
+	{
+		if (rr->locked && rr->session_lock)
+			LockRelease(&tag, ExclusiveLock, true);
+		rr->locked = false;
+		return;
+	}
+	if (LockAcquire(&tag, ExclusiveLock, rr->session_lock, true) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("rerun " INT64_FORMAT " of pipeline \"%s\" is running in another session",
+						rr->id, rr->pipeline),
+				 errdetail("The same intervals, from %s to %s, are being rerun by another CALL that has not finished.",
+						   rr->from_text, rr->to_text),
+				 errhint("Wait for it to finish; hwm.backfills shows its progress.")));
+	rr->locked = true;
+}
 
 /*
  * As the owner: the pipeline's plan and grid, and the range parsed and
@@ -551,22 +590,40 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	rr->cxt = cxt;
 	rr->pipeline = MemoryContextStrdup(cxt, hwm_text_arg(fcinfo, 0, "pipeline"));
 
+	rr->session_lock = !atomic;
+
+	/*
+	 * Under the pipeline's lock, take over the unfinished rerun of this
+	 * range or start one, and claim it: a CALL in another session that is
+	 * working on it holds its lock until it ends.
+	 */
 	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
 	rerun_parse(rr, fcinfo);
 	(void) hwm_pipeline_fetch(rr->pipeline, true, false);
 	rerun_start(rr);
-	for (;;)
+	rerun_lock(rr, false);
+	PG_TRY();
 	{
-		if (!atomic)
+		for (;;)
 		{
-			SPI_commit();
-			SPI_start_transaction();
+			if (!atomic)
+			{
+				SPI_commit();
+				SPI_start_transaction();
+			}
+			if (!rerun_step(rr))
+				break;
+			CHECK_FOR_INTERRUPTS();
 		}
-		if (!rerun_step(rr))
-			break;
-		CHECK_FOR_INTERRUPTS();
+		rerun_save(rr, true);
 	}
-	rerun_save(rr, true);
+	PG_CATCH();
+	{
+		rerun_lock(rr, true);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	rerun_lock(rr, true);
 	SPI_finish();
 	ereport(NOTICE,
 			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
