@@ -33,6 +33,30 @@ COMMENT ON COLUMN hwm.state.held_since IS
 COMMENT ON COLUMN hwm.state.null_watermarks IS
 'Source rows whose watermark column is NULL, counted at the last run: an incremental run never loads them.';
 
+-- Issue 16's columns (command and interval pipelines, see its block
+-- below), added here so that hwm.status can show each pipeline's kind.
+ALTER TABLE hwm.state ALTER COLUMN target DROP NOT NULL;
+ALTER TABLE hwm.state ADD COLUMN command text;
+ALTER TABLE hwm.state ADD COLUMN time_interval interval;
+ALTER TABLE hwm.state ADD COLUMN interval_anchor text;
+ALTER TABLE hwm.state ADD COLUMN batched boolean NOT NULL DEFAULT false;
+ALTER TABLE hwm.state ADD COLUMN skip_empty boolean NOT NULL DEFAULT false;
+ALTER TABLE hwm.state ADD CONSTRAINT state_target_or_command
+    CHECK (target IS NOT NULL OR command IS NOT NULL);
+ALTER TABLE hwm.state ADD CONSTRAINT state_interval_has_command
+    CHECK (time_interval IS NULL OR command IS NOT NULL);
+
+COMMENT ON COLUMN hwm.state.command IS
+'Command and interval pipelines: the SQL command each run executes, $1 and $2 being the range it covers (NULL: a copy pipeline into target).';
+COMMENT ON COLUMN hwm.state.time_interval IS
+'Interval pipelines: the length of one interval of the time column (watermark_column); the watermark is the end (exclusive) of the last interval done. NULL: not an interval pipeline.';
+COMMENT ON COLUMN hwm.state.interval_anchor IS
+'Interval pipelines: a boundary of the interval grid, in the time column type''s text form; intervals start at interval_anchor + k * time_interval (counted in UTC).';
+COMMENT ON COLUMN hwm.state.batched IS
+'Interval pipelines: run the command once over all the finished intervals of the backlog instead of once per interval.';
+COMMENT ON COLUMN hwm.state.skip_empty IS
+'Interval pipelines: do not run the command for an interval in which the source has no rows (the watermark still moves past it).';
+
 -- (security_invoker as in 1.0: CREATE OR REPLACE VIEW replaces the options)
 CREATE OR REPLACE VIEW hwm.status WITH (security_invoker = true) AS
 SELECT s.pipeline,
@@ -67,11 +91,14 @@ SELECT s.pipeline,
        s.held_by_pid,
        s.held_by_application,
        pg_catalog.now() OPERATOR(pg_catalog.-) s.held_since AS held_for,
-       s.null_watermarks
+       s.null_watermarks,
+       CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
+            WHEN s.command IS NOT NULL THEN 'command'
+            ELSE 'copy' END AS kind
   FROM hwm.state AS s;
 
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, and the source rows with a NULL watermark that no run loads.';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, and the pipeline''s kind (copy, command or interval).';
 -- End of issue 14.
 
 -- ---------------------------------------------------------------------------
@@ -81,27 +108,8 @@ COMMENT ON VIEW hwm.status IS
 -- each run settles ($1 exclusive, $2 inclusive); an interval pipeline runs
 -- it over each finished interval of a time column ($1 inclusive, $2
 -- exclusive).  Neither has a target: the command writes wherever it writes.
-ALTER TABLE hwm.state ALTER COLUMN target DROP NOT NULL;
-ALTER TABLE hwm.state ADD COLUMN command text;
-ALTER TABLE hwm.state ADD COLUMN time_interval interval;
-ALTER TABLE hwm.state ADD COLUMN interval_anchor text;
-ALTER TABLE hwm.state ADD COLUMN batched boolean NOT NULL DEFAULT false;
-ALTER TABLE hwm.state ADD COLUMN skip_empty boolean NOT NULL DEFAULT false;
-ALTER TABLE hwm.state ADD CONSTRAINT state_target_or_command
-    CHECK (target IS NOT NULL OR command IS NOT NULL);
-ALTER TABLE hwm.state ADD CONSTRAINT state_interval_has_command
-    CHECK (time_interval IS NULL OR command IS NOT NULL);
-
-COMMENT ON COLUMN hwm.state.command IS
-'Command and interval pipelines: the SQL command each run executes, $1 and $2 being the range it covers (NULL: a copy pipeline into target).';
-COMMENT ON COLUMN hwm.state.time_interval IS
-'Interval pipelines: the length of one interval of the time column (watermark_column); the watermark is the end (exclusive) of the last interval done. NULL: not an interval pipeline.';
-COMMENT ON COLUMN hwm.state.interval_anchor IS
-'Interval pipelines: a boundary of the interval grid, in the time column type''s text form; intervals start at interval_anchor + k * time_interval (counted in UTC).';
-COMMENT ON COLUMN hwm.state.batched IS
-'Interval pipelines: run the command once over all the finished intervals of the backlog instead of once per interval.';
-COMMENT ON COLUMN hwm.state.skip_empty IS
-'Interval pipelines: do not run the command for an interval in which the source has no rows (the watermark still moves past it).';
+-- (The columns of these pipelines are added above, before hwm.status,
+-- which shows each pipeline's kind.)
 
 CREATE FUNCTION hwm.create_command_pipeline(
     pipeline          text,
