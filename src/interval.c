@@ -358,7 +358,8 @@ typedef struct Rerun
 	int			intervals_done;
 	int64		rows;
 	bool		session_lock;	/* its lock lasts the CALL (non-atomic), else the transaction */
-	bool		locked;
+	int64		locked_id;		/* whose lock this CALL holds, 0: none */
+	bool		resumed;		/* an unfinished rerun taken over */
 	MemoryContext cxt;			/* outlives the CALL's transactions */
 } Rerun;
 
@@ -369,33 +370,40 @@ typedef struct Rerun
 #define HWM_RERUN_LOCK_SPACE 0x6862
 
 /*
- * Hold (or, with release, let go of) the lock of rerun rr->id, so that a
- * second CALL over the same range, which would resume the same row and
- * run each interval's command a second time, is refused instead.
+ * Hold the lock of rerun rr->id for this CALL, once (a lock held on another
+ * id, a rerun that finished in between, is let go), so that a second CALL
+ * over the same range, which would resume the same row and run each
+ * interval's command a second time, is refused instead; or, with release,
+ * let go of it (a transaction lock goes by itself).
  */
 static void
-rerun_lock(Rerun *rr, bool release)
+rerun_claim(Rerun *rr, bool release)
 {
 	LOCKTAG		tag;
+	int64		id = release ? rr->locked_id : rr->id;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) rr->id >> 32),
-						 (uint32) rr->id, HWM_RERUN_LOCK_SPACE);
+	if (!release && rr->locked_id == rr->id)
+		return;
+	if (!release)
+		rerun_claim(rr, true);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
+						 (uint32) id, HWM_RERUN_LOCK_SPACE);
 	if (release)
 	{
-		if (rr->locked && rr->session_lock)
+		if (rr->locked_id != 0 && rr->session_lock)
 			LockRelease(&tag, ExclusiveLock, true);
-		rr->locked = false;
+		rr->locked_id = 0;
 		return;
 	}
 	if (LockAcquire(&tag, ExclusiveLock, rr->session_lock, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("rerun " INT64_FORMAT " of pipeline \"%s\" is running in another session",
-						rr->id, rr->pipeline),
-				 errdetail("The same intervals, from %s to %s, are being rerun by another CALL that has not finished.",
-						   rr->from_text, rr->to_text),
+				 errmsg("a rerun of these intervals of pipeline \"%s\" is running in another session",
+						rr->pipeline),
+				 errdetail("Rerun " INT64_FORMAT " of the intervals from %s to %s is being run by another CALL that has not finished.",
+						   id, rr->from_text, rr->to_text),
 				 errhint("Wait for it to finish; hwm.backfills shows its progress.")));
-	rr->locked = true;
+	rr->locked_id = id;
 }
 
 /*
@@ -446,19 +454,17 @@ rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
 	hwm_unbecome(&sw);
 }
 
-/* Resume the unfinished rerun of this range, or start a new one */
-static void
-rerun_start(Rerun *rr)
+/*
+ * The unfinished rerun of this range, if any, into rr (as the catalog
+ * owner, who may read every row of hwm.backfills); false when none.
+ */
+static bool
+rerun_find(Rerun *rr, Oid *argtypes, Datum *values)
 {
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	HwmRoleSwitch sw;
+	HeapTuple	tup;
+	char	   *done;
 	bool		isnull;
 
-	values[0] = CStringGetTextDatum(rr->pipeline);
-	values[1] = CStringGetTextDatum(rr->from_text);
-	values[2] = CStringGetTextDatum(rr->to_text);
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("SELECT b.backfill_id, b.done_through, b.partitions_done, b.rows_inserted"
 				 " FROM hwm.backfills AS b"
 				 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
@@ -467,21 +473,37 @@ rerun_start(Rerun *rr)
 				 " AND b.status OPERATOR(pg_catalog.<>) 'succeeded'"
 				 " ORDER BY b.backfill_id DESC LIMIT 1",
 				 3, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		char	   *done = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	done = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+	rr->id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	rr->done_through = done ? MemoryContextStrdup(rr->cxt, done) : NULL;
+	rr->intervals_done = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+	rr->rows = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull));
+	rr->resumed = true;
+	return true;
+}
 
-		rr->id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-		rr->done_through = done ? MemoryContextStrdup(rr->cxt, done) : NULL;
-		rr->intervals_done = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
-		rr->rows = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull));
-		ereport(NOTICE,
-				(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
-						rr->id, rr->pipeline, rr->from_text, rr->to_text,
-						rr->done_through ? rr->done_through : "(none)")));
-	}
-	else
+/*
+ * Resume the unfinished rerun of this range, or (with create) start a new
+ * one; false when there is none to resume and create is false.
+ */
+static bool
+rerun_start(Rerun *rr, bool create)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	HwmRoleSwitch sw;
+	bool		found;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(rr->pipeline);
+	values[1] = CStringGetTextDatum(rr->from_text);
+	values[2] = CStringGetTextDatum(rr->to_text);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	found = rerun_find(rr, argtypes, values);
+	if (!found && create)
 	{
 		hwm_spi_exec("INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
 					 " batch_size, status) VALUES ($1, $2, $3, 1, 'running')"
@@ -489,8 +511,13 @@ rerun_start(Rerun *rr)
 					 3, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
 		rr->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
+		rr->done_through = NULL;
+		rr->intervals_done = 0;
+		rr->rows = 0;
+		rr->resumed = false;
 	}
 	hwm_unbecome(&sw);
+	return found || create;
 }
 
 /* Write the rerun's progress (and, with finished, its end) */
@@ -599,11 +626,19 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	 */
 	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
 	rerun_parse(rr, fcinfo);
-	(void) hwm_pipeline_fetch(rr->pipeline, true, false);
-	rerun_start(rr);
-	rerun_lock(rr, false);
 	PG_TRY();
 	{
+		/* refused at once, before queueing for the pipeline's lock */
+		if (rerun_start(rr, false))
+			rerun_claim(rr, false);
+		(void) hwm_pipeline_fetch(rr->pipeline, true, false);
+		(void) rerun_start(rr, true);
+		rerun_claim(rr, false);
+		if (rr->resumed)
+			ereport(NOTICE,
+					(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
+							rr->id, rr->pipeline, rr->from_text, rr->to_text,
+							rr->done_through ? rr->done_through : "(none)")));
 		for (;;)
 		{
 			if (!atomic)
@@ -619,11 +654,11 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
-		rerun_lock(rr, true);
+		rerun_claim(rr, true);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	rerun_lock(rr, true);
+	rerun_claim(rr, true);
 	SPI_finish();
 	ereport(NOTICE,
 			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
