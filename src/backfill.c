@@ -545,6 +545,60 @@ backfill_dry_run(const char *name, FunctionCallInfo fcinfo)
 					p->name, from_text, to_text, n, src_total, tgt_total)));
 }
 
+/* The arguments of hwm.backfill that need no catalog: batch_size, dry_run */
+static void
+backfill_check_args(FunctionCallInfo fcinfo)
+{
+	hwm_require_arg(fcinfo, 3, "batch_size");
+	if (PG_GETARG_INT32(3) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch_size must be at least 1"),
+				 errdetail("batch_size is %d.", PG_GETARG_INT32(3)),
+				 errhint("batch_size is the number of partitions overwritten per transaction.")));
+	hwm_require_arg(fcinfo, 4, "dry_run");
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("hwm.backfill cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("Each partition must be overwritten from the source as it is now, not as a snapshot taken earlier saw it."),
+				 errhint("Call hwm.backfill in a READ COMMITTED transaction (the default), or on its own.")));
+}
+
+/*
+ * A non-atomic CALL: commit the set-up, then one transaction per batch; a
+ * batch that fails is recorded and committed as failed.  Returns its error
+ * (copied into bf->cxt), or NULL when the range is done.  Leaves SPI
+ * connected.
+ */
+static ErrorData *
+backfill_committed_batches(Backfill *bf)
+{
+	ErrorData  *edata = NULL;
+	bool		finished = false;
+
+	SPI_commit();
+	SPI_start_transaction();
+	SPI_finish();
+	while (!finished)
+	{
+		TimestampTz batch_started = GetCurrentTimestamp();
+
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		bf->in_progress = NULL;
+		edata = backfill_batch_guarded(bf, &finished);
+		if (edata)
+			backfill_fail(bf, edata, batch_started);
+		SPI_commit();
+		SPI_start_transaction();
+		if (edata)
+			break;
+		if (!finished)
+			SPI_finish();
+	}
+	return edata;
+}
+
 PG_FUNCTION_INFO_V1(hwm_backfill);
 
 /*
@@ -565,23 +619,9 @@ hwm_backfill(PG_FUNCTION_ARGS)
 	Datum		to;
 	char	   *from_text;
 	char	   *to_text;
-	volatile bool finished = false;
 	ErrorData  *volatile edata = NULL;
 
-	hwm_require_arg(fcinfo, 3, "batch_size");
-	if (PG_GETARG_INT32(3) < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("batch_size must be at least 1"),
-				 errdetail("batch_size is %d.", PG_GETARG_INT32(3)),
-				 errhint("batch_size is the number of partitions overwritten per transaction.")));
-	hwm_require_arg(fcinfo, 4, "dry_run");
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("hwm.backfill cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
-				 errdetail("Each partition must be overwritten from the source as it is now, not as a snapshot taken earlier saw it."),
-				 errhint("Call hwm.backfill in a READ COMMITTED transaction (the default), or on its own.")));
+	backfill_check_args(fcinfo);
 
 	if (PG_GETARG_BOOL(4))
 	{
@@ -634,30 +674,7 @@ hwm_backfill(PG_FUNCTION_ARGS)
 				;
 		}
 		else
-		{
-			/* commit the set-up, then one transaction per batch */
-			SPI_commit();
-			SPI_start_transaction();
-			SPI_finish();
-			while (!finished)
-			{
-				bool		batch_finished = false;
-				TimestampTz batch_started = GetCurrentTimestamp();
-
-				SPI_connect_ext(SPI_OPT_NONATOMIC);
-				bf->in_progress = NULL;
-				edata = backfill_batch_guarded(bf, &batch_finished);
-				finished = batch_finished;
-				if (edata)
-					backfill_fail(bf, edata, batch_started);
-				SPI_commit();
-				SPI_start_transaction();
-				if (edata)
-					break;
-				if (!finished)
-					SPI_finish();
-			}
-		}
+			edata = backfill_committed_batches(bf);
 	}
 	PG_CATCH();
 	{
