@@ -177,8 +177,10 @@ CALL hwm.rerun_intervals('hourly', '2026-03-01 10:30+00', '2026-03-01 12:00+00')
 CALL hwm.rerun_intervals('hourly', '2026-03-01 12:00+00', '2026-03-01 10:00+00');
 CALL hwm.rerun_intervals('hourly', '2026-03-01 10:00+00', '2099-01-01 00:00+00');
 CALL hwm.rerun_intervals('rollup', '1', '2');
--- the copy-only functions refuse a command pipeline
+-- the copy-only functions refuse command and interval pipelines
 SELECT * FROM hwm.overwrite('rollup', '1', '2');
+CALL hwm.backfill('hourly', '2026-03-01', '2026-03-02');
+SELECT * FROM hwm.backfill_plan('rollup', '1', '2');
 
 SELECT hwm.drop_pipeline(pipeline) FROM hwm.state WHERE pipeline IN
   ('rollup', 'rollup_batched', 'fails', 'ranges', 'hourly', 'daily', 'daily_each');
