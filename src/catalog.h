@@ -68,6 +68,7 @@ extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
 
 extern Oid	hwm_catalog_owner(void);
+extern bool hwm_catalog_is_1_0(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);

@@ -246,6 +246,7 @@ insert_pipeline(const CreateArgs *a)
 	TEXTOID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID};
 	Datum		values[18];
 	char		nulls[18];
+	bool		old;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(a->name);
@@ -277,13 +278,16 @@ insert_pipeline(const CreateArgs *a)
 	values[17] = BoolGetDatum(a->skip_empty);
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
-				 " watermark_column, watermark_type, partition_column, lookback,"
-				 " schedule, watermark, owner, delay, batch_size,"
-				 " command, time_interval, interval_anchor, batched, skip_empty)"
-				 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-				 " $11::pg_catalog.regrole, $12, $13, $14, $15, $16, $17, $18)",
-				 18, argtypes, values, nulls, SPI_OK_INSERT);
+	/* a 1.0 catalog: only copy pipelines (1.0 has no function that declares others) */
+	old = hwm_catalog_is_1_0();
+	hwm_spi_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+						  " watermark_column, watermark_type, partition_column, lookback,"
+						  " schedule, watermark, owner, delay, batch_size%s)"
+						  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
+						  " $11::pg_catalog.regrole, $12, $13%s)",
+						  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
+						  old ? "" : ", $14, $15, $16, $17, $18"),
+				 old ? 13 : 18, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
 }
 
@@ -516,7 +520,9 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 		nulls[1] = 'n';
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	/* what the last load remembered no longer describes the new watermark */
-	hwm_spi_exec("UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+	hwm_spi_exec(hwm_catalog_is_1_0() ?
+				 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+				 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
 				 " reread_starts = NULL, reread_epoch = NULL"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, nulls, SPI_OK_UPDATE);
