@@ -369,41 +369,52 @@ typedef struct Rerun
  */
 #define HWM_RERUN_LOCK_SPACE 0x6862
 
+/* The lock of rerun id */
+static void
+rerun_locktag(LOCKTAG *tag, int64 id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
+						 (uint32) id, HWM_RERUN_LOCK_SPACE);
+}
+
+/* Let go of the lock this CALL holds, if any (a transaction lock goes by itself) */
+static void
+rerun_unclaim(Rerun *rr)
+{
+	LOCKTAG		tag;
+
+	if (rr->locked_id != 0 && rr->session_lock)
+	{
+		rerun_locktag(&tag, rr->locked_id);
+		LockRelease(&tag, ExclusiveLock, true);
+	}
+	rr->locked_id = 0;
+}
+
 /*
  * Hold the lock of rerun rr->id for this CALL, once (a lock held on another
  * id, a rerun that finished in between, is let go), so that a second CALL
  * over the same range, which would resume the same row and run each
- * interval's command a second time, is refused instead; or, with release,
- * let go of it (a transaction lock goes by itself).
+ * interval's command a second time, is refused instead.
  */
 static void
-rerun_claim(Rerun *rr, bool release)
+rerun_claim(Rerun *rr)
 {
 	LOCKTAG		tag;
-	int64		id = release ? rr->locked_id : rr->id;
 
-	if (!release && rr->locked_id == rr->id)
+	if (rr->locked_id == rr->id)
 		return;
-	if (!release)
-		rerun_claim(rr, true);
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
-						 (uint32) id, HWM_RERUN_LOCK_SPACE);
-	if (release)
-	{
-		if (rr->locked_id != 0 && rr->session_lock)
-			LockRelease(&tag, ExclusiveLock, true);
-		rr->locked_id = 0;
-		return;
-	}
+	rerun_unclaim(rr);
+	rerun_locktag(&tag, rr->id);
 	if (LockAcquire(&tag, ExclusiveLock, rr->session_lock, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("a rerun of these intervals of pipeline \"%s\" is running in another session",
 						rr->pipeline),
 				 errdetail("Rerun " INT64_FORMAT " of the intervals from %s to %s is being run by another CALL that has not finished.",
-						   id, rr->from_text, rr->to_text),
+						   rr->id, rr->from_text, rr->to_text),
 				 errhint("Wait for it to finish; hwm.backfills shows its progress.")));
-	rr->locked_id = id;
+	rr->locked_id = rr->id;
 }
 
 /*
@@ -616,7 +627,6 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	rr = MemoryContextAllocZero(cxt, sizeof(Rerun));
 	rr->cxt = cxt;
 	rr->pipeline = MemoryContextStrdup(cxt, hwm_text_arg(fcinfo, 0, "pipeline"));
-
 	rr->session_lock = !atomic;
 
 	/*
@@ -630,10 +640,10 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	{
 		/* refused at once, before queueing for the pipeline's lock */
 		if (rerun_start(rr, false))
-			rerun_claim(rr, false);
+			rerun_claim(rr);
 		(void) hwm_pipeline_fetch(rr->pipeline, true, false);
 		(void) rerun_start(rr, true);
-		rerun_claim(rr, false);
+		rerun_claim(rr);
 		if (rr->resumed)
 			ereport(NOTICE,
 					(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
@@ -654,11 +664,11 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
-		rerun_claim(rr, true);
+		rerun_unclaim(rr);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	rerun_claim(rr, true);
+	rerun_unclaim(rr);
 	SPI_finish();
 	ereport(NOTICE,
 			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
