@@ -32,5 +32,5 @@ EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regres
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS tracks no header dependencies: every object depends on the shared header.
-$(OBJS): src/hwm.h
+# PGXS tracks no header dependencies: every object depends on every header.
+$(OBJS): $(wildcard src/*.h)

@@ -11,6 +11,8 @@
 
 #include "postgres.h"
 
+#include "compat.h"
+
 #include "access/attnum.h"
 #include "fmgr.h"
 #include "nodes/pg_list.h"

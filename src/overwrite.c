@@ -165,7 +165,7 @@ primary_key_columns(Oid relid)
 
 	if (rel == NULL)
 		return NIL;				/* hwm_plan_build says what is wrong */
-	pk = RelationGetPrimaryKeyIndex(rel);
+	pk = RelationGetPrimaryKeyIndex(rel, false);
 
 	if (OidIsValid(pk))
 	{

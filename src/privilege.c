@@ -115,7 +115,7 @@ require_schema_usage(Oid role, Oid relid, const char *what, const char *pipeline
 	char	   *nspname;
 	char	   *rolname;
 
-	if (pg_namespace_aclcheck(nsp, role, ACL_USAGE) == ACLCHECK_OK)
+	if (object_aclcheck(NamespaceRelationId, nsp, role, ACL_USAGE) == ACLCHECK_OK)
 		return;
 	nspname = get_namespace_name(nsp);
 	rolname = GetUserNameFromId(role, false);

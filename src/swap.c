@@ -154,7 +154,7 @@ check_table(Oid relid, const char *role)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s %s is a system catalog or a temporary table", role, name),
 				 errhint("hwm.swap works on permanent or unlogged user tables.")));
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of %s %s", role, name),
@@ -172,8 +172,8 @@ static void
 check_storage_not_new(Relation rel, const char *what, const char *stgname, const char *tgtname)
 {
 	if (rel->rd_createSubid != InvalidSubTransactionId ||
-		rel->rd_newRelfilenodeSubid != InvalidSubTransactionId ||
-		rel->rd_firstRelfilenodeSubid != InvalidSubTransactionId)
+		rel->rd_newRelfilelocatorSubid != InvalidSubTransactionId ||
+		rel->rd_firstRelfilelocatorSubid != InvalidSubTransactionId)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("staging table %s cannot replace %s", stgname, tgtname),
@@ -653,6 +653,7 @@ swap_pg_class(Oid r1, Oid r2)
 	SWAP_FIELD(int32, relpages);
 	SWAP_FIELD(float4, reltuples);
 	SWAP_FIELD(int32, relallvisible);
+	HWM_SWAP_RELALLFROZEN(f1, f2);
 	if (f1->relkind == RELKIND_RELATION)
 	{
 		SWAP_FIELD(TransactionId, relfrozenxid);

@@ -121,16 +121,16 @@ xact_start_of(VirtualTransactionId vxid)
 	int			pid;
 	int			n;
 
-	if (vxid.backendId == InvalidBackendId)
+	if (vxid.procNumber == INVALID_PROC_NUMBER)
 		return 0;				/* a prepared transaction */
-	proc = BackendIdGetProc(vxid.backendId);
+	proc = ProcNumberGetProc(vxid.procNumber);
 	if (proc == NULL)
 		return 0;
 	pid = proc->pid;
 	n = pgstat_fetch_stat_numbackends();
 	for (int i = 1; i <= n; i++)
 	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+		LocalPgBackendStatus *local = pgstat_get_local_beentry_by_index(i);
 
 		if (local && local->backendStatus.st_procpid == pid)
 			return local->backendStatus.st_xact_start_timestamp;
