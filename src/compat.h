@@ -114,6 +114,15 @@ typedef BackendId ProcNumber;
 #endif
 
 /*
+ * 17: PGPROC's lxid moved into PGPROC.vxid (with the proc number).
+ */
+#if PG_VERSION_NUM >= 170000
+#define hwm_proc_lxid(proc) ((proc)->vxid.lxid)
+#else
+#define hwm_proc_lxid(proc) ((proc)->lxid)
+#endif
+
+/*
  * 17: pgstat_fetch_stat_local_beentry (by index into the local snapshot of
  * backend statuses) was renamed pgstat_get_local_beentry_by_index.
  */

@@ -122,9 +122,18 @@ xact_start_of(VirtualTransactionId vxid)
 	int			n;
 
 	if (vxid.procNumber == INVALID_PROC_NUMBER)
-		return 0;				/* a prepared transaction */
+		return 0;				/* a prepared transaction recovered at startup */
 	proc = ProcNumberGetProc(vxid.procNumber);
 	if (proc == NULL)
+		return 0;
+
+	/*
+	 * A prepared transaction keeps the vxid of the session that prepared it
+	 * (current minor releases do), and that session may run another
+	 * transaction by now, which started later: only when the process still
+	 * runs vxid is its start time the one of vxid.
+	 */
+	if (hwm_proc_lxid(proc) != vxid.localTransactionId)
 		return 0;
 	pid = proc->pid;
 	n = pgstat_fetch_stat_numbackends();
