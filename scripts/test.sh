@@ -51,8 +51,9 @@ try() {
 }
 
 # A step that is not one test failed: it counts as one failure.
+# Step names that belong to a version carry its tag: "[pg17] regress".
 step_failed() {
-    hwm_log "FAILED: $1 (exit $rc)"
+    HWM_LOG_TAG='' hwm_log "FAILED: $1 (exit $rc)"
     failed_steps+=("$1")
     failed=$((failed + 1))
 }
@@ -69,6 +70,8 @@ if [[ ${HWM_KEEP_TMP:-} == 1 ]]; then
 else
     hwm_on_exit "rm -rf '$tmp'"
 fi
+# postgres runs the suites in $tmp/pgN and must get there
+chown postgres: "$tmp"
 
 # --- 1. dependencies -------------------------------------------------------
 try hwm_install_deps
@@ -116,7 +119,7 @@ count_suite() {
     esac
     passed=$((passed + ok))
     failed=$((failed + bad))
-    hwm_log "$step: $ok passed, $bad failed"
+    HWM_LOG_TAG='' hwm_log "$step: $ok passed, $bad failed"
     if ((status != 0)); then
         if ((bad > 0)); then failed_steps+=("$step"); else step_failed "$step"; fi
     fi
