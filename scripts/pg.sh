@@ -98,8 +98,10 @@ _hwm_pg_cassert() {
 # _hwm_pg_build N SOURCE PREFIX: configure, build and install into PREFIX.
 _hwm_pg_build() {
     local n=$1 src=$2 prefix=$3 build start rc=0
-    hwm_apt_install "${HWM_PG_BUILD_DEPS[@]}"
-    build=$(mktemp -d "${TMPDIR:-/tmp}/hwm-pg$n-build.XXXXXX")
+    # Callers run this under `||` or `if`, where `set -e` does nothing:
+    # every step checks its own status.
+    hwm_apt_install "${HWM_PG_BUILD_DEPS[@]}" || return 1
+    build=$(mktemp -d "${TMPDIR:-/tmp}/hwm-pg$n-build.XXXXXX") || return 1
     _hwm_pg_build_in "$n" "$src" "$prefix" "$build" || rc=$?
     rm -rf "$build"
     return "$rc"
@@ -109,10 +111,10 @@ _hwm_pg_build_in() {
     local n=$1 src=$2 prefix=$3 build=$4 start c f
     if [[ -d $src ]]; then
         # a tree that may hold an in-place build: build in a copy
-        cp -a "$src/." "$build/"
+        cp -a "$src/." "$build/" || return 1
     else
-        _hwm_pg_verify "$src"
-        tar -C "$build" --strip-components=1 -xf "$src"
+        _hwm_pg_verify "$src" || return 1
+        tar -C "$build" --strip-components=1 -xf "$src" || return 1
     fi
     local conf=(--prefix="$prefix" --enable-tap-tests --enable-debug)
     _hwm_pg_cassert "$n" && conf+=(--enable-cassert)
@@ -145,7 +147,7 @@ _hwm_pg_build_in() {
         [[ -e $f ]] || { echo "PostgreSQL $n build: $f is missing" >&2; rm -rf "$prefix"; return 1; }
     done
     echo "PostgreSQL $(_hwm_pg_version "$src") from ${src##*/}, configure ${conf[*]:1}, built $(date -u +%FT%TZ) in $((SECONDS - start)) s" \
-        >"$prefix/.hwm-complete"
+        >"$prefix/.hwm-complete" || return 1
     hwm_log "PostgreSQL $n built and installed in $((SECONDS - start)) s"
 }
 
@@ -158,9 +160,9 @@ hwm_pg_provide() {
         if [[ $n == "$HWM_PG_DEBIAN_MAJOR" ]]; then
             # postgresql-N (initdb, postgres, pg_regress) is listed too:
             # postgresql-server-dev-N does not pull it in.
-            hwm_apt_install "postgresql-$n" "postgresql-server-dev-$n" libipc-run-perl
+            hwm_apt_install "postgresql-$n" "postgresql-server-dev-$n" libipc-run-perl || return 1
         elif [[ -x $sys/bin/postgres && ! -x $sys/bin/pg_config ]]; then
-            hwm_apt_install "postgresql-server-dev-$n" libipc-run-perl
+            hwm_apt_install "postgresql-server-dev-$n" libipc-run-perl || return 1
         fi
         if [[ -x $sys/bin/postgres && -x $sys/bin/pg_config ]]; then
             echo "$sys/bin"
@@ -176,13 +178,13 @@ hwm_pg_provide() {
     prefix=$cache/pg-$n-$version
     _hwm_pg_cassert "$n" && prefix+=-cassert
     if [[ ! -f $prefix/.hwm-complete ]]; then
-        mkdir -p "$cache"
+        mkdir -p "$cache" || return 1
         chmod 755 "$cache" 2>/dev/null || true
         # One build at a time per prefix: a second run waits for the first,
         # then finds the stamp and reuses its install.
         local lock=$prefix.lock
-        exec {_hwm_pg_lock_fd}>"$lock"
-        flock "$_hwm_pg_lock_fd"
+        exec {_hwm_pg_lock_fd}>"$lock" || return 1
+        flock "$_hwm_pg_lock_fd" || return 1
         if [[ ! -f $prefix/.hwm-complete ]]; then
             _hwm_pg_build "$n" "$src" "$prefix" || { exec {_hwm_pg_lock_fd}>&-; return 1; }
         fi
