@@ -12,7 +12,7 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 # One file per feature, in this order (install first: it creates the extension).
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types changed \
 	overwrite_partition backfill swap swap_more bad_input partition_exchange \
-	privileges injection planted bad_input_more fuzz schedule dependencies
+	privileges injection planted bad_input_more fuzz schedule dependencies reread
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 
 TAP_TESTS = 1
@@ -32,5 +32,6 @@ EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regres
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS tracks no header dependencies: every object depends on every header.
+# PGXS tracks no header dependencies: every object depends on every header
+# (a handful of small files; a wrong rebuild costs more than a full one).
 $(OBJS): $(wildcard src/*.h)

@@ -134,6 +134,16 @@ SELECT count(*) - :backfill_runs_before AS new_backfill_runs FROM hwm.runs WHERE
 CALL hwm.backfill('bf', '2027-01-01', '2027-12-31');
 SELECT status, done_through, partitions_done FROM hwm.backfills ORDER BY backfill_id DESC LIMIT 1;
 
+-- a partition column renamed after the pipeline was created: backfill,
+-- backfill_plan and overwrite say the same thing in the same words
+ALTER TABLE raw RENAME COLUMN day TO load_day;
+ALTER TABLE wh RENAME COLUMN day TO load_day;
+CALL hwm.backfill('bf', '2026-03-01', '2026-03-02');
+SELECT * FROM hwm.backfill_plan('bf', '2026-03-01', '2026-03-02');
+SELECT * FROM hwm.overwrite('bf', '2026-03-01', '2026-03-02');
+ALTER TABLE raw RENAME COLUMN load_day TO day;
+ALTER TABLE wh RENAME COLUMN load_day TO day;
+
 SELECT hwm.drop_pipeline('bf');
 SELECT hwm.drop_pipeline('bf_nopart');
 RESET search_path;

@@ -28,7 +28,14 @@
  * error), works as the pipeline's owner, and records one hwm.runs row of
  * kind 'backfill' per partition.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "range.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -67,17 +74,6 @@ typedef struct Backfill
 	MemoryContext cxt;			/* lives as long as the CALL */
 } Backfill;
 
-/* The queries that walk a range's partitions, built from a plan */
-typedef struct PartitionWalk
-{
-	const HwmPlan *plan;
-	char	   *first_sql[2];	/* [source, target]: smallest value >= $1, <= $2 */
-	char	   *next_sql[2];	/* smallest value > $1, <= $2 */
-	char	   *count_sql[2];	/* rows with value = $1 */
-	int16		typlen;
-	bool		typbyval;
-} PartitionWalk;
-
 /* One partition overwritten in a batch, recorded after the batch */
 typedef struct PartitionDone
 {
@@ -85,34 +81,8 @@ typedef struct PartitionDone
 	TimestampTz started_at;
 	int64		deleted;
 	int64		inserted;
-	const char *method;			/* see hwm_overwrite_or_exchange */
+	HwmOverwrite ow;
 } PartitionDone;
-
-static void
-walk_init(PartitionWalk *w, const HwmPlan *plan, const HwmPipeline *p)
-{
-	const char *col = quote_identifier(p->partition_column);
-	Oid			rels[2] = {p->source, p->target};
-
-	w->plan = plan;
-	get_typlenbyval(plan->part.type, &w->typlen, &w->typbyval);
-	for (int i = 0; i < 2; i++)
-	{
-		char	   *rel = hwm_qualified_name(rels[i]);
-
-		w->first_sql[i] = psprintf("SELECT r.%s FROM %s AS r WHERE r.%s %s $1 AND r.%s %s $2"
-								   " ORDER BY r.%s USING %s LIMIT 1",
-								   col, rel, col, plan->part.ge, col, plan->part.le,
-								   col, plan->part.lt);
-		w->next_sql[i] = psprintf("SELECT r.%s FROM %s AS r WHERE r.%s %s $1 AND r.%s %s $2"
-								  " ORDER BY r.%s USING %s LIMIT 1",
-								  col, rel, col, plan->part.gt, col, plan->part.le,
-								  col, plan->part.lt);
-		w->count_sql[i] = psprintf("SELECT pg_catalog.count(*) FROM %s AS r"
-								   " WHERE r.%s %s $1 AND r.%s %s $1",
-								   rel, col, plan->part.ge, col, plan->part.le);
-	}
-}
 
 /*
  * The smallest partition value in the source or the target that is above
@@ -120,26 +90,22 @@ walk_init(PartitionWalk *w, const HwmPlan *plan, const HwmPipeline *p)
  * there is none.
  */
 static bool
-walk_next(const PartitionWalk *w, Datum after, bool first, Datum to, Datum *next)
+walk_next(const HwmPlan *plan, Datum after, bool first, Datum to, Datum *next)
 {
-	Oid			argtypes[2] = {w->plan->part.type, w->plan->part.type};
+	Oid			argtypes[2] = {plan->part.type, plan->part.type};
 	Datum		values[2] = {after, to};
 	bool		found = false;
 
 	for (int i = 0; i < 2; i++)
 	{
-		bool		isnull;
 		Datum		v;
 
-		hwm_spi_exec(first ? w->first_sql[i] : w->next_sql[i], 2, argtypes, values,
-					 NULL, SPI_OK_SELECT);
-		if (SPI_processed == 0)
+		hwm_spi_exec(first ? plan->walk_first_sql[i] : plan->walk_next_sql[i], 2,
+					 argtypes, values, NULL, SPI_OK_SELECT);
+		if (!hwm_spi_first(&v))
 			continue;
-		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		if (isnull)
-			continue;
-		if (!found || hwm_value_cmp(&w->plan->part, v, *next) < 0)
-			*next = datumCopy(v, w->typbyval, w->typlen);
+		if (!found || hwm_value_cmp(&plan->part, v, *next) < 0)
+			*next = hwm_value_copy(&plan->part, v);
 		found = true;
 	}
 	return found;
@@ -147,13 +113,13 @@ walk_next(const PartitionWalk *w, Datum after, bool first, Datum to, Datum *next
 
 /* Rows of one partition in the source (i = 0) or the target (i = 1) */
 static int64
-walk_count(const PartitionWalk *w, int i, Datum value)
+walk_count(const HwmPlan *plan, int i, Datum value)
 {
-	Oid			argtypes[1] = {w->plan->part.type};
+	Oid			argtypes[1] = {plan->part.type};
 	Datum		values[1] = {value};
 	bool		isnull;
 
-	hwm_spi_exec(w->count_sql[i], 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_spi_exec(plan->walk_count_sql[i], 1, argtypes, values, NULL, SPI_OK_SELECT);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 									   1, &isnull));
 }
@@ -166,7 +132,7 @@ static HwmPlan *
 backfill_plan_build(const char *name, bool lock, HwmPipeline **pp, HwmRoleSwitch *sw)
 {
 	HwmPipeline *p = hwm_pipeline_fetch(name, lock, false);
-	HwmPlanSpec spec = {0};
+	HwmPlanSpec spec;
 	HwmPlan    *plan;
 
 	if (p->partition_column == NULL)
@@ -175,11 +141,7 @@ backfill_plan_build(const char *name, bool lock, HwmPipeline **pp, HwmRoleSwitch
 				 errmsg("pipeline \"%s\" has no partition column", p->name),
 				 errdetail("A backfill overwrites the range one partition value at a time."),
 				 errhint("Drop the pipeline and create it again with partition_column => '...' to backfill partitions.")));
-	spec.source = p->source;
-	spec.target = p->target;
-	spec.unique_key = p->unique_key;
-	spec.partition_column = p->partition_column;
-	spec.pipeline = p->name;
+	hwm_spec_for(p, false, true, &spec);
 
 	hwm_become(p->owner, true, sw);
 	plan = hwm_plan_build(&spec);
@@ -418,7 +380,6 @@ backfill_batch(Backfill *bf)
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
-	PartitionWalk w;
 	Datum		from;
 	Datum		to;
 	Datum		after;
@@ -428,7 +389,6 @@ backfill_batch(Backfill *bf)
 	ListCell   *lc;
 
 	plan = backfill_plan_build(bf->pipeline, true, &p, &sw);
-	walk_init(&w, plan, p);
 	from = hwm_value_in(&plan->part, bf->from_text, "from_partition");
 	to = hwm_value_in(&plan->part, bf->to_text, "to_partition");
 	first = bf->done_through == NULL;
@@ -440,7 +400,7 @@ backfill_batch(Backfill *bf)
 		PartitionDone *d;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!walk_next(&w, after, first, to, &v))
+		if (!walk_next(plan, after, first, to, &v))
 		{
 			finished = true;
 			break;
@@ -449,7 +409,7 @@ backfill_batch(Backfill *bf)
 		d->started_at = GetCurrentTimestamp();
 		d->value = hwm_value_out(&plan->part, v);
 		bf->in_progress = MemoryContextStrdup(bf->cxt, d->value);
-		d->method = hwm_overwrite_or_exchange(plan, v, v, &d->deleted, &d->inserted);
+		hwm_range_overwrite(plan, v, v, true, &d->ow);
 		done = lappend(done, d);
 		after = v;
 		first = false;
@@ -463,18 +423,25 @@ backfill_batch(Backfill *bf)
 		int64		run_id;
 		MemoryContext old;
 
-		run_id = hwm_record_run(p->name, "backfill", d->started_at, -1, 1,
-								d->deleted, d->inserted, p->watermark, p->watermark,
-								d->value, d->value);
-		hwm_record_method(run_id, d->method);
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", d->started_at);
+
+		run.partitions = 1;
+		run.rows_deleted = d->ow.deleted;
+		run.rows_inserted = d->ow.inserted;
+		run.watermark_before = p->watermark;
+		run.watermark_after = p->watermark;
+		run.from_partition = d->value;
+		run.to_partition = d->value;
+		run.method = d->ow.method;
+		run_id = hwm_record_run(&run);
 		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
-								   d->deleted + d->inserted);
+								   d->ow.deleted + d->ow.inserted, NULL);
 		old = MemoryContextSwitchTo(bf->cxt);
 		bf->done_through = pstrdup(d->value);
 		MemoryContextSwitchTo(old);
 		bf->partitions_done++;
-		bf->rows_deleted += d->deleted;
-		bf->rows_inserted += d->inserted;
+		bf->rows_deleted += d->ow.deleted;
+		bf->rows_inserted += d->ow.inserted;
 	}
 	backfill_save(bf, finished);
 	return finished;
@@ -524,14 +491,6 @@ backfill_notice(const Backfill *bf)
 					bf->rows_deleted, bf->rows_inserted)));
 }
 
-/* Parse and check the range; returns the plan's canonical bounds */
-static void
-backfill_range(const HwmPlan *plan, FunctionCallInfo fcinfo, Datum *from, Datum *to,
-			   char **from_text, char **to_text)
-{
-	hwm_parse_range(plan, fcinfo, 1, 2, from, to, from_text, to_text);
-}
-
 /*
  * dry_run: one NOTICE per partition the backfill would overwrite, with the
  * rows each side has, and a summary; nothing is written.
@@ -542,7 +501,6 @@ backfill_dry_run(const char *name, FunctionCallInfo fcinfo)
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
-	PartitionWalk w;
 	Datum		from;
 	Datum		to;
 	Datum		v;
@@ -554,13 +512,12 @@ backfill_dry_run(const char *name, FunctionCallInfo fcinfo)
 	int64		tgt_total = 0;
 
 	plan = backfill_plan_build(name, false, &p, &sw);
-	backfill_range(plan, fcinfo, &from, &to, &from_text, &to_text);
-	walk_init(&w, plan, p);
+	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
 	v = from;
-	while (walk_next(&w, v, first, to, &v))
+	while (walk_next(plan, v, first, to, &v))
 	{
-		int64		s = walk_count(&w, 0, v);
-		int64		t = walk_count(&w, 1, v);
+		int64		s = walk_count(plan, 0, v);
+		int64		t = walk_count(plan, 1, v);
 
 		first = false;
 		n++;
@@ -588,31 +545,10 @@ backfill_dry_run(const char *name, FunctionCallInfo fcinfo)
 					p->name, from_text, to_text, n, src_total, tgt_total)));
 }
 
-PG_FUNCTION_INFO_V1(hwm_backfill);
-
-/*
- * CALL hwm.backfill(pipeline, from_partition, to_partition, batch_size,
- * dry_run)
- */
-Datum
-hwm_backfill(PG_FUNCTION_ARGS)
+/* The arguments of hwm.backfill that need no catalog: batch_size, dry_run */
+static void
+backfill_check_args(FunctionCallInfo fcinfo)
 {
-	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	bool		atomic = true;
-	Backfill   *bf;
-	MemoryContext cxt;
-	HwmPipeline *p;
-	HwmPlan    *plan;
-	HwmRoleSwitch sw;
-	Datum		from;
-	Datum		to;
-	char	   *from_text;
-	char	   *to_text;
-	volatile bool finished = false;
-	ErrorData  *volatile edata = NULL;
-
-	if (fcinfo->context && IsA(fcinfo->context, CallContext))
-		atomic = ((CallContext *) fcinfo->context)->atomic;
 	hwm_require_arg(fcinfo, 3, "batch_size");
 	if (PG_GETARG_INT32(3) < 1)
 		ereport(ERROR,
@@ -627,6 +563,65 @@ hwm_backfill(PG_FUNCTION_ARGS)
 				 errmsg("hwm.backfill cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
 				 errdetail("Each partition must be overwritten from the source as it is now, not as a snapshot taken earlier saw it."),
 				 errhint("Call hwm.backfill in a READ COMMITTED transaction (the default), or on its own.")));
+}
+
+/*
+ * A non-atomic CALL: commit the set-up, then one transaction per batch; a
+ * batch that fails is recorded and committed as failed.  Returns its error
+ * (copied into bf->cxt), or NULL when the range is done.  Leaves SPI
+ * connected.
+ */
+static ErrorData *
+backfill_committed_batches(Backfill *bf)
+{
+	ErrorData  *edata = NULL;
+	bool		finished = false;
+
+	SPI_commit();
+	SPI_start_transaction();
+	SPI_finish();
+	while (!finished)
+	{
+		TimestampTz batch_started = GetCurrentTimestamp();
+
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		bf->in_progress = NULL;
+		edata = backfill_batch_guarded(bf, &finished);
+		if (edata)
+			backfill_fail(bf, edata, batch_started);
+		SPI_commit();
+		SPI_start_transaction();
+		if (edata)
+			break;
+		if (!finished)
+			SPI_finish();
+	}
+	return edata;
+}
+
+PG_FUNCTION_INFO_V1(hwm_backfill);
+
+/*
+ * CALL hwm.backfill(pipeline, from_partition, to_partition, batch_size,
+ * dry_run)
+ */
+Datum
+hwm_backfill(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	bool		atomic = hwm_call_is_atomic(fcinfo);
+	Backfill   *bf;
+	MemoryContext cxt;
+	HwmPipeline *p;
+	HwmPlan    *plan;
+	HwmRoleSwitch sw;
+	Datum		from;
+	Datum		to;
+	char	   *from_text;
+	char	   *to_text;
+	ErrorData  *volatile edata = NULL;
+
+	backfill_check_args(fcinfo);
 
 	if (PG_GETARG_BOOL(4))
 	{
@@ -652,7 +647,7 @@ hwm_backfill(PG_FUNCTION_ARGS)
 	 */
 	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
 	plan = backfill_plan_build(name, false, &p, &sw);
-	backfill_range(plan, fcinfo, &from, &to, &from_text, &to_text);
+	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
 	hwm_unbecome(&sw);
 	bf->pipeline = MemoryContextStrdup(cxt, p->name);
 	bf->from_text = MemoryContextStrdup(cxt, from_text);
@@ -679,30 +674,7 @@ hwm_backfill(PG_FUNCTION_ARGS)
 				;
 		}
 		else
-		{
-			/* commit the set-up, then one transaction per batch */
-			SPI_commit();
-			SPI_start_transaction();
-			SPI_finish();
-			while (!finished)
-			{
-				bool		batch_finished = false;
-				TimestampTz batch_started = GetCurrentTimestamp();
-
-				SPI_connect_ext(SPI_OPT_NONATOMIC);
-				bf->in_progress = NULL;
-				edata = backfill_batch_guarded(bf, &batch_finished);
-				finished = batch_finished;
-				if (edata)
-					backfill_fail(bf, edata, batch_started);
-				SPI_commit();
-				SPI_start_transaction();
-				if (edata)
-					break;
-				if (!finished)
-					SPI_finish();
-			}
-		}
+			edata = backfill_committed_batches(bf);
 	}
 	PG_CATCH();
 	{
@@ -743,7 +715,6 @@ hwm_backfill_plan(PG_FUNCTION_ARGS)
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
-	PartitionWalk w;
 	Datum		from;
 	Datum		to;
 	Datum		v;
@@ -755,15 +726,14 @@ hwm_backfill_plan(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	plan = backfill_plan_build(name, false, &p, &sw);
-	backfill_range(plan, fcinfo, &from, &to, &from_text, &to_text);
-	walk_init(&w, plan, p);
+	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
 	v = from;
-	while (walk_next(&w, v, first, to, &v))
+	while (walk_next(plan, v, first, to, &v))
 	{
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
-		int64		s = walk_count(&w, 0, v);
-		int64		t = walk_count(&w, 1, v);
+		int64		s = walk_count(plan, 0, v);
+		int64		t = walk_count(plan, 1, v);
 		MemoryContext old;
 
 		first = false;

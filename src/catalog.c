@@ -9,7 +9,12 @@
  * anything is changed.  All statements go through SPI with $n parameters;
  * the caller must have called SPI_connect().
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
@@ -27,23 +32,13 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+int			hwm_max_runs_per_pipeline = 1000;
+int			hwm_history_days = 0;
+
+/* A run whose number is a multiple of this prunes its pipeline's history */
+#define PRUNE_EVERY 16
+
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
-
-/*
- * Run one SPI statement and insist on its outcome: expected is the SPI_OK_*
- * code the statement must return (0: any success).
- */
-void
-hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			 const char *nulls, int expected)
-{
-	int			rc;
-
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	if (rc < 0 || (expected != 0 && rc != expected))
-		elog(ERROR, "hwm: SPI_execute_with_args failed (%s) for: %s",
-			 SPI_result_code_string(rc), sql);
-}
 
 /*
  * The role that owns hwm's catalog (the role that ran CREATE EXTENSION).
@@ -67,56 +62,6 @@ hwm_catalog_owner(void)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
-}
-
-/*
- * Refuse a NULL for a required argument, saying what to pass instead.
- */
-void
-hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	static const struct
-	{
-		const char *arg;
-		const char *hint;
-	}			hints[] =
-	{
-		{"pipeline", "Name a pipeline: SELECT pipeline FROM hwm.status lists them."},
-		{"source", "Pass the source table, for example 'public.orders_raw'."},
-		{"target", "Pass the target table, for example 'public.orders'."},
-		{"unique_key", "Pass the business key of the target, for example unique_key => '{id}'."},
-		{"watermark_column", "Name the source column whose growing values mark new rows, for example updated_at."},
-		{"partition_column", "Name the column whose values identify partitions, for example load_date."},
-		{"lookback", "Pass 0 for no lookback."},
-		{"from_partition", "Pass the range's lower bound as a value of the partition column, for example '2026-03-01'."},
-		{"to_partition", "Pass the range's upper bound as a value of the partition column, for example '2026-03-31'."},
-		{"nowait", "Pass true to fail at once when the pipeline is busy, or false (the default) to wait for it."},
-		{"batch_size", "Pass the number of partitions to overwrite per transaction (1 by default)."},
-		{"dry_run", "Pass true to only show what would be overwritten, or false (the default) to do it."},
-		{"staging", "Pass the staging table, for example hwm.create_staging('public.orders')."},
-		{"lock_timeout", "Pass how long the swap may wait for its locks, for example '5s'."},
-	};
-	const char *hint = "Pass a value that is not null.";
-
-	if (!PG_ARGISNULL(argno))
-		return;
-	for (int i = 0; i < lengthof(hints); i++)
-		if (strcmp(hints[i].arg, what) == 0)
-			hint = hints[i].hint;
-	ereport(ERROR,
-			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-			 errmsg("%s must not be null", what),
-			 errhint("%s", hint)));
-}
-
-/*
- * A required text argument, or a clear error naming it when it is NULL.
- */
-char *
-hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	hwm_require_arg(fcinfo, argno, what);
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
 }
 
 /*
@@ -169,6 +114,56 @@ pipeline_lock(const char *name, bool nowait)
 				 errhint("Wait for it to finish, or call without nowait to queue behind it.")));
 }
 
+/*
+ * What the last load remembered (see watermark.c), from the four columns
+ * starting at column first: reread_from, reread_vxids, reread_starts,
+ * reread_epoch.  Lists that do not match leave no memory.
+ */
+static void
+memory_read(HwmLoadMemory *mem, HeapTuple tup, TupleDesc desc, int first)
+{
+	bool		isnull;
+	bool		vnull;
+	bool		snull;
+	Datum		vxids = SPI_getbinval(tup, desc, first + 1, &vnull);
+	Datum		starts = SPI_getbinval(tup, desc, first + 2, &snull);
+	Datum		epoch = SPI_getbinval(tup, desc, first + 3, &isnull);
+	Datum	   *v = NULL;
+	Datum	   *t = NULL;
+	bool	   *tnulls = NULL;
+	int			nv = 0;
+	int			nt = 0;
+
+	memset(mem, 0, sizeof(*mem));
+	mem->null_watermarks = -1;
+	mem->reread_from = SPI_getvalue(tup, desc, first);
+	if (mem->reread_from == NULL || isnull)
+	{
+		mem->reread_from = NULL;
+		return;
+	}
+	mem->epoch = DatumGetTimestampTz(epoch);
+	if (!vnull)
+		deconstruct_array(DatumGetArrayTypeP(vxids), TEXTOID, -1, false, TYPALIGN_INT,
+						  &v, NULL, &nv);
+	if (!snull)
+		deconstruct_array(DatumGetArrayTypeP(starts), TIMESTAMPTZOID, sizeof(TimestampTz),
+						  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &t, &tnulls, &nt);
+	if (nv != nt)
+	{
+		mem->reread_from = NULL;
+		return;
+	}
+	for (int i = 0; i < nv; i++)
+	{
+		HwmXact    *x = palloc(sizeof(HwmXact));
+
+		x->vxid = TextDatumGetCString(v[i]);
+		x->start = tnulls[i] ? 0 : DatumGetTimestampTz(t[i]);
+		mem->xacts = lappend(mem->xacts, x);
+	}
+}
+
 /* Read a pipeline's catalog row as it is now, or NULL */
 static HwmPipeline *
 pipeline_read(const char *name)
@@ -187,7 +182,8 @@ pipeline_read(const char *name)
 	hwm_spi_exec("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 				 " partition_column::pg_catalog.text, lookback, watermark,"
-				 " owner::pg_catalog.oid, enabled, delay, batch_size"
+				 " owner::pg_catalog.oid, enabled, delay, batch_size,"
+				 " reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch"
 				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
@@ -221,6 +217,7 @@ pipeline_read(const char *name)
 	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
 	d = SPI_getbinval(tup, desc, 12, &isnull);
 	p->batch_size = isnull ? 0 : DatumGetInt64(d);
+	memory_read(&p->memory, tup, desc, 13);
 	return p;
 }
 
@@ -322,51 +319,41 @@ hwm_check_may_manage(HwmPipeline *p)
 }
 
 /*
- * Append a successful run to hwm.runs and return its run_id.  A negative
- * count is recorded as NULL (not applicable).
+ * Append a successful run to hwm.runs, with every fact in its first write,
+ * and return its run_id.  A negative count is recorded as NULL (not
+ * applicable).
  */
 int64
-hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
-			   int64 rows_upserted, int partitions,
-			   int64 rows_deleted, int64 rows_inserted,
-			   const char *wm_before, const char *wm_after,
-			   const char *from_partition, const char *to_partition)
+hwm_record_run(const HwmRunFacts *run)
 {
-	Oid			argtypes[13] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
-	INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID};
-	Datum		values[13];
-	char		nulls[13];
+	Oid			argtypes[14] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
+		INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID, TEXTOID};
+	Datum		values[14];
+	char		nulls[14];
 	HwmRoleSwitch sw;
 	bool		isnull;
 	int64		run_id;
-	const char *strs[4] = {wm_before, wm_after, from_partition, to_partition};
+	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
+		run->watermark_after, run->from_partition, run->to_partition, run->method};
+	const int	strargs[] = {0, 1, 7, 8, 9, 10, 13};
+	const int64 counts[] = {run->rows_upserted, run->partitions, run->rows_deleted,
+		run->rows_inserted};
 
 	memset(nulls, ' ', sizeof(nulls));
-	if (pipeline)
-		values[0] = CStringGetTextDatum(pipeline);
-	else
-		nulls[0] = 'n';
-	values[1] = CStringGetTextDatum(kind);
-	values[2] = TimestampTzGetDatum(started_at);
-	/* negative counts: not applicable to this kind of run */
-	values[3] = Int64GetDatum(rows_upserted);
-	if (rows_upserted < 0)
-		nulls[3] = 'n';
-	values[4] = Int32GetDatum(partitions);
-	if (partitions < 0)
-		nulls[4] = 'n';
-	values[5] = Int64GetDatum(rows_deleted);
-	if (rows_deleted < 0)
-		nulls[5] = 'n';
-	values[6] = Int64GetDatum(rows_inserted);
-	if (rows_inserted < 0)
-		nulls[6] = 'n';
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < lengthof(strs); i++)
 	{
 		if (strs[i])
-			values[7 + i] = CStringGetTextDatum(strs[i]);
+			values[strargs[i]] = CStringGetTextDatum(strs[i]);
 		else
-			nulls[7 + i] = 'n';
+			nulls[strargs[i]] = 'n';
+	}
+	values[2] = TimestampTzGetDatum(run->started_at);
+	/* negative counts: not applicable to this kind of run */
+	for (int i = 0; i < lengthof(counts); i++)
+	{
+		values[3 + i] = i == 1 ? Int32GetDatum((int32) counts[i]) : Int64GetDatum(counts[i]);
+		if (counts[i] < 0)
+			nulls[3 + i] = 'n';
 	}
 	values[11] = DirectFunctionCall1(namein,
 									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
@@ -380,33 +367,148 @@ hwm_record_run(const char *pipeline, const char *kind, TimestampTz started_at,
 	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 				 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
 				 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
-				 " owner)"
+				 " owner, method)"
 				 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), 'succeeded',"
 				 " $4, $5, $6, $7, $8, $9, $10, $11, $12,"
 				 " COALESCE((SELECT s.owner FROM hwm.state AS s"
-				 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole))"
+				 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14)"
 				 " RETURNING run_id",
-				 13, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+				 14, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	hwm_unbecome(&sw);
+	if (run->pipeline && run_id % PRUNE_EVERY == 0)
+		hwm_prune_runs(run->pipeline);
 	return run_id;
 }
 
 /*
- * Write a finished run's facts (and, with set_watermark, the new watermark)
- * into the pipeline's catalog row.
+ * Apply hwm.max_runs_per_pipeline and hwm.history_days to the history of
+ * one pipeline (pipeline NULL: of all, and of runs without a pipeline),
+ * every kind of run alike.  Never deleted: runs in progress, and the
+ * backfill runs of a pipeline with an unfinished backfill, so that its
+ * history stays whole until the backfill ends.  Runs by hand prune their own pipeline's
+ * history every PRUNE_EVERY runs; the scheduler's launcher prunes all of it.
+ */
+void
+hwm_prune_runs(const char *pipeline)
+{
+	static const char *keep =
+		" AND r.status OPERATOR(pg_catalog.<>) 'running'"
+		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
+		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+		"   AND b.status OPERATOR(pg_catalog.<>) 'succeeded'))";
+	Oid			argtypes[2] = {INT4OID, TEXTOID};
+	Datum		values[2];
+	int			nargs = pipeline ? 2 : 1;
+	HwmRoleSwitch sw;
+
+	if (pipeline)
+		values[1] = CStringGetTextDatum(pipeline);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	if (hwm_history_days > 0)
+	{
+		values[0] = Int32GetDatum(hwm_history_days);
+		hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.started_at OPERATOR(pg_catalog.<) pg_catalog.now()"
+							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1)%s%s",
+							  pipeline ? " AND r.pipeline OPERATOR(pg_catalog.=) $2" : "", keep),
+					 nargs, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	if (hwm_max_runs_per_pipeline > 0)
+	{
+		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+		if (pipeline)
+			hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r"
+								  " WHERE r.pipeline OPERATOR(pg_catalog.=) $2"
+								  " AND r.run_id OPERATOR(pg_catalog.<=) (SELECT x.run_id FROM hwm.runs AS x"
+								  "  WHERE x.pipeline OPERATOR(pg_catalog.=) $2"
+								  "  ORDER BY x.run_id DESC OFFSET $1 LIMIT 1)%s", keep),
+						 2, argtypes, values, NULL, SPI_OK_DELETE);
+		else
+			hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+								  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+								  "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
+								  "  FROM hwm.runs) AS x"
+								  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep),
+						 1, argtypes, values, NULL, SPI_OK_DELETE);
+	}
+	hwm_unbecome(&sw);
+}
+
+/*
+ * The memory columns of hwm.state as parameters $first.. (reread_from,
+ * reread_vxids, reread_starts, reread_epoch, held_by_pid,
+ * held_by_application, held_since, null_watermarks); all NULL without
+ * memory, the first four without reread_from.
+ */
+#define MEMORY_NARGS 8
+static void
+memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
+{
+	static const Oid types[MEMORY_NARGS] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
+		TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, INT8OID};
+	int			n = mem ? list_length(mem->xacts) : 0;
+	Datum	   *v = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *t = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *tnulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	memcpy(argtypes, types, sizeof(types));
+	memset(nulls, 'n', MEMORY_NARGS);
+	if (mem == NULL)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		HwmXact    *x = list_nth(mem->xacts, i);
+
+		v[i] = CStringGetTextDatum(x->vxid);
+		t[i] = TimestampTzGetDatum(x->start);
+		tnulls[i] = x->start == 0;
+	}
+	if (mem->reread_from != NULL)
+	{
+		values[0] = CStringGetTextDatum(mem->reread_from);
+		values[1] = PointerGetDatum(construct_array(v, n, TEXTOID, -1, false, TYPALIGN_INT));
+		values[2] = PointerGetDatum(construct_md_array(t, tnulls, 1, dims, lbs, TIMESTAMPTZOID,
+													   sizeof(TimestampTz), FLOAT8PASSBYVAL,
+													   TYPALIGN_DOUBLE));
+		values[3] = TimestampTzGetDatum(mem->epoch);
+		memset(nulls, ' ', 4);
+	}
+	if (mem->held_by_pid != 0)
+	{
+		values[4] = Int32GetDatum(mem->held_by_pid);
+		values[5] = CStringGetTextDatum(mem->held_by_application ? mem->held_by_application : "");
+		values[6] = TimestampTzGetDatum(mem->held_since);
+		memset(nulls + 4, ' ', 3);
+	}
+	if (mem->null_watermarks >= 0)
+	{
+		values[7] = Int64GetDatum(mem->null_watermarks);
+		nulls[7] = ' ';
+	}
+}
+
+/*
+ * Record a successful run in the pipeline's row: its facts, with
+ * set_watermark the new watermark, and with memory what the load
+ * remembers for the next one (NULL: leave that as it is).
  */
 void
 hwm_update_state_after_run(const char *pipeline, int64 run_id,
 						   TimestampTz started_at, bool set_watermark,
-						   const char *watermark, int64 rows)
+						   const char *watermark, int64 rows,
+						   const HwmLoadMemory *memory)
 {
-	Oid			argtypes[6] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID, TEXTOID, INT8OID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[7 + MEMORY_NARGS] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
+	TEXTOID, INT8OID, BOOLOID};
+	Datum		values[7 + MEMORY_NARGS];
+	char		nulls[7 + MEMORY_NARGS];
 	HwmRoleSwitch sw;
 
+	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = Int64GetDatum(run_id);
 	values[2] = TimestampTzGetDatum(started_at);
@@ -416,6 +518,8 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 	else
 		nulls[4] = 'n';
 	values[5] = Int64GetDatum(rows);
+	values[6] = BoolGetDatum(memory != NULL);
+	memory_args(memory, argtypes + 7, values + 7, nulls + 7);
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("UPDATE hwm.state SET"
@@ -423,8 +527,16 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 				 " last_run_id = $2, last_run_started_at = $3,"
 				 " last_run_finished_at = pg_catalog.clock_timestamp(),"
 				 " last_status = 'succeeded', last_rows = $6,"
-				 " consecutive_failures = 0, last_error = NULL"
+				 " consecutive_failures = 0, last_error = NULL,"
+				 " reread_from = CASE WHEN $7 THEN $8 ELSE reread_from END,"
+				 " reread_vxids = CASE WHEN $7 THEN $9 ELSE reread_vxids END,"
+				 " reread_starts = CASE WHEN $7 THEN $10 ELSE reread_starts END,"
+				 " reread_epoch = CASE WHEN $7 THEN $11 ELSE reread_epoch END,"
+				 " held_by_pid = CASE WHEN $7 THEN $12 ELSE held_by_pid END,"
+				 " held_by_application = CASE WHEN $7 THEN $13 ELSE held_by_application END,"
+				 " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
+				 " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 6, argtypes, values, nulls, SPI_OK_UPDATE);
+				 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_unbecome(&sw);
 }

@@ -9,7 +9,8 @@
  * longer needs a call at all, the call stays in the code and is a no-op
  * here for the newer server (RelationCloseSmgrByOid).
  *
- * Include it after postgres.h (hwm.h does).  It includes the server headers
+ * Include it after postgres.h (the .c files that need it include it after
+ * their module headers).  It includes the server headers
  * that declare what it wraps first, so that a wrapper macro is defined only
  * after the prototype it would otherwise rewrite.
  *

@@ -3,12 +3,13 @@
  *		Partition exchange: when the target is declaratively partitioned and
  *		an overwrite range covers whole partitions, build each covered
  *		partition's new contents aside and exchange them in, instead of
- *		deleting and upserting row by row.  What the range leaves of a
- *		partition (a range that cuts through it) is overwritten by the diff
- *		of overwrite.c, in the same transaction.
+ *		deleting and upserting row by row.  Called by range.c only, which
+ *		overwrites what the range leaves of a partition (a range that cuts
+ *		through it) by the diff, in the same transaction.
  *
- * For each covered leaf partition L (every L is built before the rest of the
- * range is diffed, and only then is any L locked, so the locks are short):
+ * For each covered leaf partition L (hwm_exchange_build builds every L
+ * before range.c diffs the rest of the range, and only then does
+ * hwm_exchange_finish lock any L, so the locks are short):
  *
  *	1. CREATE TABLE hwm_exchange_<oid of L> (LIKE L ...) next to L, with its
  *	   defaults, check constraints, storage, access method, persistence,
@@ -18,7 +19,7 @@
  *	2. Lock L in ACCESS EXCLUSIVE mode, waiting at most
  *	   hwm.exchange_lock_timeout.
  *	3. Trade storage between L and the new table, heap and every index, the
- *	   way hwm.swap (swap.c) and CLUSTER do, then drop the new table, which
+ *	   way hwm.swap and CLUSTER do (storage.c), then drop the new table, which
  *	   now holds L's old storage: the old rows go with their files, so no
  *	   dead tuple is left behind and nothing needs VACUUM.
  *
@@ -40,7 +41,15 @@
  * Each exchange runs in a subtransaction, so giving up after the build
  * leaves nothing behind.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "plan.h"
+#include "privilege.h"
+#include "storage.h"
+#include "util.h"
+#include "compat.h"
 
 #include "access/attmap.h"
 #include "access/genam.h"
@@ -110,7 +119,6 @@ typedef struct Partitioning
 {
 	bool		is_list;		/* else RANGE */
 	Oid			array_type;		/* LIST: array of the column type */
-	char	   *eq;				/* LIST: OPERATOR(schema.=) */
 	List	   *covered;		/* CoveredLeaf * */
 } Partitioning;
 
@@ -176,22 +184,6 @@ partition_bound(Oid relid)
 	return spec;
 }
 
-/* OPERATOR(schema.name) for an operator */
-static char *
-operator_text(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	char	   *result;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	result = psprintf("OPERATOR(%s.%s)",
-					  quote_identifier(get_namespace_name(((Form_pg_operator) GETSTRUCT(tup))->oprnamespace)),
-					  NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname));
-	ReleaseSysCache(tup);
-	return result;
-}
-
 /*
  * Is the target partitioned so that hwm can exchange partitions, and which
  * of its partitions lie entirely inside [from, to]?  RANGE or LIST on
@@ -238,7 +230,6 @@ find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
 			table_close(tgt, NoLock);
 			return false;
 		}
-		pt->eq = operator_text(tc->eq_opr);
 	}
 	has_after = successor(plan->part.type, to, &after_to);
 
@@ -464,20 +455,6 @@ with_options(Oid relid)
 	return buf.data;
 }
 
-/* Wait for an ACCESS EXCLUSIVE lock at most hwm.exchange_lock_timeout */
-static void
-lock_leaf(Oid relid)
-{
-	int			nest = NewGUCNestLevel();
-	char		ms[32];
-
-	snprintf(ms, sizeof(ms), "%d", hwm_exchange_lock_timeout);
-	(void) set_config_option("lock_timeout", ms, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	LockRelationOid(relid, AccessExclusiveLock);
-	AtEOXact_GUC(false, nest);
-}
-
 /*
  * The relcache must know that r1 now has storage created in this
  * transaction and r2 the storage r1 had (as CLUSTER does in
@@ -528,30 +505,6 @@ set_size_stats(Relation rel, int64 rows)
 	CommandCounterIncrement();
 }
 
-/* pg_toast_<oid> and pg_toast_<oid>_index, as the TOAST table's owner is now relid */
-static void
-rename_toast(Oid relid)
-{
-	Oid			toast;
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Relation	toastrel;
-	List	   *idx;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	toast = ((Form_pg_class) GETSTRUCT(tup))->reltoastrelid;
-	ReleaseSysCache(tup);
-	if (!OidIsValid(toast))
-		return;
-	toastrel = relation_open(toast, AccessExclusiveLock);
-	idx = RelationGetIndexList(toastrel);
-	relation_close(toastrel, NoLock);
-	RenameRelationInternal(toast, psprintf("pg_toast_%u", relid), true, false);
-	if (idx != NIL)
-		RenameRelationInternal(linitial_oid(idx), psprintf("pg_toast_%u_index", relid), true, true);
-	CommandCounterIncrement();
-}
-
 /*
  * Create on the table newoid (schema.name, made LIKE the leaf) a copy of
  * each index of the leaf, constraints included, and build it.
@@ -596,7 +549,6 @@ build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 	Oid			owner;
 	StringInfoData sql;
 	bool		isnull;
-	const char *p = quote_identifier(plan->partition_column);
 
 	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
 	if (OidIsValid(get_relname_relid(newname, nsp)))
@@ -623,10 +575,6 @@ build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 							  quote_identifier(GetUserNameFromId(owner, false))),
 					 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s AS s WHERE ",
-					 lf->newqual, plan->column_list_sql, plan->select_list_sql,
-					 hwm_qualified_name(plan->source));
 	if (pt->is_list)
 	{
 		Oid			argtypes[1] = {pt->array_type};
@@ -638,16 +586,16 @@ build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 		get_typlenbyvalalign(plan->part.type, &typlen, &typbyval, &typalign);
 		values[0] = PointerGetDatum(construct_array(lf->values, lf->nvalues, plan->part.type,
 													typlen, typbyval, typalign));
-		appendStringInfo(&sql, "s.%s %s ANY ($1)", p, pt->eq);
-		hwm_spi_exec(sql.data, 1, argtypes, values, NULL, SPI_OK_INSERT);
+		hwm_spi_exec(hwm_plan_fill_sql(plan, lf->newqual, true), 1, argtypes, values,
+					 NULL, SPI_OK_INSERT);
 	}
 	else
 	{
 		Oid			argtypes[2] = {plan->part.type, plan->part.type};
 		Datum		values[2] = {lf->lo, lf->hi};
 
-		appendStringInfo(&sql, "s.%s %s $1 AND s.%s %s $2", p, plan->part.ge, p, plan->part.lt);
-		hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_INSERT);
+		hwm_spi_exec(hwm_plan_fill_sql(plan, lf->newqual, false), 2, argtypes, values,
+					 NULL, SPI_OK_INSERT);
 	}
 	lf->new_rows = (int64) SPI_processed;
 
@@ -681,7 +629,7 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 	List	   *pairs;
 	ListCell   *lc;
 
-	lock_leaf(lf->relid);
+	hwm_lock_within(lf->relid, hwm_exchange_lock_timeout, lf->name, NULL, NULL);
 	leaf = table_open(lf->relid, NoLock);
 	tgt = table_open(plan->target, AccessShareLock);
 	why = leaf_refusal(plan, leaf, tgt);
@@ -709,17 +657,16 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 			strcmp(NameStr(a->attname), NameStr(b->attname)) != 0)
 			refuse("a copy made with CREATE TABLE ... LIKE does not have its storage layout");
 	}
-	pairs = hwm_match_indexes(leaf, newrel, lf->name, lf->newqual);
+	pairs = hwm_storage_match_indexes(leaf, newrel, lf->name, lf->newqual);
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		if (get_rel_tablespace(lfirst_oid(lc)) != get_rel_tablespace(lfirst_oid(lnext(pairs, lc))))
 			refuse(psprintf("its index %s is in another tablespace than the table",
 							quote_identifier(get_rel_name(lfirst_oid(lc)))));
 	set_size_stats(newrel, lf->new_rows);
 	table_close(newrel, NoLock);
-
-	TransferPredicateLocksToHeapRelation(leaf);
 	table_close(leaf, NoLock);
-	hwm_swap_storage(lf->relid, lf->newoid, pairs);
+
+	hwm_storage_trade(lf->relid, lf->newoid, pairs, false);
 	storage_now_new(lf->relid, lf->newoid);
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		storage_now_new(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
@@ -732,7 +679,6 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 
 	hwm_spi_exec(psprintf("DROP TABLE %s", lf->newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	lf->newoid = InvalidOid;
-	rename_toast(lf->relid);
 }
 
 /*
@@ -799,48 +745,6 @@ exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
 	return ok;
 }
 
-/*
- * Overwrite the part of the range between lo and hi (each bound inclusive or
- * not) with the diff; false when that part is empty.
- */
-static bool
-diff_piece(const HwmPlan *plan, Datum lo, bool lo_incl, Datum hi, bool hi_incl,
-		   int64 *deleted, int64 *inserted)
-{
-	int			c = hwm_value_cmp(&plan->part, lo, hi);
-	Oid			argtypes[2] = {plan->part.type, plan->part.type};
-	Datum		values[2] = {lo, hi};
-	const char *p = quote_identifier(plan->partition_column);
-	const char *gt = lo_incl ? plan->part.ge : plan->part.gt;
-	const char *lt = hi_incl ? plan->part.le : plan->part.lt;
-	char	   *tgtname = hwm_qualified_name(plan->target);
-	char	   *srcname = hwm_qualified_name(plan->source);
-	StringInfoData sql;
-
-	if (c > 0 || (c == 0 && !(lo_incl && hi_incl)))
-		return false;
-
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "DELETE FROM %s AS t WHERE t.%s %s $1 AND t.%s %s $2",
-					 tgtname, p, gt, p, lt);
-	if (plan->keymatch_sql[0] != '\0')
-		appendStringInfo(&sql,
-						 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
-						 srcname, p, gt, p, lt, plan->keymatch_sql);
-	hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_DELETE);
-	*deleted += (int64) SPI_processed;
-
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s AS t (%s)%s SELECT %s FROM %s AS s"
-					 " WHERE s.%s %s $1 AND s.%s %s $2%s",
-					 tgtname, plan->column_list_sql,
-					 plan->override_identity ? " OVERRIDING SYSTEM VALUE" : "",
-					 plan->select_list_sql, srcname, p, gt, p, lt, plan->conflict_sql);
-	hwm_spi_exec(sql.data, 2, argtypes, values, NULL, SPI_OK_INSERT);
-	*inserted += (int64) SPI_processed;
-	return true;
-}
-
 /* Sort datums with the partition column's ordering (few: insertion sort) */
 static void
 sort_datums(const HwmPlan *plan, Datum *d, Datum *d2, int n)
@@ -870,46 +774,34 @@ fallback_notice(const HwmPlan *plan, const CoveredLeaf *lf, const char *why)
 					lf->name, hwm_qualified_name(plan->target), why)));
 }
 
-/*
- * Overwrite [from, to] of the plan's target from its source, exchanging the
- * partitions the range covers when hwm.partition_exchange is on (see the
- * file header) and overwriting the rest with the diff, in the caller's
- * transaction.  The order keeps the partitions' exclusive locks short: first
- * every new partition is built, then the rest of the range is diffed, and
- * only then is each partition locked and exchanged (one whose lock is not
- * granted in time is diffed after all).  Returns the method used: "diff",
- * "exchange" (every row of the range was in an exchanged partition) or
- * "exchange+diff".  The counts are, for an exchanged partition, all of its
- * old rows (deleted) and all of its new rows (inserted).
- */
-const char *
-hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
-						  int64 *rows_deleted, int64 *rows_inserted)
+
+/* The built exchange of a range, between hwm_exchange_build and _finish */
+struct HwmExchange
 {
+	const HwmPlan *plan;
 	Partitioning pt;
+	Datum		from;
+	Datum		to;
+};
+
+/*
+ * Step 1 (see exchange.h): build every covered partition that can be
+ * exchanged; the others get a NOTICE and are left to the diff.
+ */
+HwmExchange *
+hwm_exchange_build(const HwmPlan *plan, Datum from, Datum to)
+{
+	HwmExchange *x = palloc0(sizeof(HwmExchange));
 	ListCell   *lc;
-	int			n = 0;
-	int			nvalues = 0;
-	int			exchanged = 0;
-	Datum	   *lo;
-	Datum	   *hi;
-	bool		diffed = false;
+	bool		any = false;
 
 	if (!hwm_partition_exchange || !plan->has_part ||
-		!find_covered(plan, from, to, &pt) || pt.covered == NIL)
-	{
-		hwm_overwrite_range(plan, from, to, rows_deleted, rows_inserted);
-		return "diff";
-	}
-
-	/* 1. build every covered partition that can be exchanged */
-	*rows_deleted = 0;
-	*rows_inserted = 0;
-	foreach(lc, pt.covered)
-		nvalues += pt.is_list ? ((CoveredLeaf *) lfirst(lc))->nvalues : 1;
-	lo = palloc(sizeof(Datum) * nvalues);
-	hi = palloc(sizeof(Datum) * nvalues);
-	foreach(lc, pt.covered)
+		!find_covered(plan, from, to, &x->pt) || x->pt.covered == NIL)
+		return NULL;
+	x->plan = plan;
+	x->from = from;
+	x->to = to;
+	foreach(lc, x->pt.covered)
 	{
 		CoveredLeaf *lf = lfirst(lc);
 		const char *why;
@@ -919,85 +811,108 @@ hwm_overwrite_or_exchange(const HwmPlan *plan, Datum from, Datum to,
 		why = leaf_refusal(plan, leaf, tgt);
 		table_close(tgt, NoLock);
 		table_close(leaf, NoLock);
-		if (why == NULL && exchange_guarded(plan, &pt, lf, false, &why))
-		{
-			lf->built = true;
-			if (pt.is_list)
-				for (int i = 0; i < lf->nvalues; i++)
-					lo[n++] = lf->values[i];
-			else
-			{
-				lo[n] = lf->lo;
-				hi[n++] = lf->hi;
-			}
-		}
+		if (why == NULL && exchange_guarded(plan, &x->pt, lf, false, &why))
+			lf->built = any = true;
 		else
 			fallback_notice(plan, lf, why);
 	}
-	if (n == 0)
-	{
-		hwm_overwrite_range(plan, from, to, rows_deleted, rows_inserted);
-		return "diff";
-	}
+	return any ? x : NULL;
+}
 
-	/* 2. the diff for what the built partitions leave of the range */
-	sort_datums(plan, lo, pt.is_list ? NULL : hi, n);
-	{
-		Datum		start = from;
-		bool		start_incl = true;
+/* A new HwmRange */
+static HwmRange *
+make_range(Datum lo, bool lo_incl, Datum hi, bool hi_incl)
+{
+	HwmRange   *r = palloc(sizeof(HwmRange));
 
-		for (int i = 0; i < n; i++)
+	r->lo = lo;
+	r->lo_incl = lo_incl;
+	r->hi = hi;
+	r->hi_incl = hi_incl;
+	return r;
+}
+
+/*
+ * The pieces of [from, to] between the built partitions, in ascending
+ * order: a RANGE partition takes [lo, hi), a LIST partition its values.
+ */
+List *
+hwm_exchange_gaps(const HwmExchange *x)
+{
+	const HwmPlan *plan = x->plan;
+	int			nvalues = 0;
+	int			n = 0;
+	Datum	   *lo;
+	Datum	   *hi;
+	ListCell   *lc;
+	List	   *gaps = NIL;
+	Datum		start = x->from;
+	bool		start_incl = true;
+
+	foreach(lc, x->pt.covered)
+		nvalues += x->pt.is_list ? ((CoveredLeaf *) lfirst(lc))->nvalues : 1;
+	lo = palloc(sizeof(Datum) * nvalues);
+	hi = palloc(sizeof(Datum) * nvalues);
+	foreach(lc, x->pt.covered)
+	{
+		CoveredLeaf *lf = lfirst(lc);
+
+		if (!lf->built)
+			continue;
+		if (x->pt.is_list)
+			for (int i = 0; i < lf->nvalues; i++)
+				lo[n++] = lf->values[i];
+		else
 		{
-			diffed |= diff_piece(plan, start, start_incl, lo[i], false,
-								 rows_deleted, rows_inserted);
-			start = pt.is_list ? lo[i] : hi[i];
-			start_incl = !pt.is_list;
+			lo[n] = lf->lo;
+			hi[n++] = lf->hi;
 		}
-		diffed |= diff_piece(plan, start, start_incl, to, true, rows_deleted, rows_inserted);
 	}
+	sort_datums(plan, lo, x->pt.is_list ? NULL : hi, n);
+	for (int i = 0; i < n; i++)
+	{
+		gaps = lappend(gaps, make_range(start, start_incl, lo[i], false));
+		start = x->pt.is_list ? lo[i] : hi[i];
+		start_incl = !x->pt.is_list;
+	}
+	return lappend(gaps, make_range(start, start_incl, x->to, true));
+}
 
-	/* 3. lock and exchange each built partition, or diff it after all */
-	foreach(lc, pt.covered)
+/*
+ * Step 2 (see exchange.h): lock and exchange each built partition; one that
+ * cannot be exchanged now has its table aside dropped and its range handed
+ * back for the diff.
+ */
+int
+hwm_exchange_finish(HwmExchange *x, int64 *deleted, int64 *inserted, List **leftover)
+{
+	ListCell   *lc;
+	int			exchanged = 0;
+
+	foreach(lc, x->pt.covered)
 	{
 		CoveredLeaf *lf = lfirst(lc);
 		const char *why;
 
 		if (!lf->built)
 			continue;
-		if (exchange_guarded(plan, &pt, lf, true, &why))
+		if (exchange_guarded(x->plan, &x->pt, lf, true, &why))
 		{
 			exchanged++;
-			*rows_deleted += lf->old_rows;
-			*rows_inserted += lf->new_rows;
+			*deleted += lf->old_rows;
+			*inserted += lf->new_rows;
 			ereport(NOTICE,
 					(errmsg("hwm: exchanged partition %s of %s: " INT64_FORMAT " old rows out, " INT64_FORMAT " new rows in",
-							lf->name, hwm_qualified_name(plan->target), lf->old_rows, lf->new_rows)));
+							lf->name, hwm_qualified_name(x->plan->target), lf->old_rows, lf->new_rows)));
 			continue;
 		}
-		fallback_notice(plan, lf, why);
+		fallback_notice(x->plan, lf, why);
 		hwm_spi_exec(psprintf("DROP TABLE %s", lf->newqual), 0, NULL, NULL, NULL, SPI_OK_UTILITY);
-		if (pt.is_list)
+		if (x->pt.is_list)
 			for (int i = 0; i < lf->nvalues; i++)
-				diffed |= diff_piece(plan, lf->values[i], true, lf->values[i], true,
-									 rows_deleted, rows_inserted);
+				*leftover = lappend(*leftover, make_range(lf->values[i], true, lf->values[i], true));
 		else
-			diffed |= diff_piece(plan, lf->lo, true, lf->hi, false, rows_deleted, rows_inserted);
+			*leftover = lappend(*leftover, make_range(lf->lo, true, lf->hi, false));
 	}
-	if (exchanged == 0)
-		return "diff";
-	return diffed ? "exchange+diff" : "exchange";
-}
-
-/* Record in hwm.runs how an overwrite run went (see hwm_overwrite_or_exchange) */
-void
-hwm_record_method(int64 run_id, const char *method)
-{
-	Oid			argtypes[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(run_id), CStringGetTextDatum(method)};
-	HwmRoleSwitch sw;
-
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.runs SET method = $2 WHERE run_id OPERATOR(pg_catalog.=) $1",
-				 2, argtypes, values, NULL, SPI_OK_UPDATE);
-	hwm_unbecome(&sw);
+	return exchanged;
 }

@@ -1,12 +1,23 @@
 /*
  * hwm.c
- *		Module entry point.
+ *		Module entry point: _PG_init defines the hwm.* settings (each
+ *		module owns its variables; see their headers) and registers the
+ *		background scheduler.  Nothing calls into this file.
  *
  * hwm works without shared_preload_libraries: every SQL function loads the
- * module on first use.  Preloading it reserves the hwm.* settings prefix
- * now, and registers the background scheduler (see scheduler.c).
+ * module on first use.  Preloading it defines the settings, and reserves the
+ * hwm.* prefix, when the server starts; only then is hwm.database defined
+ * and the background scheduler registered (see scheduler.c).
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "privilege.h"
+#include "scheduler.h"
+#include "wakeup.h"
+#include "watermark.h"
+#include "compat.h"
 
 #include <limits.h>
 
@@ -87,18 +98,18 @@ _PG_init(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.max_runs_per_pipeline",
-							"How many finished scheduled runs (kind load) hwm.runs keeps per pipeline.",
-							"The scheduler deletes older ones; 0 keeps all.",
+							"How many finished runs hwm.runs keeps per pipeline.",
+							"Older ones are deleted, of every kind, by hand or scheduled (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps all.",
 							&hwm_max_runs_per_pipeline,
 							1000, 0, INT_MAX,
-							PGC_SIGHUP, 0,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.history_days",
-							"How many days of finished runs of kind load hwm.runs keeps.",
-							"The scheduler deletes older ones; 0 keeps them regardless of age.",
+							"How many days of finished runs hwm.runs keeps.",
+							"Older ones are deleted, of every kind (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps them regardless of age.",
 							&hwm_history_days,
 							0, 0, 36500,
-							PGC_SIGHUP, 0,
+							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 	hwm_scheduler_init();

@@ -3,39 +3,322 @@
  *		hwm.run(pipeline): one incremental run in the caller's transaction,
  *		and CALL hwm.catch_up(pipeline), which repeats it batch by batch.
  *
- *	1. take the pipeline's lock (a concurrent run of the same pipeline waits
- *	   here, then reads the watermark this run leaves);
- *	2. find W0, the greatest watermark value above the stored one, or the
- *	   end of the batch when batch_size caps the run;
- *	3. ask watermark.c how far the watermark may go given the transactions
- *	   still in flight, and settle on the greatest visible value below that;
- *	4. upsert every visible row above the old watermark (up to the batch's
- *	   end) on the business key, skipping rows whose values did not change;
- *	5. overwrite the lookback newest partitions to catch late rows;
- *	6. store the new watermark and the run's facts, in the same transaction.
+ * A run, under the pipeline's lock (a concurrent run of the same pipeline
+ * waits for it, then reads the watermark this run leaves):
+ *	1. find the slice: W0, the greatest watermark value above the stored
+ *	   one, or the end of the batch when batch_size caps the run;
+ *	2. settle the watermark: ask watermark.c how far it may go given the
+ *	   transactions still in flight, and take the greatest visible value
+ *	   below that (at most W0);
+ *	3. load: upsert every visible row above the old watermark (up to the
+ *	   batch's end) on the business key, skipping rows whose values did not
+ *	   change;
+ *	4. the lookback: overwrite the lookback newest partitions (range.c) to
+ *	   catch late rows;
+ *	5. record the new watermark and the run's facts, in the same
+ *	   transaction.
  *
  * Rows above the stored watermark are loaded at once even when the
  * watermark is held back; the next run reads them again, and the upsert
  * finds nothing to change.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "plan.h"
+#include "privilege.h"
+#include "range.h"
+#include "util.h"
+#include "watermark.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-/* A copy of a watermark value that outlives the SPI tuple table */
-static Datum
-datum_copy_of(const HwmPlan *plan, Datum d)
+/* One run of hwm.run, as its steps fill it in */
+typedef struct LoadRun
 {
-	return datumCopy(d, get_typbyval(plan->wm.type), get_typlen(plan->wm.type));
+	HwmPipeline *p;
+	HwmPlan    *plan;
+	Datum		old_wm;			/* the stored watermark, if p->watermark */
+	Datum		reread_from;	/* where reading starts (see watermark.c) ... */
+	bool		has_reread;		/* ... if anywhere but the watermark */
+	List	   *carried;		/* remembered transactions still in flight */
+	Datum		w0;				/* step 1: the end of the slice */
+	bool		capped;			/* ... set by batch_size */
+	char	   *wm_after;		/* step 2: the new watermark (text) */
+	const char *held;			/* ... why it stayed below the slice, or NULL */
+	HwmSafeBound bound;			/* ... and what the transactions in flight allow */
+	int64		upserted;		/* step 3 */
+	int64		null_watermarks;
+	int			partitions;		/* step 4 */
+	HwmOverwrite lookback;
+	char	   *from_text;
+	char	   *to_text;
+} LoadRun;
+
+/*
+ * Run a watermark statement in its first-run or later-run form (see
+ * HwmWmStatement), with the statement's own argument when argtype is valid.
+ */
+static void
+wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
+{
+	Oid			argtypes[3];
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	int			nargs = 0;
+	bool		later = r->p->watermark != NULL;
+
+	if (later)
+	{
+		argtypes[nargs] = r->plan->wm.type;
+		args[nargs++] = r->old_wm;
+	}
+	if (HWM_WM_READS(stmt))
+	{
+		/* without a bound: from the watermark, or (first form, NULL) everything */
+		argtypes[nargs] = r->plan->wm.type;
+		args[nargs] = r->has_reread ? r->reread_from : r->old_wm;
+		nulls[nargs++] = r->has_reread || later ? ' ' : 'n';
+	}
+	if (OidIsValid(argtype))
+	{
+		argtypes[nargs] = argtype;
+		args[nargs++] = arg;
+	}
+	hwm_spi_exec(r->plan->wm_sql[stmt][later], nargs, argtypes, args, nulls, expected);
+}
+
+/* The value a watermark SELECT returned, copied; false when none */
+static bool
+wm_result(const LoadRun *r, Datum *value)
+{
+	if (!hwm_spi_first(value))
+		return false;
+	*value = hwm_value_copy(&r->plan->wm, *value);
+	return true;
+}
+
+/*
+ * Step 1: the slice above the stored watermark, up to W0; false when there
+ * is nothing above it.  A batch ends at the batch_size-th value above the
+ * watermark and takes every row with that value, so rows that share one
+ * value are never split between two batches.
+ */
+static bool
+find_slice(LoadRun *r)
+{
+	Datum		end;
+
+	wm_exec(r, HWM_WM_MAX, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	if (!wm_result(r, &r->w0))
+		return false;
+	if (r->p->batch_size > 0)
+	{
+		wm_exec(r, HWM_WM_BATCH_END, INT8OID, Int64GetDatum(r->p->batch_size - 1),
+				SPI_OK_SELECT);
+		if (wm_result(r, &end) && hwm_value_cmp(&r->plan->wm, end, r->w0) < 0)
+		{
+			r->w0 = end;
+			r->capped = true;
+		}
+	}
+	return true;
+}
+
+/*
+ * Step 2: how far the watermark may go: W0, or the greatest visible value
+ * below the limit that transactions in flight set (if any), or nowhere.
+ */
+static void
+settle_watermark(LoadRun *r)
+{
+	HwmSafeBound *bound = &r->bound;
+	Datum		below;
+
+	hwm_safe_bound(r->plan, r->p->source, r->p->delay, r->carried, bound);
+	if (bound->hold)
+		r->held = bound->reason;
+	else if (bound->has_limit && hwm_value_cmp(&r->plan->wm, r->w0, bound->limit) >= 0)
+	{
+		r->held = bound->reason;
+		wm_exec(r, HWM_WM_MAX_BELOW, r->plan->wm.type, bound->limit, SPI_OK_SELECT);
+		if (hwm_spi_first(&below))
+			r->wm_after = hwm_value_out(&r->plan->wm, below);
+	}
+	else
+		r->wm_after = hwm_value_out(&r->plan->wm, r->w0);
+}
+
+/* Step 3: upsert everything visible above the old watermark (up to W0 in a batch) */
+static void
+load_slice(LoadRun *r)
+{
+	if (r->capped)
+		wm_exec(r, HWM_WM_UPSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
+	else
+		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
+	r->upserted = (int64) SPI_processed;
+}
+
+/* Step 4: overwrite the lookback newest partitions, by the diff */
+static void
+overwrite_newest(LoadRun *r)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(r->p->lookback)};
+	SPITupleTable *tt;
+	bool		isnull;
+	Datum		newest;
+	Datum		oldest;
+
+	hwm_spi_exec(r->plan->newest_partitions_sql, 1, argtypes, args, NULL, SPI_OK_SELECT);
+	r->partitions = (int) SPI_processed;
+	if (r->partitions == 0)
+		return;
+	tt = SPI_tuptable;
+	newest = hwm_value_copy(&r->plan->part, SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	oldest = hwm_value_copy(&r->plan->part, SPI_getbinval(tt->vals[r->partitions - 1],
+														  tt->tupdesc, 1, &isnull));
+	r->from_text = hwm_value_out(&r->plan->part, oldest);
+	r->to_text = hwm_value_out(&r->plan->part, newest);
+	hwm_range_overwrite(r->plan, oldest, newest, false, &r->lookback);
+}
+
+/* Source rows whose watermark is NULL: no incremental run ever loads them */
+static void
+count_null_watermarks(LoadRun *r)
+{
+	Datum		n;
+
+	hwm_spi_exec(r->plan->wm_null_count_sql, 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	r->null_watermarks = hwm_spi_first(&n) ? DatumGetInt64(n) : 0;
+}
+
+/*
+ * What this run remembers for the next (see watermark.c): rows it did not
+ * load are above W0 (the greatest value it saw, or the batch's end), or at
+ * least the floor, or belong to a transaction remembered before and still in
+ * flight, or to one in flight now.  Without a slice nothing was read: the
+ * memory stays as it was.
+ */
+static void
+remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
+{
+	const HwmSafeBound *b = &r->bound;
+	Datum		from = r->w0;
+	ListCell   *lc;
+
+	*mem = r->p->memory;
+	mem->held_by_pid = 0;
+	mem->null_watermarks = r->null_watermarks;
+	if (!sliced)
+		return;
+	if (b->has_floor && hwm_value_cmp(&r->plan->wm, b->floor, from) < 0)
+		from = b->floor;
+	mem->reread_from = hwm_value_out(&r->plan->wm, from);
+	mem->xacts = list_copy(r->carried);
+	foreach(lc, b->xacts)
+	{
+		HwmXact    *x = lfirst(lc);
+		ListCell   *c;
+		bool		known = false;
+
+		foreach(c, r->carried)
+			known = known || strcmp(((HwmXact *) lfirst(c))->vxid, x->vxid) == 0;
+		if (!known)
+			mem->xacts = lappend(mem->xacts, x);
+	}
+	mem->epoch = hwm_memory_epoch();
+	if (r->held && b->oldest_pid != 0)
+	{
+		mem->held_by_pid = b->oldest_pid;
+		mem->held_by_application = b->oldest_application;
+		mem->held_since = b->oldest_start;
+	}
+}
+
+/* The run's NOTICE: what it did, what held the watermark, what it cannot load */
+static void
+load_notice(const LoadRun *r, const HwmLoadMemory *mem)
+{
+	char	   *holder = NULL;
+	char	   *nulls = NULL;
+
+	if (mem->held_by_pid != 0)
+		holder = psprintf("The oldest transaction holding it back is process %d (application \"%s\"), open for %s; pg_stat_activity shows it.",
+						  mem->held_by_pid, mem->held_by_application,
+						  DatumGetCString(DirectFunctionCall1(interval_out,
+															  DirectFunctionCall2(timestamp_mi,
+																				  TimestampTzGetDatum(GetCurrentTimestamp()),
+																				  TimestampTzGetDatum(mem->held_since)))));
+	if (r->null_watermarks > 0)
+		nulls = psprintf("Source rows whose %s is NULL, which no run loads: " INT64_FORMAT ".",
+						 quote_identifier(r->p->watermark_column), r->null_watermarks);
+	ereport(NOTICE,
+			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT ", partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
+					r->p->name, r->upserted, r->partitions, r->lookback.deleted,
+					r->lookback.inserted,
+					r->p->watermark ? r->p->watermark : "(none)",
+					r->wm_after ? r->wm_after : "(none)",
+					r->held ? ", held back by " : "", r->held ? r->held : ""),
+			 (holder || nulls) ?
+			 errdetail_internal("%s%s%s", holder ? holder : "", holder && nulls ? "\n" : "",
+								nulls ? nulls : "") : 0));
+}
+
+/* Step 5: the run in hwm.runs and the pipeline's state; returns the run_id */
+static int64
+record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(r->p->name, "load", started_at);
+	HwmLoadMemory mem;
+	int64		run_id;
+
+	run.rows_upserted = r->upserted;
+	run.partitions = r->partitions;
+	run.rows_deleted = r->lookback.deleted;
+	run.rows_inserted = r->lookback.inserted;
+	run.watermark_before = r->p->watermark;
+	run.watermark_after = r->wm_after;
+	run.from_partition = r->from_text;
+	run.to_partition = r->to_text;
+	run_id = hwm_record_run(&run);
+	remember_load(r, sliced, &mem);
+	hwm_update_state_after_run(r->p->name, run_id, started_at,
+							   r->wm_after != r->p->watermark, r->wm_after,
+							   r->upserted + r->lookback.deleted + r->lookback.inserted,
+							   &mem);
+	load_notice(r, &mem);
+	return run_id;
+}
+
+/* hwm.run's result row, formed in the caller's memory context */
+static Datum
+run_result(FunctionCallInfo fcinfo, TupleDesc tupdesc, const LoadRun *r, int64 run_id)
+{
+	Datum		values[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
+
+	values[0] = Int64GetDatum(r->upserted);
+	values[1] = Int32GetDatum(r->partitions);
+	values[2] = Int64GetDatum(r->lookback.deleted);
+	values[3] = Int64GetDatum(r->lookback.inserted);
+	nulls[4] = r->p->watermark == NULL;
+	if (!nulls[4])
+		values[4] = CStringGetTextDatum(r->p->watermark);
+	nulls[5] = r->wm_after == NULL;
+	if (!nulls[5])
+		values[5] = CStringGetTextDatum(r->wm_after);
+	values[6] = Int64GetDatum(run_id);
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
 PG_FUNCTION_INFO_V1(hwm_run);
@@ -46,24 +329,13 @@ hwm_run(PG_FUNCTION_ARGS)
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
 	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
-	HwmPipeline *p;
+	LoadRun		r = {0};
 	HwmPlanSpec spec;
-	HwmPlan    *plan;
 	HwmRoleSwitch sw;
-	int64		upserted = 0;
-	int			partitions = 0;
-	int64		deleted = 0;
-	int64		inserted = 0;
-	char	   *wm_after;
-	char	   *from_text = NULL;
-	char	   *to_text = NULL;
-	bool		advanced = false;
-	const char *held = NULL;	/* why the watermark stayed below the slice */
-	HwmSafeBound bound;
 	int64		run_id;
+	bool		sliced;
 	TupleDesc	tupdesc;
-	Datum		values[7];
-	bool		nulls[7] = {false, false, false, false, false, false, false};
+	Datum		result;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -76,155 +348,35 @@ hwm_run(PG_FUNCTION_ARGS)
 				 errhint("Call hwm.run in a READ COMMITTED transaction (the default), or on its own.")));
 
 	SPI_connect();
-	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
+	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
+	hwm_spec_for(r.p, true, r.p->lookback > 0, &spec);
+	hwm_become(r.p->owner, true, &sw);
+	r.plan = hwm_plan_build(&spec);
+	hwm_check_privileges(r.p->owner, &spec, r.plan);
+	if (r.p->watermark)
+		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
+	r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
+								   r.p->watermark ? &r.old_wm : NULL,
+								   &r.reread_from, &r.carried);
+	r.wm_after = r.p->watermark;
 
-	hwm_spec_for(p, true, p->lookback > 0, &spec);
-
-	hwm_become(p->owner, true, &sw);
-	plan = hwm_plan_build(&spec);
-	hwm_check_privileges(p->owner, &spec, plan);
-
-	/* steps 2 and 3: the slice above the watermark, and how far it may go */
+	sliced = find_slice(&r);
+	if (sliced)
 	{
-		Oid			argtypes[2] = {plan->wm.type, plan->wm.type};
-		Datum		args[2];
-		int			nold = p->watermark ? 1 : 0;
-		bool		isnull;
-		Datum		w0;
-
-		if (p->watermark)
-			args[0] = hwm_value_in(&plan->wm, p->watermark, "stored watermark");
-		hwm_spi_exec(p->watermark ? plan->max_wm_sql : plan->max_wm_first_sql,
-					 nold, argtypes, args, NULL, SPI_OK_SELECT);
-
-		wm_after = p->watermark;
-		if (SPI_processed > 0)
-		{
-			bool		capped = false;
-
-			w0 = datum_copy_of(plan, SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-
-			/*
-			 * A batch ends at the batch_size-th value above the watermark and
-			 * takes every row with that value, so rows that share one value
-			 * are never split between two batches.
-			 */
-			if (p->batch_size > 0)
-			{
-				Oid			btypes[2] = {plan->wm.type, plan->wm.type};
-
-				btypes[nold] = INT8OID;
-				args[nold] = Int64GetDatum(p->batch_size - 1);
-				hwm_spi_exec(p->watermark ? plan->batch_end_sql : plan->batch_end_first_sql,
-							 nold + 1, btypes, args, NULL, SPI_OK_SELECT);
-				if (SPI_processed > 0)
-				{
-					Datum		end = datum_copy_of(plan, SPI_getbinval(SPI_tuptable->vals[0],
-																		SPI_tuptable->tupdesc, 1, &isnull));
-
-					if (hwm_value_cmp(&plan->wm, end, w0) < 0)
-					{
-						w0 = end;
-						capped = true;
-					}
-				}
-			}
-
-			hwm_safe_bound(plan, p->source, p->delay, &bound);
-			if (bound.hold)
-				held = bound.reason;
-			else if (bound.has_limit && hwm_value_cmp(&plan->wm, w0, bound.limit) >= 0)
-			{
-				/* the greatest visible value below the limit, if any */
-				held = bound.reason;
-				args[nold] = bound.limit;
-				hwm_spi_exec(p->watermark ? plan->max_below_sql : plan->max_below_first_sql,
-							 nold + 1, argtypes, args, NULL, SPI_OK_SELECT);
-				if (SPI_processed > 0)
-					wm_after = hwm_value_out(&plan->wm,
-											 SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 1, &isnull));
-			}
-			else
-				wm_after = hwm_value_out(&plan->wm, w0);
-
-			/* load everything visible above the old watermark (up to the batch's end) */
-			if (capped)
-			{
-				args[nold] = w0;
-				hwm_spi_exec(p->watermark ? plan->upsert_upto_sql : plan->upsert_upto_first_sql,
-							 nold + 1, argtypes, args, NULL, SPI_OK_INSERT);
-			}
-			else
-				hwm_spi_exec(p->watermark ? plan->upsert_sql : plan->upsert_first_sql,
-							 nold, argtypes, args, NULL, SPI_OK_INSERT);
-			upserted = (int64) SPI_processed;
-			advanced = wm_after != p->watermark;
-		}
+		settle_watermark(&r);
+		load_slice(&r);
 	}
-
-	/* step 4: the lookback */
-	if (plan->has_part)
-	{
-		Oid			argtypes[1] = {INT4OID};
-		Datum		args[1] = {Int32GetDatum(p->lookback)};
-		bool		isnull;
-
-		hwm_spi_exec(plan->newest_partitions_sql, 1, argtypes, args, NULL, SPI_OK_SELECT);
-		partitions = (int) SPI_processed;
-		if (partitions > 0)
-		{
-			SPITupleTable *tt = SPI_tuptable;
-			int16		len = get_typlen(plan->part.type);
-			bool		byval = get_typbyval(plan->part.type);
-			Datum		newest = datumCopy(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull),
-										   byval, len);
-			Datum		oldest = datumCopy(SPI_getbinval(tt->vals[partitions - 1], tt->tupdesc, 1, &isnull),
-										   byval, len);
-
-			from_text = hwm_value_out(&plan->part, oldest);
-			to_text = hwm_value_out(&plan->part, newest);
-			hwm_overwrite_range(plan, oldest, newest, &deleted, &inserted);
-		}
-	}
+	count_null_watermarks(&r);
+	if (r.plan->has_part)
+		overwrite_newest(&r);
 	hwm_unbecome(&sw);
+	run_id = record_load(&r, sliced, started_at);
 
-	/* step 5 */
-	run_id = hwm_record_run(p->name, "load", started_at, upserted, partitions,
-							deleted, inserted, p->watermark, wm_after,
-							from_text, to_text);
-	hwm_update_state_after_run(p->name, run_id, started_at, advanced, wm_after,
-							   upserted + deleted + inserted);
-
-	ereport(NOTICE,
-			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT ", partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
-					p->name, upserted, partitions, deleted, inserted,
-					p->watermark ? p->watermark : "(none)",
-					wm_after ? wm_after : "(none)",
-					held ? ", held back by " : "", held ? held : "")));
-
-	values[0] = Int64GetDatum(upserted);
-	values[1] = Int32GetDatum(partitions);
-	values[2] = Int64GetDatum(deleted);
-	values[3] = Int64GetDatum(inserted);
-	values[6] = Int64GetDatum(run_id);
-	{
-		/* the texts must outlive SPI_finish */
-		MemoryContext spicxt = MemoryContextSwitchTo(callercxt);
-
-		nulls[4] = p->watermark == NULL;
-		if (!nulls[4])
-			values[4] = CStringGetTextDatum(p->watermark);
-		nulls[5] = wm_after == NULL;
-		if (!nulls[5])
-			values[5] = CStringGetTextDatum(wm_after);
-		MemoryContextSwitchTo(spicxt);
-	}
-	SPI_finish();
-
+	/* the result must outlive SPI_finish */
 	MemoryContextSwitchTo(callercxt);
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+	result = run_result(fcinfo, tupdesc, &r, run_id);
+	SPI_finish();
+	return result;
 }
 
 PG_FUNCTION_INFO_V1(hwm_catch_up);
@@ -241,8 +393,7 @@ Datum
 hwm_catch_up(PG_FUNCTION_ARGS)
 {
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	bool		atomic = !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
-						   !castNode(CallContext, fcinfo->context)->atomic);
+	bool		atomic = hwm_call_is_atomic(fcinfo);
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
 	int64		total = 0;

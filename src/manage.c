@@ -1,13 +1,22 @@
 /*
  * manage.c
  *		Declaring, dropping and re-pointing pipelines: hwm.create_pipeline,
- *		hwm.drop_pipeline and hwm.set_watermark.
+ *		hwm.drop_pipeline, hwm.set_watermark, and the sql_drop event trigger
+ *		that drops a pipeline with its source or target table.
  *
  * create_pipeline validates everything a run will rely on (by building the
  * run's statements once, see pipeline.c) before it writes the catalog, so a
- * pipeline that exists can run.
+ * pipeline that exists can run.  A schedule passed to it is stored through
+ * schedule.c, as hwm.schedule would.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "plan.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "util.h"
+#include "watermark.h"
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -63,26 +72,24 @@ key_list(ArrayType *arr)
 	return keys;
 }
 
-PG_FUNCTION_INFO_V1(hwm_create_pipeline);
-
-Datum
-hwm_create_pipeline(PG_FUNCTION_ARGS)
+/* hwm.create_pipeline's arguments, checked, and what it derives from them */
+typedef struct CreateArgs
 {
-	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	HwmPlanSpec spec = {0};
-	HwmPlan    *plan;
-	HwmRoleSwitch sw;
+	char	   *name;
+	Oid			owner;			/* the caller */
+	HwmPlanSpec spec;
 	int32		lookback;
-	char	   *watermark = NULL;
-	Oid			owner = GetUserId();
-	Interval   *schedule = NULL;
-	Interval   *delay = NULL;
-	int64		batch_size = 0;
-	Oid			argtypes[13] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
-	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID};
-	Datum		values[13];
-	char		nulls[14] = "             ";
+	Interval   *schedule;		/* NULL: not scheduled */
+	Interval   *delay;			/* NULL: none */
+	int64		batch_size;		/* 0: no cap */
+	Oid			watermark_type; /* from the plan */
+	char	   *watermark;		/* initial_watermark, canonical; NULL: none */
+} CreateArgs;
 
+/* A pipeline's name is an identifier: not empty, shorter than NAMEDATALEN */
+static void
+check_pipeline_name(const char *name)
+{
 	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -95,43 +102,54 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 				 errdetail("The name has %d bytes; at most %d are allowed, as for any PostgreSQL identifier.",
 						   (int) strlen(name), NAMEDATALEN - 1),
 				 errhint("Choose a shorter name.")));
-	hwm_check_owner_allowed(owner, name, true);
+}
+
+/* The tables and columns, and the lookback that needs a partition column */
+static void
+read_columns_args(FunctionCallInfo fcinfo, CreateArgs *a)
+{
 	hwm_require_arg(fcinfo, 1, "source");
 	hwm_require_arg(fcinfo, 2, "target");
 	hwm_require_arg(fcinfo, 3, "unique_key");
 	hwm_require_arg(fcinfo, 4, "watermark_column");
 	hwm_require_arg(fcinfo, 6, "lookback");
 
-	spec.source = PG_GETARG_OID(1);
-	spec.target = PG_GETARG_OID(2);
-	spec.unique_key = key_list(PG_GETARG_ARRAYTYPE_P(3));
-	spec.watermark_column = NameStr(*PG_GETARG_NAME(4));
-	spec.partition_column = PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5));
-	spec.pipeline = name;
-	lookback = PG_GETARG_INT32(6);
+	a->spec.source = PG_GETARG_OID(1);
+	a->spec.target = PG_GETARG_OID(2);
+	a->spec.unique_key = key_list(PG_GETARG_ARRAYTYPE_P(3));
+	a->spec.watermark_column = NameStr(*PG_GETARG_NAME(4));
+	a->spec.partition_column = PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5));
+	a->spec.pipeline = a->name;
+	a->lookback = PG_GETARG_INT32(6);
 
-	if (lookback < 0)
+	if (a->lookback < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lookback must not be negative"),
 				 errdetail("lookback is the number of newest partitions every run overwrites again.")));
-	if (lookback > 0 && spec.partition_column == NULL)
+	if (a->lookback > 0 && a->spec.partition_column == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lookback needs a partition column"),
 				 errhint("Pass partition_column => '...' naming the column whose newest values are overwritten again on every run.")));
+}
+
+/* schedule, delay and batch_size, each optional */
+static void
+read_run_args(FunctionCallInfo fcinfo, CreateArgs *a)
+{
 	if (!PG_ARGISNULL(7))
 	{
-		schedule = PG_GETARG_INTERVAL_P(7);
-		hwm_check_schedule(schedule, "schedule");
+		a->schedule = PG_GETARG_INTERVAL_P(7);
+		hwm_check_schedule(a->schedule, "schedule");
 	}
 
 	if (!PG_ARGISNULL(9))
 	{
 		Interval	zero = {0};
 
-		delay = PG_GETARG_INTERVAL_P(9);
-		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(delay),
+		a->delay = PG_GETARG_INTERVAL_P(9);
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a->delay),
 											 IntervalPGetDatum(&zero))))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -141,56 +159,73 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 
 	if (!PG_ARGISNULL(10))
 	{
-		batch_size = PG_GETARG_INT64(10);
-		if (batch_size <= 0)
+		a->batch_size = PG_GETARG_INT64(10);
+		if (a->batch_size <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("batch_size must be positive"),
 					 errhint("batch_size caps the rows of one run; pass NULL for no cap.")));
 	}
+}
 
-	SPI_connect();
-	if (hwm_pipeline_exists(name))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("pipeline \"%s\" already exists", name),
-				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
+/*
+ * As the owner, build the run's statements once (which checks the tables and
+ * columns), check the owner's privileges and the tables, and parse
+ * initial_watermark with the watermark column's type.
+ */
+static void
+check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a)
+{
+	HwmRoleSwitch sw;
+	HwmPlan    *plan;
 
-	hwm_become(owner, true, &sw);
-	plan = hwm_plan_build(&spec);
-	hwm_check_privileges(owner, &spec, plan);
-	hwm_check_pipeline_tables(&spec, delay);
-	if (delay && !hwm_is_time_type(plan->wm.type))
+	hwm_become(a->owner, true, &sw);
+	plan = hwm_plan_build(&a->spec);
+	hwm_check_privileges(a->owner, &a->spec, plan);
+	hwm_check_pipeline_tables(&a->spec, a->delay);
+	if (a->delay && !hwm_is_time_type(plan->wm.type))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("delay needs a time-typed watermark column"),
-				 errdetail("Watermark column \"%s\" has type %s.", spec.watermark_column,
+				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
 						   format_type_be(plan->wm.type)),
 				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
 	if (!PG_ARGISNULL(8))
-		watermark = hwm_value_out(&plan->wm,
-								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 8, "initial_watermark"),
-											   "initial_watermark"));
+		a->watermark = hwm_value_out(&plan->wm,
+									 hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 8, "initial_watermark"),
+												  "initial_watermark"));
+	a->watermark_type = plan->wm.type;
 	hwm_unbecome(&sw);
+}
 
-	values[0] = CStringGetTextDatum(name);
-	values[1] = ObjectIdGetDatum(spec.source);
-	values[2] = ObjectIdGetDatum(spec.target);
+/* The pipeline's row in hwm.state, written as the catalog owner */
+static void
+insert_pipeline(FunctionCallInfo fcinfo, const CreateArgs *a)
+{
+	HwmRoleSwitch sw;
+	Oid			argtypes[13] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
+	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID};
+	Datum		values[13];
+	char		nulls[14] = "             ";
+
+	values[0] = CStringGetTextDatum(a->name);
+	values[1] = ObjectIdGetDatum(a->spec.source);
+	values[2] = ObjectIdGetDatum(a->spec.target);
 	values[3] = PG_GETARG_DATUM(3);
 	values[4] = PG_GETARG_DATUM(4);
-	values[5] = ObjectIdGetDatum(plan->wm.type);
+	values[5] = ObjectIdGetDatum(a->watermark_type);
 	values[6] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	nulls[6] = PG_ARGISNULL(5) ? 'n' : ' ';
-	values[7] = Int32GetDatum(lookback);
-	values[8] = schedule ? IntervalPGetDatum(schedule) : (Datum) 0;
-	nulls[8] = schedule ? ' ' : 'n';
-	values[9] = watermark ? CStringGetTextDatum(watermark) : (Datum) 0;
-	nulls[9] = watermark ? ' ' : 'n';
-	values[10] = ObjectIdGetDatum(owner);
-	values[11] = delay ? IntervalPGetDatum(delay) : (Datum) 0;
-	nulls[11] = delay ? ' ' : 'n';
-	values[12] = Int64GetDatum(batch_size);
-	nulls[12] = batch_size > 0 ? ' ' : 'n';
+	values[7] = Int32GetDatum(a->lookback);
+	values[8] = a->schedule ? IntervalPGetDatum(a->schedule) : (Datum) 0;
+	nulls[8] = a->schedule ? ' ' : 'n';
+	values[9] = a->watermark ? CStringGetTextDatum(a->watermark) : (Datum) 0;
+	nulls[9] = a->watermark ? ' ' : 'n';
+	values[10] = ObjectIdGetDatum(a->owner);
+	values[11] = a->delay ? IntervalPGetDatum(a->delay) : (Datum) 0;
+	nulls[11] = a->delay ? ' ' : 'n';
+	values[12] = Int64GetDatum(a->batch_size);
+	nulls[12] = a->batch_size > 0 ? ' ' : 'n';
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
@@ -200,9 +235,37 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 				 " $11::pg_catalog.regrole, $12, $13)",
 				 13, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
+}
+
+PG_FUNCTION_INFO_V1(hwm_create_pipeline);
+
+/*
+ * hwm.create_pipeline: check the arguments, then (as the owner) everything a
+ * run relies on, and only then write the catalog; a schedule is stored last.
+ */
+Datum
+hwm_create_pipeline(PG_FUNCTION_ARGS)
+{
+	CreateArgs	a = {0};
+
+	a.name = hwm_text_arg(fcinfo, 0, "pipeline");
+	a.owner = GetUserId();
+	check_pipeline_name(a.name);
+	hwm_check_owner_allowed(a.owner, a.name, true);
+	read_columns_args(fcinfo, &a);
+	read_run_args(fcinfo, &a);
+
+	SPI_connect();
+	if (hwm_pipeline_exists(a.name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists", a.name),
+				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
+	check_as_owner(fcinfo, &a);
+	insert_pipeline(fcinfo, &a);
 	/* the first run is due at once; the scheduler takes it from there */
-	if (schedule)
-		(void) hwm_schedule_set(name, schedule, GetCurrentTransactionStartTimestamp());
+	if (a.schedule)
+		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());
 	SPI_finish();
 
 	PG_RETURN_VOID();
@@ -310,15 +373,23 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 											   "watermark"));
 	hwm_unbecome(&sw);
 
-	(void) hwm_record_run(p->name, "set_watermark", started_at, -1, -1, -1, -1,
-						  p->watermark, watermark, NULL, NULL);
+	{
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "set_watermark", started_at);
+
+		run.watermark_before = p->watermark;
+		run.watermark_after = watermark;
+		(void) hwm_record_run(&run);
+	}
 	values[0] = CStringGetTextDatum(p->name);
 	if (watermark)
 		values[1] = CStringGetTextDatum(watermark);
 	else
 		nulls[1] = 'n';
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	/* what the last load remembered no longer describes the new watermark */
+	hwm_spi_exec("UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+				 " reread_starts = NULL, reread_epoch = NULL"
+				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_unbecome(&sw);
 	SPI_finish();

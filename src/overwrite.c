@@ -1,20 +1,20 @@
 /*
  * overwrite.c
- *		Partition overwrite: make the target's rows in an inclusive range of
- *		the partition column equal to the source's, in one transaction.
- *
- * With a unique key the overwrite is a diff rather than a blind rewrite:
- * delete the target rows of the range whose key the source's range no
- * longer has, then upsert the source's range, skipping rows whose values did
- * not change.  The resulting rows are those of DELETE + INSERT ... SELECT;
- * a row whose key now lives in another partition is moved by the upsert
- * instead of failing on the unique index; and a second overwrite of the same
- * range writes nothing at all.  Without a key (overwrite_partition on a
- * table with no primary key) it is the plain DELETE + INSERT.  Either way
- * both statements run in the caller's transaction, so readers see the old
- * range or the new one, never an empty one.
+ *		hwm.overwrite(pipeline, from, to) and hwm.overwrite_partition(target,
+ *		source, column, from, to): the SQL entry points of a partition
+ *		overwrite.  Each checks its arguments and rights, builds the plan,
+ *		and leaves the overwrite itself (partition exchange where it can, the
+ *		diff elsewhere) to range.c; the run goes into hwm.runs with its method.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "exchange.h"
+#include "range.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
+#include "compat.h"
 
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -30,51 +30,9 @@
 #include "utils/syscache.h"
 #include "access/htup_details.h"
 
-/*
- * Overwrite [from, to] of the plan's target from its source.
- */
-void
-hwm_overwrite_range(const HwmPlan *plan, Datum from, Datum to,
-					int64 *rows_deleted, int64 *rows_inserted)
-{
-	Oid			argtypes[2] = {plan->part.type, plan->part.type};
-	Datum		values[2] = {from, to};
-
-	hwm_spi_exec(plan->delete_range_sql, 2, argtypes, values, NULL, SPI_OK_DELETE);
-	*rows_deleted = (int64) SPI_processed;
-	hwm_spi_exec(plan->insert_range_sql, 2, argtypes, values, NULL, SPI_OK_INSERT);
-	*rows_inserted = (int64) SPI_processed;
-}
-
-/*
- * Read an inclusive partition range from two text arguments: both required,
- * parsed with the partition column's type, and not reversed.  Also returns
- * the bounds in canonical text form for the run history.
- */
-void
-hwm_parse_range(const HwmPlan *plan, FunctionCallInfo fcinfo,
-				int from_arg, int to_arg, Datum *from, Datum *to,
-				char **from_text, char **to_text)
-{
-	char	   *f = hwm_text_arg(fcinfo, from_arg, "from_partition");
-	char	   *t = hwm_text_arg(fcinfo, to_arg, "to_partition");
-
-	*from = hwm_value_in(&plan->part, f, "from_partition");
-	*to = hwm_value_in(&plan->part, t, "to_partition");
-	*from_text = hwm_value_out(&plan->part, *from);
-	*to_text = hwm_value_out(&plan->part, *to);
-	if (hwm_value_cmp(&plan->part, *from, *to) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("from_partition must not be greater than to_partition"),
-				 errdetail("from_partition is \"%s\" and to_partition is \"%s\".",
-						   *from_text, *to_text),
-				 errhint("Swap the two bounds: the range is inclusive at both ends.")));
-}
-
 /* The summary row that overwrite and overwrite_partition return */
 static Datum
-overwrite_result(FunctionCallInfo fcinfo, int64 deleted, int64 inserted, int64 run_id)
+overwrite_result(FunctionCallInfo fcinfo, const HwmOverwrite *ow, int64 run_id)
 {
 	TupleDesc	tupdesc;
 	Datum		values[3];
@@ -82,19 +40,36 @@ overwrite_result(FunctionCallInfo fcinfo, int64 deleted, int64 inserted, int64 r
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	values[0] = Int64GetDatum(deleted);
-	values[1] = Int64GetDatum(inserted);
+	values[0] = Int64GetDatum(ow->deleted);
+	values[1] = Int64GetDatum(ow->inserted);
 	values[2] = Int64GetDatum(run_id);
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
+/* The hwm.runs row of an overwrite */
+static int64
+record_overwrite(const char *pipeline, TimestampTz started_at, const char *watermark,
+				 const char *from_text, const char *to_text, const HwmOverwrite *ow)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(pipeline, "overwrite", started_at);
+
+	run.rows_deleted = ow->deleted;
+	run.rows_inserted = ow->inserted;
+	run.watermark_before = watermark;
+	run.watermark_after = watermark;
+	run.from_partition = from_text;
+	run.to_partition = to_text;
+	run.method = ow->method;
+	return hwm_record_run(&run);
+}
+
 static void
 overwrite_notice(const char *tgtname, const char *from, const char *to,
-				 int64 deleted, int64 inserted)
+				 const HwmOverwrite *ow)
 {
 	ereport(NOTICE,
 			(errmsg("hwm: overwrote %s from %s to %s: rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT,
-					tgtname, from, to, deleted, inserted)));
+					tgtname, from, to, ow->deleted, ow->inserted)));
 }
 
 PG_FUNCTION_INFO_V1(hwm_overwrite);
@@ -118,10 +93,8 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	Datum		to;
 	char	   *from_text;
 	char	   *to_text;
-	int64		deleted;
-	int64		inserted;
+	HwmOverwrite ow;
 	int64		run_id;
-	const char *method;
 
 	hwm_require_arg(fcinfo, 3, "nowait");
 	SPI_connect();
@@ -137,22 +110,18 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	hwm_become(p->owner, true, &sw);
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(p->owner, &spec, plan);
-	hwm_parse_range(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
-	method = hwm_overwrite_or_exchange(plan, from, to, &deleted, &inserted);
+	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
+	hwm_range_overwrite(plan, from, to, true, &ow);
 	hwm_unbecome(&sw);
 
-	run_id = hwm_record_run(p->name, "overwrite", started_at, -1, -1,
-							deleted, inserted, p->watermark, p->watermark,
-							from_text, to_text);
-	hwm_record_method(run_id, method);
+	run_id = record_overwrite(p->name, started_at, p->watermark, from_text, to_text, &ow);
 	hwm_update_state_after_run(p->name, run_id, started_at, false, NULL,
-							   deleted + inserted);
-	overwrite_notice(hwm_qualified_name(p->target), from_text, to_text,
-					 deleted, inserted);
+							   ow.deleted + ow.inserted, NULL);
+	overwrite_notice(hwm_qualified_name(p->target), from_text, to_text, &ow);
 	SPI_finish();
 
 	MemoryContextSwitchTo(callercxt);
-	return overwrite_result(fcinfo, deleted, inserted, run_id);
+	return overwrite_result(fcinfo, &ow, run_id);
 }
 
 /* The target's primary key columns (NIL without one) */
@@ -202,10 +171,8 @@ hwm_overwrite_partition(PG_FUNCTION_ARGS)
 	Datum		to;
 	char	   *from_text;
 	char	   *to_text;
-	int64		deleted;
-	int64		inserted;
+	HwmOverwrite ow;
 	int64		run_id;
-	const char *method;
 
 	hwm_require_arg(fcinfo, 0, "target");
 	hwm_require_arg(fcinfo, 1, "source");
@@ -219,17 +186,14 @@ hwm_overwrite_partition(PG_FUNCTION_ARGS)
 	spec.unique_key = primary_key_columns(spec.target);
 	plan = hwm_plan_build(&spec);
 	hwm_check_privileges(GetUserId(), &spec, plan);
-	hwm_parse_range(plan, fcinfo, 3, 4, &from, &to, &from_text, &to_text);
-	method = hwm_overwrite_or_exchange(plan, from, to, &deleted, &inserted);
+	hwm_range_parse(plan, fcinfo, 3, 4, &from, &to, &from_text, &to_text);
+	hwm_range_overwrite(plan, from, to, true, &ow);
 	hwm_unbecome(&sw);
 
-	run_id = hwm_record_run(NULL, "overwrite", started_at, -1, -1,
-							deleted, inserted, NULL, NULL, from_text, to_text);
-	hwm_record_method(run_id, method);
-	overwrite_notice(hwm_qualified_name(spec.target), from_text, to_text,
-					 deleted, inserted);
+	run_id = record_overwrite(NULL, started_at, NULL, from_text, to_text, &ow);
+	overwrite_notice(hwm_qualified_name(spec.target), from_text, to_text, &ow);
 	SPI_finish();
 
 	MemoryContextSwitchTo(callercxt);
-	return overwrite_result(fcinfo, deleted, inserted, run_id);
+	return overwrite_result(fcinfo, &ow, run_id);
 }

@@ -16,7 +16,10 @@
  * that was valid when created and whose tables changed later fails its next
  * run with the same clear error instead of a confusing one from the executor.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "plan.h"
+#include "util.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
@@ -32,44 +35,12 @@
 #include "lib/stringinfo.h"
 #include "parser/parse_coerce.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
-
-/* "schema"."relation", quoted as needed */
-char *
-hwm_qualified_name(Oid relid)
-{
-	char	   *relname = get_rel_name(relid);
-
-	if (relname == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid),
-				 errhint("The table may have been dropped; drop the pipeline or create it again.")));
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-									  relname);
-}
-
-/* OPERATOR("schema".op), so that no look-alike operator is ever chosen */
-static char *
-operator_sql(Oid opno)
-{
-	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
-	Form_pg_operator op;
-	char	   *result;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator %u", opno);
-	op = (Form_pg_operator) GETSTRUCT(tup);
-	result = psprintf("OPERATOR(%s.%s)",
-					  quote_identifier(get_namespace_name(op->oprnamespace)),
-					  NameStr(op->oprname));
-	ReleaseSysCache(tup);
-	return result;
-}
 
 static char *
 strategy_operator(Oid opfamily, Oid type, int16 strategy)
@@ -79,7 +50,7 @@ strategy_operator(Oid opfamily, Oid type, int16 strategy)
 	if (!OidIsValid(opno))
 		elog(ERROR, "btree operator family %u lacks strategy %d for type %u",
 			 opfamily, strategy, type);
-	return operator_sql(opno);
+	return hwm_operator_sql(opno);
 }
 
 /*
@@ -105,6 +76,7 @@ hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod, Oid collation,
 
 	opintype = tc->btree_opintype;
 	vt->type = type;
+	get_typlenbyval(type, &vt->typlen, &vt->typbyval);
 	vt->typmod = typmod;
 	vt->collation = collation;
 	vt->cmp_proc = tc->cmp_proc;
@@ -179,6 +151,22 @@ hwm_value_out(const HwmValueType *vt, Datum value)
 	result = OidOutputFunctionCall(outfunc, value);
 	AtEOXact_GUC(false, nest);
 	return result;
+}
+
+/* A copy of a value that outlives the memory it came from (an SPI result) */
+Datum
+hwm_value_copy(const HwmValueType *vt, Datum value)
+{
+	return datumCopy(value, vt->typbyval, vt->typlen);
+}
+
+/* Is the range empty (lo above hi, or lo = hi with an end excluded)? */
+bool
+hwm_range_is_empty(const HwmValueType *vt, const HwmRange *r)
+{
+	int			c = hwm_value_cmp(vt, r->lo, r->hi);
+
+	return c > 0 || (c == 0 && !(r->lo_incl && r->hi_incl));
 }
 
 /* Three-way comparison with the type's btree support function */
@@ -380,50 +368,47 @@ append_changed_test(StringInfo buf, List *cols)
 	list_free(nonkey);
 }
 
-/*
- * Build the statements of one run.  Validates everything a statement relies
- * on and refuses with a clear error otherwise; this is also all of
- * create_pipeline's validation.
- */
-HwmPlan *
-hwm_plan_build(const HwmPlanSpec *spec)
+/* The columns a plan loads, and what the statements are made of */
+typedef struct PlanBuild
 {
-	HwmPlan    *plan = palloc0(sizeof(HwmPlan));
+	const HwmPlanSpec *spec;
+	HwmPlan    *plan;
 	Relation	src;
 	Relation	tgt;
-	TupleDesc	sdesc;
-	TupleDesc	tdesc;
 	char	   *srcname;
 	char	   *tgtname;
-	List	   *cols = NIL;
-	ListCell   *lc;
-	bool		override = false;
-	bool		has_nonkey = false;
-	StringInfoData insert_head;	/* INSERT INTO t (...) SELECT s.... FROM s */
-	StringInfoData conflict;	/* ON CONFLICT ... or empty */
-	StringInfoData keymatch;	/* s.k = t.k AND ... */
+	List	   *cols;			/* LoadColumn * */
+	bool		override;		/* OVERRIDING SYSTEM VALUE needed */
+	bool		has_nonkey;
+	char	   *insert_head;	/* INSERT INTO t (...) SELECT s.... FROM s */
+	char	   *conflict;		/* " ON CONFLICT ..." or "" */
+	char	   *keymatch;		/* " AND s.k = t.k ..." or "" */
+} PlanBuild;
+
+/* "a, b" (prefix "") or "s.a, s.b" (prefix "s.") over the loaded columns */
+static char *
+column_list(List *cols, const char *prefix)
+{
 	StringInfoData buf;
+	ListCell   *lc;
 
-	if (spec->source == spec->target)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("source and target must be different tables"),
-				 errhint("Load from a staging table or a view into the table that readers use.")));
+	initStringInfo(&buf);
+	foreach(lc, cols)
+		appendStringInfo(&buf, "%s%s%s", foreach_current_index(lc) ? ", " : "",
+						 prefix, ((LoadColumn *) lfirst(lc))->name);
+	return buf.data;
+}
 
-	src = open_checked(spec->source, "source", false);
-	tgt = open_checked(spec->target, "target", true);
-	sdesc = RelationGetDescr(src);
-	tdesc = RelationGetDescr(tgt);
-	srcname = hwm_qualified_name(spec->source);
-	tgtname = hwm_qualified_name(spec->target);
+/*
+ * The columns loaded: every target column that the source has, with the
+ * type checks an INSERT ... SELECT would make.
+ */
+static void
+walk_columns(PlanBuild *b)
+{
+	TupleDesc	sdesc = RelationGetDescr(b->src);
+	TupleDesc	tdesc = RelationGetDescr(b->tgt);
 
-	/* keys must be target columns; checked before the column walk */
-	foreach(lc, spec->unique_key)
-		(void) column_of(spec, tgt, (char *) lfirst(lc), "unique key", tgtname);
-	if (spec->unique_key != NIL)
-		check_unique_index(tgt, spec->unique_key, tgtname);
-
-	/* the columns loaded: every target column that the source has */
 	for (int i = 0; i < tdesc->natts; i++)
 	{
 		Form_pg_attribute tatt = TupleDescAttr(tdesc, i);
@@ -434,21 +419,21 @@ hwm_plan_build(const HwmPlanSpec *spec)
 
 		if (tatt->attisdropped || tatt->attgenerated)
 			continue;
-		is_key = key_contains(spec->unique_key, NameStr(tatt->attname));
-		sattno = get_attnum(spec->source, NameStr(tatt->attname));
+		is_key = key_contains(b->spec->unique_key, NameStr(tatt->attname));
+		sattno = get_attnum(b->spec->source, NameStr(tatt->attname));
 		if (sattno == InvalidAttrNumber || sattno < 0)
 		{
 			if (is_key)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_COLUMN),
 						 errmsg("unique key column \"%s\" does not exist in source %s",
-								NameStr(tatt->attname), srcname),
+								NameStr(tatt->attname), b->srcname),
 						 errhint("The source must provide every column of the unique key.")));
 			if (tatt->attnotnull && !tatt->atthasdef && !tatt->attidentity)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_COLUMN),
 						 errmsg("target column \"%s\" is NOT NULL without a default, but source %s has no such column",
-								NameStr(tatt->attname), srcname),
+								NameStr(tatt->attname), b->srcname),
 						 errhint("Add the column to the source (a view over it will do), or give the target column a default.")));
 			continue;			/* takes its default */
 		}
@@ -457,8 +442,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" has type %s in source %s but type %s in target %s",
-							NameStr(tatt->attname), format_type_be(satt->atttypid), srcname,
-							format_type_be(tatt->atttypid), tgtname),
+							NameStr(tatt->attname), format_type_be(satt->atttypid), b->srcname,
+							format_type_be(tatt->atttypid), b->tgtname),
 					 errdetail("There is no assignment cast from %s to %s.",
 							   format_type_be(satt->atttypid), format_type_be(tatt->atttypid)),
 					 errhint("Cast the column in a view over the source, or change one of the column types.")));
@@ -469,36 +454,49 @@ hwm_plan_build(const HwmPlanSpec *spec)
 		c->source_type = satt->atttypid;
 		c->target_type = tatt->atttypid;
 		c->target_typmod = tatt->atttypmod;
-		cols = lappend(cols, c);
-		plan->load_columns = lappend(plan->load_columns, pstrdup(NameStr(tatt->attname)));
-		plan->source_columns = lappend_int(plan->source_columns, sattno);
-		plan->target_columns = lappend_int(plan->target_columns, tatt->attnum);
+		b->cols = lappend(b->cols, c);
+		b->plan->load_columns = lappend(b->plan->load_columns, pstrdup(NameStr(tatt->attname)));
+		b->plan->source_columns = lappend_int(b->plan->source_columns, sattno);
+		b->plan->target_columns = lappend_int(b->plan->target_columns, tatt->attnum);
 		if (tatt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
-			override = true;
+			b->override = true;
 		if (!is_key)
-			has_nonkey = true;
+			b->has_nonkey = true;
 	}
-	if (cols == NIL)
+	if (b->cols == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("target %s has no column in common with source %s", tgtname, srcname),
+				 errmsg("target %s has no column in common with source %s", b->tgtname, b->srcname),
 				 errhint("hwm loads the target columns whose names also exist in the source.")));
+}
+
+/*
+ * The watermark and partition columns: they exist, and the partition column
+ * has one type in both tables.
+ */
+static void
+value_columns(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	HwmPlan    *plan = b->plan;
+	TupleDesc	sdesc = RelationGetDescr(b->src);
+	TupleDesc	tdesc = RelationGetDescr(b->tgt);
 
 	if (spec->watermark_column)
 	{
-		AttrNumber	attno = column_of(spec, src, spec->watermark_column, "watermark", srcname);
+		AttrNumber	attno = column_of(spec, b->src, spec->watermark_column, "watermark", b->srcname);
 		Form_pg_attribute att = TupleDescAttr(sdesc, attno - 1);
 
 		hwm_value_type_init(&plan->wm, att->atttypid, att->atttypmod,
-							att->attcollation, spec->watermark_column, srcname);
+							att->attcollation, spec->watermark_column, b->srcname);
 		plan->has_wm = true;
 		plan->source_columns = lappend_int(plan->source_columns, attno);
 	}
 
 	if (spec->partition_column)
 	{
-		AttrNumber	sattno = column_of(spec, src, spec->partition_column, "partition", srcname);
-		AttrNumber	tattno = column_of(spec, tgt, spec->partition_column, "partition", tgtname);
+		AttrNumber	sattno = column_of(spec, b->src, spec->partition_column, "partition", b->srcname);
+		AttrNumber	tattno = column_of(spec, b->tgt, spec->partition_column, "partition", b->tgtname);
 		Form_pg_attribute satt = TupleDescAttr(sdesc, sattno - 1);
 		Form_pg_attribute tatt = TupleDescAttr(tdesc, tattno - 1);
 
@@ -506,202 +504,305 @@ hwm_plan_build(const HwmPlanSpec *spec)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("partition column \"%s\" has type %s in source %s but type %s in target %s",
-							spec->partition_column, format_type_be(satt->atttypid), srcname,
-							format_type_be(tatt->atttypid), tgtname),
+							spec->partition_column, format_type_be(satt->atttypid), b->srcname,
+							format_type_be(tatt->atttypid), b->tgtname),
 					 errhint("The partition column must have the same type in both tables, so that one range selects the same partitions in each.")));
 		hwm_value_type_init(&plan->part, satt->atttypid, satt->atttypmod,
-							satt->attcollation, spec->partition_column, srcname);
+							satt->attcollation, spec->partition_column, b->srcname);
 		plan->has_part = true;
 		plan->source_columns = lappend_int(plan->source_columns, sattno);
 		plan->target_columns = lappend_int(plan->target_columns, tattno);
 	}
+}
 
-	/* INSERT INTO tgt AS t (cols) SELECT s.cols FROM src AS s */
-	initStringInfo(&insert_head);
-	appendStringInfo(&insert_head, "INSERT INTO %s AS t (", tgtname);
-	foreach(lc, cols)
-		appendStringInfo(&insert_head, "%s%s", foreach_current_index(lc) ? ", " : "",
-						 ((LoadColumn *) lfirst(lc))->name);
-	appendStringInfoString(&insert_head, override ? ") OVERRIDING SYSTEM VALUE SELECT " : ") SELECT ");
-	foreach(lc, cols)
-		appendStringInfo(&insert_head, "%ss.%s", foreach_current_index(lc) ? ", " : "",
-						 ((LoadColumn *) lfirst(lc))->name);
-	appendStringInfo(&insert_head, " FROM %s AS s", srcname);
+/*
+ * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
+ * loading the same rows again writes no new row versions.  The binary image
+ * comparison (hwm.changed, see changed.c) works for every type, json
+ * included, and treats two NULLs as equal.  Also the key match s.k = t.k of
+ * the overwrite's anti-join.
+ */
+static void
+conflict_clause(PlanBuild *b)
+{
+	StringInfoData conflict;
+	StringInfoData keymatch;
+	ListCell   *lc;
+
+	initStringInfo(&conflict);
+	initStringInfo(&keymatch);
+	b->conflict = conflict.data;
+	b->keymatch = keymatch.data;
+	if (b->spec->unique_key == NIL)
+		return;
+
+	appendStringInfoString(&conflict, " ON CONFLICT (");
+	foreach(lc, b->spec->unique_key)
+		appendStringInfo(&conflict, "%s%s", foreach_current_index(lc) ? ", " : "",
+						 quote_identifier((char *) lfirst(lc)));
+	if (!b->has_nonkey)
+		appendStringInfoString(&conflict, ") DO NOTHING");
+	else
+	{
+		bool		first = true;
+
+		appendStringInfoString(&conflict, ") DO UPDATE SET ");
+		foreach(lc, b->cols)
+		{
+			LoadColumn *c = lfirst(lc);
+
+			if (c->is_key)
+				continue;
+			appendStringInfo(&conflict, "%s%s = EXCLUDED.%s", first ? "" : ", ",
+							 c->name, c->name);
+			first = false;
+		}
+		appendStringInfoString(&conflict, " WHERE ");
+		append_changed_test(&conflict, b->cols);
+	}
+
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+		TypeCacheEntry *tc;
+
+		if (!c->is_key)
+			continue;
+		tc = lookup_type_cache(getBaseType(c->target_type), TYPECACHE_EQ_OPR);
+		if (!OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
+							c->name, b->tgtname, format_type_be(c->target_type))));
+		appendStringInfoString(&keymatch, " AND ");
+		append_source_key(&keymatch, c);
+		appendStringInfo(&keymatch, " %s t.%s", hwm_operator_sql(tc->eq_opr), c->name);
+	}
+	b->conflict = conflict.data;
+	b->keymatch = keymatch.data;
+}
+
+/*
+ * The statements on the watermark column, one row per HwmWmStatement: an
+ * upsert or a SELECT of one value; the bound on the argument; the order and
+ * limit of the SELECT.
+ */
+static const struct
+{
+	HwmWmStatement stmt;
+	bool		upsert;
+	const char *arg_op;			/* "lt", "le" or NULL: no argument */
+	bool		ascending;		/* SELECT: smallest first, else greatest */
+	bool		offset;			/* SELECT: the argument is an OFFSET */
+}			wm_statements[] =
+{
+	{HWM_WM_MAX, false, NULL, false, false},
+	{HWM_WM_MAX_BELOW, false, "lt", false, false},
+	{HWM_WM_BATCH_END, false, NULL, true, true},
+	{HWM_WM_UPSERT, true, NULL, false, false},
+	{HWM_WM_UPSERT_UPTO, true, "le", false, false},
+};
+
+/*
+ * Build the watermark statements of the table above, each in its first-run
+ * form (every non-NULL value) and its later-run form (above the watermark
+ * $1): the statement's own argument follows the watermark's.
+ */
+static void
+watermark_statements(PlanBuild *b)
+{
+	HwmPlan    *plan = b->plan;
+	const char *wm = quote_identifier(b->spec->watermark_column);
+
+	for (int i = 0; i < lengthof(wm_statements); i++)
+	{
+		for (int later = 0; later <= 1; later++)
+		{
+			StringInfoData buf;
+			bool		reads = HWM_WM_READS(wm_statements[i].stmt);
+			int			argno = later + reads + 1;
+
+			initStringInfo(&buf);
+			if (wm_statements[i].upsert)
+				appendStringInfo(&buf, "%s WHERE ", b->insert_head);
+			else
+				appendStringInfo(&buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
+			if (reads && later)
+				appendStringInfo(&buf, "s.%s %s $1 AND s.%s %s $2", wm, plan->wm.gt,
+								 wm, plan->wm.ge);
+			else if (reads)
+				appendStringInfo(&buf, "s.%s IS NOT NULL AND ($1 IS NULL OR s.%s %s $1)",
+								 wm, wm, plan->wm.ge);
+			else if (later)
+				appendStringInfo(&buf, "s.%s %s $1", wm, plan->wm.gt);
+			else
+				appendStringInfo(&buf, "s.%s IS NOT NULL", wm);
+			if (wm_statements[i].arg_op)
+				appendStringInfo(&buf, " AND s.%s %s $%d", wm,
+								 strcmp(wm_statements[i].arg_op, "lt") == 0 ?
+								 plan->wm.lt : plan->wm.le, argno);
+			if (wm_statements[i].upsert)
+				appendStringInfoString(&buf, b->conflict);
+			else
+			{
+				appendStringInfo(&buf, " ORDER BY s.%s USING %s LIMIT 1", wm,
+								 wm_statements[i].ascending ? plan->wm.lt : plan->wm.gt);
+				if (wm_statements[i].offset)
+					appendStringInfo(&buf, " OFFSET $%d", argno);
+			}
+			plan->wm_sql[wm_statements[i].stmt][later] = buf.data;
+		}
+	}
+	plan->wm_null_count_sql = psprintf("SELECT pg_catalog.count(*) FROM %s AS s WHERE s.%s IS NULL",
+									   b->srcname, wm);
+}
+
+/*
+ * The statements on the partition column: the newest partitions, the range
+ * overwrite with each end inclusive or not, and the walk over a range's
+ * partition values.
+ */
+static void
+partition_statements(PlanBuild *b)
+{
+	HwmPlan    *plan = b->plan;
+	const char *p = quote_identifier(b->spec->partition_column);
+	Oid			rels[2] = {b->spec->source, b->spec->target};
+
+	/*
+	 * The newest partition values, newest first: a loose index scan that
+	 * reads one row per partition when the column is indexed.
+	 */
+	plan->newest_partitions_sql =
+		psprintf("WITH RECURSIVE hwm_parts(v, n) AS ("
+				 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
+				 " UNION ALL"
+				 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
+				 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
+				 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
+				 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
+				 p, b->srcname, p, p, plan->part.gt,
+				 p, b->srcname, p, plan->part.lt, p, plan->part.gt);
+
+	for (int lo_incl = 0; lo_incl <= 1; lo_incl++)
+		for (int hi_incl = 0; hi_incl <= 1; hi_incl++)
+		{
+			const char *lo = lo_incl ? plan->part.ge : plan->part.gt;
+			const char *hi = hi_incl ? plan->part.le : plan->part.lt;
+			StringInfoData buf;
+
+			/* delete what the source's range no longer has (all, without a key) */
+			initStringInfo(&buf);
+			appendStringInfo(&buf, "DELETE FROM %s AS t WHERE t.%s %s $1 AND t.%s %s $2",
+							 b->tgtname, p, lo, p, hi);
+			if (b->spec->unique_key != NIL)
+				appendStringInfo(&buf,
+								 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
+								 b->srcname, p, lo, p, hi, b->keymatch);
+			plan->delete_range_sql[lo_incl][hi_incl] = buf.data;
+
+			/* then upsert the source's range: unchanged rows are not rewritten */
+			plan->insert_range_sql[lo_incl][hi_incl] =
+				psprintf("%s WHERE s.%s %s $1 AND s.%s %s $2%s",
+						 b->insert_head, p, lo, p, hi, b->conflict);
+		}
+
+	for (int i = 0; i < 2; i++)
+	{
+		char	   *rel = hwm_qualified_name(rels[i]);
+
+		plan->walk_first_sql[i] =
+			psprintf("SELECT r.%s FROM %s AS r WHERE r.%s %s $1 AND r.%s %s $2"
+					 " ORDER BY r.%s USING %s LIMIT 1",
+					 p, rel, p, plan->part.ge, p, plan->part.le, p, plan->part.lt);
+		plan->walk_next_sql[i] =
+			psprintf("SELECT r.%s FROM %s AS r WHERE r.%s %s $1 AND r.%s %s $2"
+					 " ORDER BY r.%s USING %s LIMIT 1",
+					 p, rel, p, plan->part.gt, p, plan->part.le, p, plan->part.lt);
+		plan->walk_count_sql[i] =
+			psprintf("SELECT pg_catalog.count(*) FROM %s AS r"
+					 " WHERE r.%s %s $1 AND r.%s %s $1",
+					 rel, p, plan->part.ge, p, plan->part.le);
+	}
+}
+
+/*
+ * Build the statements of one run.  Validates everything a statement relies
+ * on and refuses with a clear error otherwise; this is also all of
+ * create_pipeline's validation.
+ */
+HwmPlan *
+hwm_plan_build(const HwmPlanSpec *spec)
+{
+	PlanBuild	b = {0};
+	HwmPlan    *plan = palloc0(sizeof(HwmPlan));
+	char	   *column_names;
+	ListCell   *lc;
+
+	if (spec->source == spec->target)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source and target must be different tables"),
+				 errhint("Load from a staging table or a view into the table that readers use.")));
+
+	b.spec = spec;
+	b.plan = plan;
+	b.src = open_checked(spec->source, "source", false);
+	b.tgt = open_checked(spec->target, "target", true);
+	b.srcname = hwm_qualified_name(spec->source);
+	b.tgtname = hwm_qualified_name(spec->target);
 	plan->source = spec->source;
 	plan->target = spec->target;
 	plan->partition_column = spec->partition_column;
-	plan->override_identity = override;
-	initStringInfo(&buf);
-	foreach(lc, cols)
-		appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
-						 ((LoadColumn *) lfirst(lc))->name);
-	plan->column_list_sql = buf.data;
-	initStringInfo(&buf);
-	foreach(lc, cols)
-		appendStringInfo(&buf, "%ss.%s", foreach_current_index(lc) ? ", " : "",
-						 ((LoadColumn *) lfirst(lc))->name);
-	plan->select_list_sql = buf.data;
 
-	/*
-	 * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
-	 * loading the same rows again writes no new row versions.  The binary
-	 * image comparison (hwm.changed, see changed.c) works for every type,
-	 * json included, and treats two NULLs as equal.
-	 */
-	initStringInfo(&conflict);
-	initStringInfo(&keymatch);
+	/* keys must be target columns; checked before the column walk */
+	foreach(lc, spec->unique_key)
+		(void) column_of(spec, b.tgt, (char *) lfirst(lc), "unique key", b.tgtname);
 	if (spec->unique_key != NIL)
-	{
-		appendStringInfoString(&conflict, " ON CONFLICT (");
-		foreach(lc, spec->unique_key)
-			appendStringInfo(&conflict, "%s%s", foreach_current_index(lc) ? ", " : "",
-							 quote_identifier((char *) lfirst(lc)));
-		if (!has_nonkey)
-			appendStringInfoString(&conflict, ") DO NOTHING");
-		else
-		{
-			bool		first = true;
+		check_unique_index(b.tgt, spec->unique_key, b.tgtname);
 
-			appendStringInfoString(&conflict, ") DO UPDATE SET ");
-			foreach(lc, cols)
-			{
-				LoadColumn *c = lfirst(lc);
+	walk_columns(&b);
+	value_columns(&b);
 
-				if (c->is_key)
-					continue;
-				appendStringInfo(&conflict, "%s%s = EXCLUDED.%s", first ? "" : ", ",
-								 c->name, c->name);
-				first = false;
-			}
-			appendStringInfoString(&conflict, " WHERE ");
-			append_changed_test(&conflict, cols);
-		}
-
-		/* s.k = t.k for the overwrite's anti-join */
-		foreach(lc, cols)
-		{
-			LoadColumn *c = lfirst(lc);
-			TypeCacheEntry *tc;
-
-			if (!c->is_key)
-				continue;
-			tc = lookup_type_cache(getBaseType(c->target_type), TYPECACHE_EQ_OPR);
-			if (!OidIsValid(tc->eq_opr))
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_FUNCTION),
-						 errmsg("unique key column %s of %s has type %s, which has no equality operator",
-								c->name, tgtname, format_type_be(c->target_type))));
-			appendStringInfoString(&keymatch, " AND ");
-			append_source_key(&keymatch, c);
-			appendStringInfo(&keymatch, " %s t.%s", operator_sql(tc->eq_opr), c->name);
-		}
-	}
-
-	plan->conflict_sql = conflict.data;
-	plan->keymatch_sql = keymatch.data;
+	/* INSERT INTO tgt AS t (cols) SELECT s.cols FROM src AS s */
+	column_names = column_list(b.cols, "");
+	plan->copy_sql = psprintf("(%s) SELECT %s FROM %s AS s",
+							  column_names, column_list(b.cols, "s."), b.srcname);
+	b.insert_head = psprintf("INSERT INTO %s AS t (%s)%s SELECT %s FROM %s AS s",
+							 b.tgtname, column_names,
+							 b.override ? " OVERRIDING SYSTEM VALUE" : "",
+							 column_list(b.cols, "s."), b.srcname);
+	conflict_clause(&b);
 
 	if (plan->has_wm)
-	{
-		const char *wm = quote_identifier(spec->watermark_column);
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1",
-						 wm, srcname, wm, plan->wm.gt, wm, plan->wm.gt);
-		plan->max_wm_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "SELECT s.%s FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1",
-						 wm, srcname, wm, wm, plan->wm.gt);
-		plan->max_wm_first_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2 ORDER BY s.%s USING %s LIMIT 1",
-						 wm, srcname, wm, plan->wm.gt, wm, plan->wm.lt, wm, plan->wm.gt);
-		plan->max_below_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1",
-						 wm, srcname, wm, plan->wm.lt, wm, plan->wm.gt);
-		plan->max_below_first_sql = buf.data;
-
-		/* the batch_size-th value above the watermark ($2 = batch_size - 1) */
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1 OFFSET $2",
-						 wm, srcname, wm, plan->wm.gt, wm, plan->wm.lt);
-		plan->batch_end_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "SELECT s.%s FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1 OFFSET $1",
-						 wm, srcname, wm, wm, plan->wm.lt);
-		plan->batch_end_first_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "%s WHERE s.%s %s $1 AND s.%s %s $2%s",
-						 insert_head.data, wm, plan->wm.gt, wm, plan->wm.le, conflict.data);
-		plan->upsert_upto_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "%s WHERE s.%s %s $1%s",
-						 insert_head.data, wm, plan->wm.le, conflict.data);
-		plan->upsert_upto_first_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "%s WHERE s.%s %s $1%s",
-						 insert_head.data, wm, plan->wm.gt, conflict.data);
-		plan->upsert_sql = buf.data;
-
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "%s WHERE s.%s IS NOT NULL%s",
-						 insert_head.data, wm, conflict.data);
-		plan->upsert_first_sql = buf.data;
-	}
-
+		watermark_statements(&b);
 	if (plan->has_part)
-	{
-		const char *p = quote_identifier(spec->partition_column);
+		partition_statements(&b);
 
-		/*
-		 * The newest partition values, newest first: a loose index scan that
-		 * reads one row per partition when the column is indexed.
-		 */
-		initStringInfo(&buf);
-		appendStringInfo(&buf,
-						 "WITH RECURSIVE hwm_parts(v, n) AS ("
-						 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
-						 " UNION ALL"
-						 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
-						 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
-						 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
-						 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
-						 p, srcname, p, p, plan->part.gt,
-						 p, srcname, p, plan->part.lt, p, plan->part.gt);
-		plan->newest_partitions_sql = buf.data;
-
-		/* delete what the source's range no longer has (all, without a key) */
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "DELETE FROM %s AS t WHERE t.%s %s $1 AND t.%s %s $2",
-						 tgtname, p, plan->part.ge, p, plan->part.le);
-		if (spec->unique_key != NIL)
-			appendStringInfo(&buf,
-							 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
-							 srcname, p, plan->part.ge, p, plan->part.le, keymatch.data);
-		plan->delete_range_sql = buf.data;
-
-		/* then upsert the source's range: unchanged rows are not rewritten */
-		initStringInfo(&buf);
-		appendStringInfo(&buf, "%s WHERE s.%s %s $1 AND s.%s %s $2%s",
-						 insert_head.data, p, plan->part.ge, p, plan->part.le,
-						 conflict.data);
-		plan->insert_range_sql = buf.data;
-	}
-
-	relation_close(src, NoLock);
-	relation_close(tgt, NoLock);
+	relation_close(b.src, NoLock);
+	relation_close(b.tgt, NoLock);
 	return plan;
+}
+
+/*
+ * INSERT INTO table (the loaded columns) the source's rows whose partition
+ * value lies in [$1, $2) or, with list, equals one of the array $1: the
+ * new contents of a partition of the target, built aside by exchange.c.
+ */
+char *
+hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list)
+{
+	const char *p = quote_identifier(plan->partition_column);
+
+	if (list)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(getBaseType(plan->part.type), TYPECACHE_EQ_OPR);
+
+		if (!OidIsValid(tc->eq_opr))
+			elog(ERROR, "type %u has no equality operator", plan->part.type);
+		return psprintf("INSERT INTO %s %s WHERE s.%s %s ANY ($1)", table, plan->copy_sql,
+						p, hwm_operator_sql(tc->eq_opr));
+	}
+	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2", table, plan->copy_sql,
+					p, plan->part.ge, p, plan->part.lt);
 }

@@ -10,7 +10,12 @@
  * builds qualify every user object anyway; the pinned path is the second
  * line of defence for what the executor resolves on its own.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
+#include "compat.h"
 
 #include "access/attnum.h"
 #include "catalog/pg_class.h"

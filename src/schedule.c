@@ -11,17 +11,44 @@
  * many slots, makes one catch-up run and then falls back onto the grid: runs
  * never drift and never pile up.
  *
- * These functions only write the catalog (as its owner, after checking that
- * the caller may manage the pipeline) and wake the launcher when the
- * transaction commits.
+ * The SQL functions only write the catalog (as its owner, after checking
+ * that the caller may manage the pipeline) and, when what the launcher
+ * schedules changed, ring its doorbell for when the transaction commits
+ * (wakeup.c).  Nothing here calls into the launcher: it reads the catalog,
+ * and calls hwm_schedule_next here for the next slot.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "util.h"
+#include "wakeup.h"
 
 #include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
+
+/* Has the interval a negative part (months, days or time)? */
+static bool
+has_negative_part(const Interval *iv)
+{
+	return iv->month < 0 || iv->day < 0 || iv->time < 0;
+}
+
+/* Is the interval shorter than usecs microseconds (as interval < does)? */
+static bool
+shorter_than(const Interval *iv, int64 usecs)
+{
+	Interval	limit = {0};
+
+	limit.time = usecs;
+	return DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(iv),
+											IntervalPGetDatum(&limit)));
+}
 
 /*
  * Refuse a schedule that the launcher cannot step through: it must be at
@@ -31,10 +58,7 @@
 void
 hwm_check_schedule(const Interval *every, const char *what)
 {
-	Interval	one_second = {0};
-
-	one_second.time = USECS_PER_SEC;
-	if (every->month < 0 || every->day < 0 || every->time < 0)
+	if (has_negative_part(every))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not have negative parts", what),
@@ -42,8 +66,7 @@ hwm_check_schedule(const Interval *every, const char *what)
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(every)))),
 				 errhint("Pass a plain interval such as '5 minutes' or '1 day'.")));
-	if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(every),
-										 IntervalPGetDatum(&one_second))))
+	if (shorter_than(every, USECS_PER_SEC))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be at least 1 second", what),
@@ -73,8 +96,7 @@ TimestampTz
 hwm_schedule_next(TimestampTz anchor, const Interval *every, TimestampTz after,
 				  bool inclusive)
 {
-	int64		span = every->time + every->day * USECS_PER_DAY +
-		(int64) every->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	int64		span = hwm_interval_usecs(every);
 	int64		k;
 	TimestampTz t;
 
@@ -111,6 +133,27 @@ update_state(const char *sql, int nargs, Oid *argtypes, Datum *values,
 }
 
 /*
+ * A schedule set in a database that the launcher does not serve, or on a
+ * server that did not preload hwm, never runs: say so.  This depends only on
+ * how the server was started (hwm.database), never on a running launcher.
+ */
+static void
+warn_if_not_served(const char *pipeline)
+{
+	if (!hwm_scheduler_preloaded)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but hwm is not loaded through shared_preload_libraries", pipeline),
+				 errdetail("The schedule is stored; nothing runs it until the scheduler is started."),
+				 errhint("Add hwm to shared_preload_libraries in postgresql.conf and restart the server.")));
+	else if (hwm_database == NULL || strcmp(hwm_database, get_database_name(MyDatabaseId)) != 0)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
+						hwm_database ? hwm_database : ""),
+				 errdetail("The schedule is stored; nothing runs it in this database."),
+				 errhint("Set hwm.database in postgresql.conf to this database and restart the server.")));
+}
+
+/*
  * Store a schedule (anchored at start_at) and its first run time, and wake
  * the launcher at commit.  Also used by hwm.create_pipeline(schedule => ...).
  * The caller has called SPI_connect() and checked the caller's rights.
@@ -132,8 +175,8 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 	update_state("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 4, argtypes, values, NULL);
-	hwm_scheduler_warn_if_not_served(pipeline);
-	hwm_scheduler_wake_at_commit();
+	warn_if_not_served(pipeline);
+	hwm_wakeup_at_commit();
 	return next;
 }
 
@@ -189,7 +232,7 @@ hwm_unschedule(PG_FUNCTION_ARGS)
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL);
 	SPI_finish();
-	hwm_scheduler_wake_at_commit();
+	hwm_wakeup_at_commit();
 	PG_RETURN_VOID();
 }
 
@@ -208,7 +251,7 @@ set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	update_state("UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, NULL);
 	SPI_finish();
-	hwm_scheduler_wake_at_commit();
+	hwm_wakeup_at_commit();
 }
 
 PG_FUNCTION_INFO_V1(hwm_pause);
@@ -243,12 +286,8 @@ hwm_set_timeout(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 	{
 		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-		Interval	one_ms = {0};
 
-		one_ms.time = 1000;
-		if (timeout->month < 0 || timeout->day < 0 || timeout->time < 0 ||
-			DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(timeout),
-											 IntervalPGetDatum(&one_ms))))
+		if (has_negative_part(timeout) || shorter_than(timeout, 1000))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout must be a positive interval of at least 1 millisecond"),

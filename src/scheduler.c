@@ -9,19 +9,23 @@
  * starts it) and loops:
  *
  *	1. reap workers that have exited (recording those that died without
- *	   recording an outcome);
+ *	   recording an outcome); when the extension is there, every 10 seconds
+ *	   (and at once when it appears) mark 'running' rows that no worker
+ *	   holds 'interrupted' and prune the history (hwm.max_runs_per_pipeline,
+ *	   hwm.history_days), even while hwm.enabled is off;
  *	2. unless hwm.enabled is off or the extension is absent, read the due
  *	   pipelines (enabled, scheduled, next_run_at <= now(), no run of theirs
  *	   in progress), oldest first, as many as hwm.max_workers leaves room for;
- *	3. for each, in one transaction: insert a 'running' row into hwm.runs and
- *	   move next_run_at to the first slot of the anchored grid after now()
- *	   (so a backlog becomes one catch-up run);
+ *	3. in the same transaction, for each: insert a 'running' row into
+ *	   hwm.runs and move next_run_at to the first slot of the anchored grid
+ *	   after now() (so a backlog becomes one catch-up run); a run whose
+ *	   owner cannot start a session (dropped, or without LOGIN) fails at once;
  *	4. start a dynamic worker per run; when no background worker slot is free
  *	   (max_worker_processes exhausted), undo step 3 for it, log once, retry
  *	   a second later;
  *	5. sleep until the next pipeline is due, a worker exits, a schedule
- *	   changes or the extension is created or dropped (those signal the
- *	   launcher's latch at commit), or 10 seconds have passed.
+ *	   changes or the extension is created or dropped (those ring the
+ *	   launcher's doorbell, see wakeup.c), or 10 seconds have passed.
  *
  * Every iteration runs under its own error handler: an error is logged, its
  * transaction rolled back, and the loop goes on, so a broken pipeline (or a
@@ -31,27 +35,34 @@
  * pipeline's timeout as a statement timeout, and runs SELECT * FROM
  * hwm.run(pipeline, nowait => true) in one transaction that also deletes the
  * 'running' row (hwm.run records the successful run itself).  On an error
- * the transaction rolls back and a second one marks the row 'failed' (or
- * 'skipped' when the pipeline was busy with another run), and counts the
- * failure in hwm.state, backing off: the retry waits schedule * 2^(n-1)
- * after the n-th consecutive failure, at most one hour or one schedule,
- * whichever is longer.  A 'running' row whose worker is gone (crash,
- * immediate shutdown, kill -9) is marked 'interrupted' when the launcher
- * starts.
+ * the transaction rolls back and a second one marks the row 'skipped' when
+ * the pipeline was busy with another run, else 'failed'; a failure counts in
+ * hwm.state and backs off: the retry waits schedule * 2^(n-1) after the n-th
+ * consecutive failure, at most one hour or one schedule, whichever is
+ * longer.  A 'running' row whose worker is gone (crash, immediate shutdown,
+ * kill -9) is marked 'interrupted' when the launcher starts again.
  *
- * Shared memory holds the launcher's pid (for wake-ups) and one slot per
- * possible worker, so that the number of runs in flight is known even to a
- * restarted launcher.
+ * Shared memory holds one slot per possible worker, so that the number of
+ * runs in flight is known even to a restarted launcher.  (The launcher's pid,
+ * for wake-ups, is wakeup.c's.)
+ *
+ * Calls go one way: this module calls down into schedule.c (the anchored
+ * schedule arithmetic), wakeup.c, catalog.c, privilege.c and util.c; none of
+ * them calls back, and the SQL side reaches the launcher only through
+ * wakeup.c and the catalog tables.
  */
-#include "hwm.h"
+#include "postgres.h"
 
-#include <signal.h>
-#include <unistd.h>
+#include "catalog.h"
+#include "privilege.h"
+#include "schedule.h"
+#include "scheduler.h"
+#include "util.h"
+#include "wakeup.h"
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
-#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -65,7 +76,6 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
-#include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -75,12 +85,9 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-/* Settings (defined in hwm.c) */
-char	   *hwm_database = NULL;
+/* Settings of the launcher (defined in hwm.c; hwm.database is wakeup.c's) */
 bool		hwm_enabled = true;
 int			hwm_max_workers = 2;
-int			hwm_max_runs_per_pipeline = 1000;
-int			hwm_history_days = 0;
 
 /* How long the launcher sleeps at most, and between retries */
 #define LAUNCHER_MAX_SLEEP_MS	10000
@@ -101,7 +108,6 @@ typedef struct HwmWorkerSlot
 typedef struct HwmSchedShared
 {
 	slock_t		mutex;
-	pid_t		launcher_pid;	/* 0: no launcher running */
 	uint64		next_generation;
 	int			nslots;
 	HwmWorkerSlot slots[FLEXIBLE_ARRAY_MEMBER];
@@ -121,18 +127,15 @@ StaticAssertDecl(sizeof(HwmWorkerArgs) <= BGW_EXTRALEN,
 				 "HwmWorkerArgs must fit into bgw_extra");
 
 static HwmSchedShared *sched = NULL;
-static bool preloaded = false;
-static bool wake_at_commit = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 PGDLLEXPORT void hwm_launcher_main(Datum main_arg);
 PGDLLEXPORT void hwm_worker_main(Datum main_arg);
 
 /* ------------------------------------------------------------------------
- * Shared memory, wake-ups, registration
+ * Shared memory, registration
  * ------------------------------------------------------------------------
  */
 
@@ -170,70 +173,22 @@ sched_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Set the launcher's latch (through SIGUSR1, as the launcher of logical
- * replication does), if there is a launcher. */
-static void
-wake_launcher(void)
-{
-	pid_t		pid;
-
-	if (sched == NULL)
-		return;
-	SpinLockAcquire(&sched->mutex);
-	pid = sched->launcher_pid;
-	SpinLockRelease(&sched->mutex);
-	if (pid != 0)
-		(void) kill(pid, SIGUSR1);
-}
-
 /*
- * Wake the launcher when the current transaction commits: the change it
- * should see (a schedule, a pipeline, the extension) is visible only then.
+ * What the launcher and the workers have in common: a database connection,
+ * started once recovery has finished, found in this library.
  */
-void
-hwm_scheduler_wake_at_commit(void)
-{
-	wake_at_commit = true;
-}
-
 static void
-sched_xact_callback(XactEvent event, void *arg)
+bgw_init(BackgroundWorker *bgw, const char *function_name, const char *name,
+		 const char *type, int restart_time)
 {
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-			if (wake_at_commit)
-				wake_launcher();
-			wake_at_commit = false;
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PREPARE:
-			wake_at_commit = false;
-			break;
-		default:
-			break;
-	}
-}
-
-/* CREATE, ALTER and DROP EXTENSION wake the launcher at commit */
-static void
-sched_process_utility(PlannedStmt *pstmt, const char *queryString,
-					  bool readOnlyTree, ProcessUtilityContext context,
-					  ParamListInfo params, QueryEnvironment *queryEnv,
-					  DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *stmt = pstmt->utilityStmt;
-
-	if (IsA(stmt, CreateExtensionStmt) || IsA(stmt, AlterExtensionStmt) ||
-		(IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION))
-		wake_at_commit = true;
-
-	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-								  params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = restart_time;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "hwm");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function_name);
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "%s", name);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
 }
 
 /*
@@ -248,45 +203,15 @@ hwm_scheduler_init(void)
 
 	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
 		return;
-	preloaded = true;
+	hwm_wakeup_init();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sched_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sched_shmem_startup;
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = sched_process_utility;
-	RegisterXactCallback(sched_xact_callback, NULL);
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 10;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "hwm");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "hwm_launcher_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm launcher");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm launcher");
+	bgw_init(&bgw, "hwm_launcher_main", "hwm launcher", "hwm launcher", 10);
 	RegisterBackgroundWorker(&bgw);
-}
-
-/*
- * A schedule set in a database that the launcher does not serve, or on a
- * server that did not preload hwm, never runs: say so.
- */
-void
-hwm_scheduler_warn_if_not_served(const char *pipeline)
-{
-	if (!preloaded)
-		ereport(WARNING,
-				(errmsg("pipeline \"%s\" is scheduled, but hwm is not loaded through shared_preload_libraries", pipeline),
-				 errdetail("The schedule is stored; nothing runs it until the scheduler is started."),
-				 errhint("Add hwm to shared_preload_libraries in postgresql.conf and restart the server.")));
-	else if (hwm_database == NULL || strcmp(hwm_database, get_database_name(MyDatabaseId)) != 0)
-		ereport(WARNING,
-				(errmsg("pipeline \"%s\" is scheduled, but the scheduler serves database \"%s\"", pipeline,
-						hwm_database ? hwm_database : ""),
-				 errdetail("The schedule is stored; nothing runs it in this database."),
-				 errhint("Set hwm.database in postgresql.conf to this database and restart the server.")));
 }
 
 /* ------------------------------------------------------------------------
@@ -362,15 +287,6 @@ static TimestampTz slots_exhausted_logged_at = 0;
 static bool extension_seen = false;
 static TimestampTz last_maintenance = 0;
 
-static void
-launcher_detach(int code, Datum arg)
-{
-	SpinLockAcquire(&sched->mutex);
-	if (sched->launcher_pid == MyProcPid)
-		sched->launcher_pid = 0;
-	SpinLockRelease(&sched->mutex);
-}
-
 static int
 slots_in_use(void)
 {
@@ -398,25 +314,6 @@ live_run_ids(void)
 	SpinLockRelease(&sched->mutex);
 	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
 										   TYPALIGN_DOUBLE));
-}
-
-static void
-launcher_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-static void
-launcher_commit(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
 /*
@@ -484,14 +381,14 @@ reap_workers(void)
 
 	if (nids == 0)
 		return;
-	launcher_begin();
+	hwm_bgw_begin();
 	if (OidIsValid(get_extension_oid("hwm", true)))
 	{
 		for (int i = 0; i < nids; i++)
 			record_outcome(ids[i], "failed", NULL,
 						   "the run's background worker exited before it recorded an outcome; the server log says why");
 	}
-	launcher_commit();
+	hwm_bgw_commit();
 }
 
 /*
@@ -529,32 +426,7 @@ sweep_interrupted(void)
 static void
 prune_history(void)
 {
-	HwmRoleSwitch sw;
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1];
-
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	if (hwm_history_days > 0)
-	{
-		values[0] = Int32GetDatum(hwm_history_days);
-		hwm_spi_exec("DELETE FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
-					 " AND status OPERATOR(pg_catalog.<>) 'running'"
-					 " AND started_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-)"
-					 "  pg_catalog.make_interval(days => $1)",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
-	if (hwm_max_runs_per_pipeline > 0)
-	{
-		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
-		hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-					 "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
-					 "  FROM hwm.runs WHERE kind OPERATOR(pg_catalog.=) 'load'"
-					 "   AND status OPERATOR(pg_catalog.<>) 'running') AS x"
-					 " WHERE x.n OPERATOR(pg_catalog.>) $1))",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	}
-	hwm_unbecome(&sw);
+	hwm_prune_runs(NULL);
 }
 
 /* A run to start, decided in the dispatch transaction */
@@ -573,9 +445,7 @@ typedef struct PendingRun
 static int32
 interval_ms(const Interval *iv)
 {
-	int64		us = iv->time + iv->day * USECS_PER_DAY +
-		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	int64		ms = (us + 999) / 1000;
+	int64		ms = (hwm_interval_usecs(iv) + 999) / 1000;
 
 	return (int32) Max(Min(ms, PG_INT32_MAX), 1);
 }
@@ -645,22 +515,20 @@ free_slot(int slotno, uint64 generation)
 }
 
 /*
- * Steps 2 and 3: find due pipelines and claim their runs.  Returns the runs
- * to start (in launcher memory) and sets *sleep_ms to when the next pipeline
- * is due.
+ * Step 2: the enabled, scheduled pipelines with no run of theirs in
+ * progress, oldest next_run_at first, at most limit of them, left in
+ * SPI_tuptable as (pipeline, owner, next_run_at, schedule, anchor, timeout).
+ * Their rows are locked for the claim; a row locked by a run in progress
+ * (by hand) is skipped, not waited for.
  */
-static List *
-claim_due_runs(int room, long *sleep_ms)
+static void
+select_due(int limit)
 {
-	List	   *pending = NIL;
 	Oid			argtypes[1] = {INT4OID};
 	Datum		values[1];
 	HwmRoleSwitch sw;
-	TimestampTz now = GetCurrentTimestamp();
-	SPITupleTable *due;
-	uint64		ndue;
 
-	values[0] = Int32GetDatum(room + 1);
+	values[0] = Int32GetDatum(limit);
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	hwm_spi_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
 				 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
@@ -671,10 +539,101 @@ claim_due_runs(int room, long *sleep_ms)
 				 "    AND r.status OPERATOR(pg_catalog.=) 'running'"
 				 "    AND r.kind OPERATOR(pg_catalog.=) 'load')"
 				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1"
-				 /* a row locked by a run in progress (by hand) is not waited for */
 				 " FOR UPDATE OF s SKIP LOCKED",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
+}
+
+/*
+ * Step 3's catalog writes for one run: move the pipeline's next_run_at to
+ * next (the first slot on the grid after now) and insert its 'running' row;
+ * returns the row's run_id.
+ */
+static int64
+insert_running_row(const PendingRun *run, TimestampTz next)
+{
+	char	   *owner_name = GetUserNameFromId(run->owner, true);
+	Oid			argtypes[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
+	Datum		values[3];
+	HwmRoleSwitch sw;
+	bool		isnull;
+	int64		run_id;
+
+	values[0] = CStringGetTextDatum(run->pipeline);
+	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
+	values[2] = TimestampTzGetDatum(next);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				 3, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
+				 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+				 " RETURNING run_id",
+				 2, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	hwm_unbecome(&sw);
+	return run_id;
+}
+
+/*
+ * Step 3 for one due row of select_due: claim its run (insert_running_row)
+ * and take a worker slot for it.  Returns the run to start, in
+ * TopMemoryContext; NULL when its owner cannot run it, which is recorded as
+ * a failure at once.
+ */
+static PendingRun *
+claim_run(HeapTuple tup, TupleDesc desc, TimestampTz now, int room)
+{
+	bool		isnull;
+	Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
+	TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	bool		no_timeout;
+	Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
+	MemoryContext spicxt;
+	PendingRun *run;
+	const char *sqlstate = NULL;
+	const char *problem;
+
+	spicxt = MemoryContextSwitchTo(TopMemoryContext);
+	run = palloc0(sizeof(PendingRun));
+	run->pipeline = SPI_getvalue(tup, desc, 1);
+	MemoryContextSwitchTo(spicxt);
+	run->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	run->old_next_run_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+	run->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
+	run->run_id = insert_running_row(run, hwm_schedule_next(anchor, every, now, false));
+
+	problem = owner_problem(run->owner, &sqlstate);
+	if (problem)
+	{
+		/* it cannot run at all: a failure, recorded now */
+		ereport(LOG,
+				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", run->pipeline, problem)));
+		record_outcome(run->run_id, "failed", sqlstate, problem);
+		pfree(run->pipeline);
+		pfree(run);
+		return NULL;
+	}
+	run->slotno = take_slot(run->run_id, &run->generation);
+	if (run->slotno < 0)
+		elog(ERROR, "hwm: no free scheduler slot although %d are free", room);
+	return run;
+}
+
+/*
+ * Steps 2 and 3: find due pipelines and claim their runs.  Returns the runs
+ * to start (in launcher memory) and sets *sleep_ms to when the next pipeline
+ * is due.
+ */
+static List *
+claim_due_runs(int room, long *sleep_ms)
+{
+	List	   *pending = NIL;
+	TimestampTz now = GetCurrentTimestamp();
+	SPITupleTable *due;
+	uint64		ndue;
+
+	select_due(room + 1);
 	due = SPI_tuptable;
 	ndue = SPI_processed;
 
@@ -684,21 +643,10 @@ claim_due_runs(int room, long *sleep_ms)
 		*sleep_ms = 0;
 	for (uint64 i = 0; i < ndue; i++)
 	{
-		HeapTuple	tup = due->vals[i];
-		TupleDesc	desc = due->tupdesc;
 		bool		isnull;
-		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
-		Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
-		TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
-		bool		no_timeout;
-		Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
-		MemoryContext spicxt;
+		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(due->vals[i], due->tupdesc,
+																	3, &isnull));
 		PendingRun *run;
-		const char *sqlstate = NULL;
-		const char *problem;
-		char	   *owner_name;
-		Oid			targs[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
-		Datum		tvals[3];
 
 		if (next_run_at > now)
 		{
@@ -715,49 +663,15 @@ claim_due_runs(int room, long *sleep_ms)
 			/* due, but no room: a worker's exit wakes us */
 			break;
 		}
-
-		spicxt = MemoryContextSwitchTo(TopMemoryContext);
-		run = palloc0(sizeof(PendingRun));
-		run->pipeline = SPI_getvalue(tup, desc, 1);
-		MemoryContextSwitchTo(spicxt);
-		run->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-		run->old_next_run_at = next_run_at;
-		run->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
-
-		/* the 'running' row, and the next slot on the grid after now */
-		owner_name = GetUserNameFromId(run->owner, true);
-		tvals[0] = CStringGetTextDatum(run->pipeline);
-		tvals[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
-		tvals[2] = TimestampTzGetDatum(hwm_schedule_next(anchor, every, now, false));
-		hwm_become(hwm_catalog_owner(), false, &sw);
-		hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 3, targs, tvals, NULL, SPI_OK_UPDATE);
-		hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
-					 " RETURNING run_id",
-					 2, targs, tvals, NULL, SPI_OK_INSERT_RETURNING);
-		run->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1, &isnull));
-		hwm_unbecome(&sw);
-
-		problem = owner_problem(run->owner, &sqlstate);
-		if (problem)
+		run = claim_run(due->vals[i], due->tupdesc, now, room);
+		if (run != NULL)
 		{
-			/* it cannot run at all: a failure, recorded now */
-			ereport(LOG,
-					(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", run->pipeline, problem)));
-			record_outcome(run->run_id, "failed", sqlstate, problem);
-			pfree(run->pipeline);
-			pfree(run);
-			continue;
+			/* the list outlives this transaction (and SPI's memory) */
+			MemoryContext spicxt = MemoryContextSwitchTo(TopMemoryContext);
+
+			pending = lappend(pending, run);
+			MemoryContextSwitchTo(spicxt);
 		}
-		run->slotno = take_slot(run->run_id, &run->generation);
-		if (run->slotno < 0)
-			elog(ERROR, "hwm: no free scheduler slot although %d are free", room);
-		/* the list outlives this transaction (and SPI's memory) */
-		spicxt = MemoryContextSwitchTo(TopMemoryContext);
-		pending = lappend(pending, run);
-		MemoryContextSwitchTo(spicxt);
 	}
 	return pending;
 }
@@ -779,15 +693,10 @@ start_workers(List *pending)
 		BackgroundWorkerHandle *handle;
 		HwmWorkerArgs args;
 		MemoryContext old;
+		char		name[BGW_MAXLEN];
 
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "hwm");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "hwm_worker_main");
-		snprintf(bgw.bgw_name, BGW_MAXLEN, "hwm worker for pipeline %s", run->pipeline);
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "hwm worker");
+		snprintf(name, sizeof(name), "hwm worker for pipeline %s", run->pipeline);
+		bgw_init(&bgw, "hwm_worker_main", name, "hwm worker", BGW_NEVER_RESTART);
 		bgw.bgw_main_arg = Int32GetDatum(run->slotno);
 		bgw.bgw_notify_pid = MyProcPid;
 		memset(&args, 0, sizeof(args));
@@ -835,7 +744,7 @@ unclaim_runs(List *failed)
 		slots_exhausted_logged_at = GetCurrentTimestamp();
 	}
 
-	launcher_begin();
+	hwm_bgw_begin();
 	foreach(lc, failed)
 	{
 		PendingRun *run = lfirst(lc);
@@ -854,7 +763,7 @@ unclaim_runs(List *failed)
 					 3, argtypes, values, NULL, SPI_OK_UPDATE);
 		hwm_unbecome(&sw);
 	}
-	launcher_commit();
+	hwm_bgw_commit();
 	foreach(lc, failed)
 	{
 		PendingRun *run = lfirst(lc);
@@ -882,11 +791,11 @@ launcher_iteration(void)
 
 	reap_workers();
 
-	launcher_begin();
+	hwm_bgw_begin();
 	if (!OidIsValid(get_extension_oid("hwm", true)))
 	{
 		extension_seen = false;
-		launcher_commit();
+		hwm_bgw_commit();
 		return LAUNCHER_MAX_SLEEP_MS;	/* CREATE EXTENSION wakes us */
 	}
 
@@ -904,12 +813,12 @@ launcher_iteration(void)
 	room = Min(hwm_max_workers, sched->nslots) - slots_in_use();
 	if (!hwm_enabled || room <= 0)
 	{
-		launcher_commit();
+		hwm_bgw_commit();
 		/* a reload, or a worker's exit, wakes us */
 		return Min(LAUNCHER_MAX_SLEEP_MS, LAUNCHER_MAINTENANCE_MS);
 	}
 	pending = claim_due_runs(room, &sleep_ms);
-	launcher_commit();
+	hwm_bgw_commit();
 
 	failed = start_workers(pending);
 	if (failed != NIL)
@@ -942,13 +851,12 @@ hwm_launcher_main(Datum main_arg)
 	pgstat_report_appname("hwm launcher");
 
 	/* become the launcher; forget workers that never started */
+	hwm_wakeup_register_launcher();
 	SpinLockAcquire(&sched->mutex);
-	sched->launcher_pid = MyProcPid;
 	for (int i = 0; i < sched->nslots; i++)
 		if (sched->slots[i].in_use && sched->slots[i].pid == 0)
 			sched->slots[i].in_use = false;
 	SpinLockRelease(&sched->mutex);
-	before_shmem_exit(launcher_detach, (Datum) 0);
 
 	ereport(LOG,
 			(errmsg("hwm launcher started, serving database \"%s\"", hwm_database)));
@@ -990,7 +898,10 @@ hwm_launcher_main(Datum main_arg)
  * ------------------------------------------------------------------------
  */
 
+/* This worker's run (a worker runs one) */
 static int	my_slotno = -1;
+static HwmWorkerArgs my_args;
+static char *my_pipeline = NULL;	/* NULL until read from its 'running' row */
 
 /* On the way out: tell the launcher that this run's slot is free. */
 static void
@@ -999,26 +910,7 @@ worker_detach(int code, Datum arg)
 	SpinLockAcquire(&sched->mutex);
 	sched->slots[my_slotno].exited = true;
 	SpinLockRelease(&sched->mutex);
-	wake_launcher();
-}
-
-static void
-worker_begin(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-static void
-worker_commit(void)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
+	hwm_wakeup_launcher();
 }
 
 static void
@@ -1029,34 +921,154 @@ mark_recorded(void)
 	SpinLockRelease(&sched->mutex);
 }
 
+/*
+ * Take the slot the launcher reserved for this run: false when the launcher
+ * gave up on the run (a restarted launcher frees slots whose worker had not
+ * started).
+ */
+static bool
+worker_claim_slot(void)
+{
+	bool		claimed;
+
+	SpinLockAcquire(&sched->mutex);
+	claimed = my_slotno >= 0 && my_slotno < sched->nslots &&
+		sched->slots[my_slotno].in_use &&
+		sched->slots[my_slotno].generation == my_args.generation;
+	if (claimed)
+		sched->slots[my_slotno].pid = MyProcPid;
+	SpinLockRelease(&sched->mutex);
+	return claimed;
+}
+
+/* The run's time limit in ms: the pipeline's timeout, else statement_timeout */
+static int
+worker_timeout_ms(void)
+{
+	return my_args.timeout_ms > 0 ? my_args.timeout_ms : StatementTimeout;
+}
+
+/*
+ * The pipeline of this run's 'running' row, copied into cxt; NULL when the
+ * row is no longer 'running' (nothing to do).
+ */
+static char *
+read_run_pipeline(MemoryContext cxt)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	char	   *pipeline = NULL;
+
+	values[0] = Int64GetDatum(my_args.run_id);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+				 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	if (SPI_processed > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		MemoryContextSwitchTo(old);
+	}
+	return pipeline;
+}
+
+/*
+ * SELECT * FROM hwm.run(pipeline, nowait => true) under the run's time
+ * limit; hwm.run records the run itself, so the 'running' row goes.
+ */
+static void
+run_pipeline(const char *pipeline)
+{
+	Oid			runtypes[1] = {TEXTOID};
+	Datum		runvals[1];
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	HwmRoleSwitch sw;
+	int			timeout_ms = worker_timeout_ms();
+
+	pgstat_report_appname(psprintf("hwm: %s", pipeline));
+	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
+
+	runvals[0] = CStringGetTextDatum(pipeline);
+	if (timeout_ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+	hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
+				 1, runtypes, runvals, NULL, SPI_OK_SELECT);
+	if (timeout_ms > 0)
+		disable_timeout(STATEMENT_TIMEOUT, false);
+
+	values[0] = Int64GetDatum(my_args.run_id);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+				 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_unbecome(&sw);
+}
+
+/*
+ * Record the run's error, in a transaction of its own after the failed one:
+ * 'skipped' when a run by hand (or a backfill) held the pipeline, so that the
+ * run is not doubled; else 'failed', which also backs off the next run.
+ */
+static void
+worker_record_failure(ErrorData *edata)
+{
+	const char *status = "failed";
+	const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
+	char	   *error;
+
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
+		edata->message != NULL &&
+		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
+	{
+		status = "skipped";
+		error = edata->message;
+		ereport(LOG,
+				(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", my_pipeline)));
+	}
+	else
+	{
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
+			strstr(edata->message, "statement timeout") != NULL)
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms",
+							 worker_timeout_ms());
+		else if (edata->detail)
+			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
+		else
+			error = edata->message ? edata->message : "unknown error";
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",
+						my_pipeline ? my_pipeline : "?", error)));
+	}
+
+	hwm_bgw_begin();
+	record_outcome(my_args.run_id, status, sqlstate, error);
+	hwm_bgw_commit();
+	mark_recorded();
+}
+
 void
 hwm_worker_main(Datum main_arg)
 {
-	HwmWorkerArgs args;
-	bool		claimed;
-	char	   *volatile pipeline = NULL;
 	MemoryContext workcxt;
 	ErrorData  *volatile edata = NULL;
 
-	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
 	my_slotno = DatumGetInt32(main_arg);
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	SpinLockAcquire(&sched->mutex);
-	claimed = my_slotno >= 0 && my_slotno < sched->nslots &&
-		sched->slots[my_slotno].in_use &&
-		sched->slots[my_slotno].generation == args.generation;
-	if (claimed)
-		sched->slots[my_slotno].pid = MyProcPid;
-	SpinLockRelease(&sched->mutex);
-	if (!claimed)
+	if (!worker_claim_slot())
 		proc_exit(0);			/* the launcher gave up on this run */
 	before_shmem_exit(worker_detach, (Datum) 0);
 
 	/* a session of the pipeline's owner, never of a superuser */
-	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
+	BackgroundWorkerInitializeConnectionByOid(my_args.dboid, my_args.owner, 0);
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SET, true, 0, false);
@@ -1065,44 +1077,11 @@ hwm_worker_main(Datum main_arg)
 
 	PG_TRY();
 	{
-		Oid			argtypes[1] = {INT8OID};
-		Datum		values[1];
-		HwmRoleSwitch sw;
-		int			timeout_ms = args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout;
-
-		worker_begin();
-		values[0] = Int64GetDatum(args.run_id);
-		hwm_become(hwm_catalog_owner(), false, &sw);
-		hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
-					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-		hwm_unbecome(&sw);
-		if (SPI_processed > 0)
-		{
-			Oid			runtypes[1] = {TEXTOID};
-			Datum		runvals[1];
-			MemoryContext old = MemoryContextSwitchTo(workcxt);
-
-			pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			MemoryContextSwitchTo(old);
-			pgstat_report_appname(psprintf("hwm: %s", pipeline));
-			pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
-
-			runvals[0] = CStringGetTextDatum(pipeline);
-			if (timeout_ms > 0)
-				enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
-			hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
-						 1, runtypes, runvals, NULL, SPI_OK_SELECT);
-			if (timeout_ms > 0)
-				disable_timeout(STATEMENT_TIMEOUT, false);
-
-			/* hwm.run recorded the run: the 'running' row goes */
-			hwm_become(hwm_catalog_owner(), false, &sw);
-			hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
-						 1, argtypes, values, NULL, SPI_OK_DELETE);
-			hwm_unbecome(&sw);
-		}
-		worker_commit();
+		hwm_bgw_begin();
+		my_pipeline = read_run_pipeline(workcxt);
+		if (my_pipeline != NULL)
+			run_pipeline(my_pipeline);
+		hwm_bgw_commit();
 		mark_recorded();
 	}
 	PG_CATCH();
@@ -1116,42 +1095,6 @@ hwm_worker_main(Datum main_arg)
 	PG_END_TRY();
 
 	if (edata != NULL)
-	{
-		const char *status = "failed";
-		const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
-		char	   *error;
-
-		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && pipeline != NULL &&
-			edata->message != NULL &&
-			strcmp(edata->message, psprintf("pipeline \"%s\" is busy", pipeline)) == 0)
-		{
-			/* a run by hand (or a backfill) holds the pipeline: not doubled */
-			status = "skipped";
-			error = edata->message;
-			ereport(LOG,
-					(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", pipeline)));
-		}
-		else
-		{
-			if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
-				strstr(edata->message, "statement timeout") != NULL)
-				error = psprintf("canceling the run: it took longer than its timeout of %d ms",
-								 args.timeout_ms > 0 ? args.timeout_ms : StatementTimeout);
-			else if (edata->detail)
-				error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
-			else
-				error = edata->message ? edata->message : "unknown error";
-			ereport(LOG,
-					(errcode(edata->sqlerrcode),
-					 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",
-							pipeline ? pipeline : "?", error)));
-		}
-
-		/* record it in a transaction of its own, after the failed one */
-		worker_begin();
-		record_outcome(args.run_id, status, sqlstate, error);
-		worker_commit();
-		mark_recorded();
-	}
+		worker_record_failure(edata);
 	proc_exit(0);
 }

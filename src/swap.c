@@ -4,14 +4,10 @@
  *		exchange its contents with the target's in one transaction, keeping
  *		the target's identity; and hwm.create_staging(target).
  *
- * The exchange swaps storage, the way CLUSTER and REFRESH MATERIALIZED VIEW
- * do (cluster.c, swap_relation_files): in pg_class, the two heaps trade
- * relfilenode, tablespace, frozen xid and multixact limits, size statistics
- * and their TOAST tables (by link: a TOAST pointer names its TOAST table by
- * OID, so the TOAST table must follow the heap whose tuples point to it), and
- * every index of the target trades storage with the staging index of the
- * same definition.  Nothing is copied, so the swap costs the same for ten
- * rows or ten billion, and every OID stays where it was: views, grants,
+ * The exchange trades storage the way CLUSTER does (storage.c): the two
+ * heaps, and every index of the target with the staging index of the same
+ * definition.  Nothing is copied, so the swap costs the same for ten rows or
+ * ten billion, and every OID stays where it was: views, grants,
  * foreign keys, triggers, policies, comments, publications and constraints
  * keep pointing at the target, which now holds the staging rows, while the
  * staging table holds the previous contents (swap again to restore them).
@@ -36,7 +32,13 @@
  * transaction that read the target before (it holds a lock the swap waits
  * for), see the old rows or the new ones.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "catalog.h"
+#include "privilege.h"
+#include "storage.h"
+#include "util.h"
+#include "compat.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -85,44 +87,26 @@
 			 errdetail(msg, __VA_ARGS__)))
 
 /*
- * Take an ACCESS EXCLUSIVE lock waiting at most lock_timeout, with an error
- * that says which table and what to do.
+ * Take ACCESS EXCLUSIVE locks on both tables (the target first), each
+ * waiting at most lock_timeout, with an error that says which table and what
+ * to do.
  */
 static void
-lock_bounded(Oid relid, const char *role, const char *name, Interval *timeout)
+lock_both(Oid target, Oid staging, const char *tgtname, const char *stgname,
+		  const Interval *timeout)
 {
-	int			nest = NewGUCNestLevel();
-	MemoryContext oldcxt = CurrentMemoryContext;
-	char	   *ms;
-	int64		usecs;
+	int64		usecs = hwm_interval_usecs(timeout);
+	int64		ms = usecs <= 0 ? 1 : (usecs + 999) / 1000;
+	Oid			relids[2] = {target, staging};
+	const char *names[2] = {tgtname, stgname};
+	const char *roles[2] = {"target", "staging table"};
 
-	usecs = timeout->time + (timeout->day * USECS_PER_DAY) +
-		((int64) timeout->month * DAYS_PER_MONTH * USECS_PER_DAY);
-	ms = psprintf(INT64_FORMAT, usecs <= 0 ? 1 : (usecs + 999) / 1000);
-	(void) set_config_option("lock_timeout", ms, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	PG_TRY();
-	{
-		LockRelationOid(relid, AccessExclusiveLock);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		AtEOXact_GUC(false, nest);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not lock %s %s within %s ms", role, name, ms),
-				 errdetail("The swap needs an ACCESS EXCLUSIVE lock on both tables; other sessions hold locks on %s.", name),
-				 errhint("Retry when the long queries or transactions on %s are done (pg_locks shows them), or pass a longer lock_timeout.", name)));
-	}
-	PG_END_TRY();
-	AtEOXact_GUC(false, nest);
+	for (int i = 0; i < 2; i++)
+		hwm_lock_within(relids[i], ms, psprintf("%s %s", roles[i], names[i]),
+						psprintf("The swap needs an ACCESS EXCLUSIVE lock on both tables; other sessions hold locks on %s.",
+								 names[i]),
+						psprintf("Retry when the long queries or transactions on %s are done (pg_locks shows them), or pass a longer lock_timeout.",
+								 names[i]));
 }
 
 /* The relation must be an ordinary table the caller owns */
@@ -239,165 +223,6 @@ check_columns(Relation tgt, Relation stg, const char *tgtname, const char *stgna
 	}
 }
 
-static void rel_am_toast(Oid relid, Oid *am, Oid *toast);
-
-/* The conexclop array of the exclusion constraint that owns an index */
-static char *
-exclusion_ops(Oid indexoid)
-{
-	Oid			conoid = get_index_constraint(indexoid);
-	HeapTuple	tup;
-	bool		isnull;
-	Datum		ops;
-	char	   *result;
-
-	if (!OidIsValid(conoid))
-		return NULL;
-	tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(conoid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for constraint %u", conoid);
-	ops = SysCacheGetAttr(CONSTROID, tup, Anum_pg_constraint_conexclop, &isnull);
-	result = isnull ? NULL : OidOutputFunctionCall(F_ARRAY_OUT, ops);
-	ReleaseSysCache(tup);
-	return result;
-}
-
-static bool
-exclusion_ops_equal(Oid tidx, Oid sidx)
-{
-	char	   *t = exclusion_ops(tidx);
-	char	   *s = exclusion_ops(sidx);
-
-	return t != NULL && s != NULL && strcmp(t, s) == 0;
-}
-
-/* Do two pg_index rows describe the same index (OIDs of the tables aside)? */
-static bool
-index_matches(Oid tidx, Oid sidx)
-{
-	HeapTuple	tt = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(tidx));
-	HeapTuple	st = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(sidx));
-	Form_pg_index ti;
-	Form_pg_index si;
-	bool		ok;
-	Oid			tam;
-	Oid			sam;
-	static const AttrNumber vecs[] = {Anum_pg_index_indclass, Anum_pg_index_indcollation,
-	Anum_pg_index_indoption};
-	static const AttrNumber trees[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
-
-	if (!HeapTupleIsValid(tt) || !HeapTupleIsValid(st))
-		elog(ERROR, "cache lookup failed for index %u or %u", tidx, sidx);
-	ti = (Form_pg_index) GETSTRUCT(tt);
-	si = (Form_pg_index) GETSTRUCT(st);
-	rel_am_toast(tidx, &tam, NULL);
-	rel_am_toast(sidx, &sam, NULL);
-	ok = tam == sam &&
-		ti->indnatts == si->indnatts && ti->indnkeyatts == si->indnkeyatts &&
-		ti->indisunique == si->indisunique &&
-		ti->indnullsnotdistinct == si->indnullsnotdistinct &&
-		ti->indisexclusion == si->indisexclusion &&
-		ti->indimmediate == si->indimmediate &&
-		si->indisvalid && si->indisready && si->indislive && !si->indcheckxmin &&
-		ti->indisvalid && ti->indisready && ti->indislive &&
-		memcmp(ti->indkey.values, si->indkey.values, sizeof(int16) * ti->indnatts) == 0;
-	for (int i = 0; ok && i < lengthof(vecs); i++)
-	{
-		bool		tn;
-		bool		sn;
-		Datum		td = SysCacheGetAttr(INDEXRELID, tt, vecs[i], &tn);
-		Datum		sd = SysCacheGetAttr(INDEXRELID, st, vecs[i], &sn);
-
-		ok = tn == sn && (tn || datumIsEqual(td, sd, false, -1));
-	}
-	for (int i = 0; ok && i < lengthof(trees); i++)
-	{
-		bool		tn;
-		bool		sn;
-		Datum		td = SysCacheGetAttr(INDEXRELID, tt, trees[i], &tn);
-		Datum		sd = SysCacheGetAttr(INDEXRELID, st, trees[i], &sn);
-
-		/* equal() ignores parse locations, which differ between two CREATEs */
-		ok = tn == sn && (tn || equal(stringToNode(TextDatumGetCString(td)),
-									  stringToNode(TextDatumGetCString(sd))));
-	}
-	/* opclass parameters (siglen...) live in the index's pg_attribute */
-	for (int i = 1; ok && i <= ti->indnatts; i++)
-	{
-		Datum		to = get_attoptions(tidx, i);
-		Datum		so = get_attoptions(sidx, i);
-
-		ok = (to == (Datum) 0) == (so == (Datum) 0) &&
-			(to == (Datum) 0 ||
-			 strcmp(OidOutputFunctionCall(F_ARRAY_OUT, to),
-					OidOutputFunctionCall(F_ARRAY_OUT, so)) == 0);
-	}
-	/* an exclusion constraint is also its operators, kept in pg_constraint */
-	if (ok && ti->indisexclusion)
-		ok = exclusion_ops_equal(tidx, sidx);
-	ReleaseSysCache(tt);
-	ReleaseSysCache(st);
-	return ok;
-}
-
-/*
- * Pair every index of the target with a distinct staging index of the same
- * definition, and insist that staging has no other index (it would go on
- * describing rows the staging table no longer has).
- */
-static List *
-match_indexes(Relation tgt, Relation stg, const char *tgtname, const char *stgname)
-{
-	List	   *tidx = RelationGetIndexList(tgt);
-	List	   *sidx = list_copy(RelationGetIndexList(stg));
-	List	   *pairs = NIL;
-	ListCell   *lc;
-
-	foreach(lc, tidx)
-	{
-		Oid			t = lfirst_oid(lc);
-		Oid			found = InvalidOid;
-		ListCell   *sc;
-
-		if (!get_index_isvalid(t))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("staging table %s cannot replace %s", stgname, tgtname),
-					 errdetail("Index %s of %s is not valid (a CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY failed or is running).",
-							   quote_identifier(get_rel_name(t)), tgtname),
-					 errhint("Drop the index or rebuild it with REINDEX INDEX, then swap.")));
-		foreach(sc, sidx)
-		{
-			if (index_matches(t, lfirst_oid(sc)))
-			{
-				found = lfirst_oid(sc);
-				sidx = foreach_delete_current(sidx, sc);
-				break;
-			}
-		}
-		if (!OidIsValid(found))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("staging table %s cannot replace %s", stgname, tgtname),
-					 errdetail("Staging has no valid index matching index %s of the target: %s.",
-							   quote_identifier(get_rel_name(t)),
-							   exclusion_ops(t) != NULL ?
-							   pg_get_constraintdef_command(get_index_constraint(t)) :
-							   pg_get_indexdef_string(t)),
-					 errhint("Create the same index on the staging table (hwm.create_staging(target) makes a table with all of the target's indexes).")));
-		pairs = lappend_oid(pairs, t);
-		pairs = lappend_oid(pairs, found);
-	}
-	if (sidx != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("staging table %s cannot replace %s", stgname, tgtname),
-				 errdetail("Staging index %s matches no index of the target.",
-						   quote_identifier(get_rel_name(linitial_oid(sidx)))),
-				 errhint("Drop it, or create the same index on the target, so both tables have the same indexes.")));
-	return pairs;
-}
-
 /*
  * Run a read-only query that returns at most one row; is there a row?  The
  * validation queries run read-only, so under the snapshot that hwm_swap
@@ -491,28 +316,34 @@ has_valid_check(List *rels, List *bins, Oid relid, const char *bin)
 	return false;
 }
 
+/* What a failed constraint check says: whose constraint, and whose rows break it */
+static char *
+violation_detail(const char *conname, bool of_target, const char *tgtname,
+				 const char *stgname)
+{
+	return of_target ?
+		psprintf("Constraint %s of %s would be violated by the staging rows.",
+				 quote_identifier(conname), tgtname) :
+		psprintf("Constraint %s of %s would be violated by the rows of %s, which it receives in the swap.",
+				 quote_identifier(conname), stgname, tgtname);
+}
+
 /*
- * Every constraint must hold after the swap: the CHECK constraints and
- * NOT NULL columns of both tables for the rows each receives, and the
- * foreign keys from and to either of them, with the rows as they will be.
- * Each is checked by an SQL query over the table that holds those rows now,
- * with the constraint's own expressions and operators.  A CHECK that the
- * other table has too, validated, is skipped: its rows satisfy it already.
+ * The checks (pairs: errdetail, SQL that finds an offending row) of the
+ * CHECK constraints and foreign keys of both tables and of the foreign keys
+ * that refer to them, as the rows will be after the swap.  A CHECK whose
+ * expression the other table has as a validated constraint already holds
+ * for the rows it receives, and is skipped.
  */
-static void
-check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgname)
+static List *
+constraint_checks(Oid target, Oid staging, const char *tgtname, const char *stgname)
 {
 	Relation	conrel = table_open(ConstraintRelationId, AccessShareLock);
 	SysScanDesc scan;
 	HeapTuple	tup;
 	List	   *valid_rels = NIL;	/* validated CHECKs: their tables */
 	List	   *valid_bins = NIL;	/* ... and expressions */
-	List	   *checks = NIL;	/* pairs: errdetail, SQL */
-	ListCell   *lc;
-	TupleDesc	sd;
-	TupleDesc	td;
-	Relation	tgt;
-	Relation	stg;
+	List	   *checks = NIL;
 
 	for (int pass = 0; pass < 2; pass++)
 	{
@@ -521,7 +352,7 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 		{
 			Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
 			bool		mine = con->conrelid == target || con->conrelid == staging;
-			const char *owner = con->conrelid == target || con->confrelid == target ? tgtname : stgname;
+			bool		of_target = con->conrelid == target || con->confrelid == target;
 			StringInfoData buf;
 
 			if (con->contype == CONSTRAINT_CHECK && mine)
@@ -530,7 +361,6 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 				Datum		bin = heap_getattr(tup, Anum_pg_constraint_conbin,
 											   RelationGetDescr(conrel), &isnull);
 				Oid			other = con->conrelid == target ? staging : target;
-				char	   *expr;
 
 				if (isnull)
 					continue;
@@ -545,17 +375,11 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 				}
 				if (has_valid_check(valid_rels, valid_bins, other, TextDatumGetCString(bin)))
 					continue;
-				expr = TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bin,
-															   ObjectIdGetDatum(con->conrelid)));
 				initStringInfo(&buf);
 				appendStringInfo(&buf, "SELECT FROM %s WHERE NOT (%s) LIMIT 1",
-								 rows_after(con->conrelid, target, staging), expr);
-				checks = lappend(checks, con->conrelid == target ?
-								 psprintf("Constraint %s of %s would be violated by the staging rows.",
-										  quote_identifier(NameStr(con->conname)), tgtname) :
-								 psprintf("Constraint %s of %s would be violated by the rows of %s, which it receives in the swap.",
-										  quote_identifier(NameStr(con->conname)), stgname, tgtname));
-				checks = lappend(checks, buf.data);
+								 rows_after(con->conrelid, target, staging),
+								 TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bin,
+																		 ObjectIdGetDatum(con->conrelid))));
 			}
 			else if (pass == 1 && con->contype == CONSTRAINT_FOREIGN &&
 					 (mine || con->confrelid == target || con->confrelid == staging) &&
@@ -576,27 +400,35 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 				fk_sql(&buf, con->conrelid, rows_after(con->conrelid, target, staging),
 					   con->confrelid, rows_after(con->confrelid, target, staging),
 					   n, conkey, confkey, pfeqop, con->confmatchtype == FKCONSTR_MATCH_FULL);
-				checks = lappend(checks, owner == tgtname ?
-								 psprintf("Constraint %s of %s would be violated by the staging rows.",
-										  quote_identifier(NameStr(con->conname)), tgtname) :
-								 psprintf("Constraint %s of %s would be violated by the rows of %s, which it receives in the swap.",
-										  quote_identifier(NameStr(con->conname)), stgname, tgtname));
-				checks = lappend(checks, buf.data);
 			}
+			else
+				continue;
+			checks = lappend(checks, violation_detail(NameStr(con->conname),
+													  con->contype == CONSTRAINT_CHECK ?
+													  con->conrelid == target : of_target,
+													  tgtname, stgname));
+			checks = lappend(checks, buf.data);
 		}
 		systable_endscan(scan);
 	}
 	table_close(conrel, AccessShareLock);
+	return checks;
+}
 
-	/*
-	 * NOT NULL: check_columns refused a target column that is NOT NULL in
-	 * the target only; one that is NOT NULL in staging only must have no
-	 * null in the target's rows.
-	 */
-	tgt = table_open(target, NoLock);
-	stg = table_open(staging, NoLock);
-	td = RelationGetDescr(tgt);
-	sd = RelationGetDescr(stg);
+/*
+ * NOT NULL: check_columns refused a target column that is NOT NULL in the
+ * target only; one that is NOT NULL in staging only must have no null in the
+ * target's rows.  Appends to checks (pairs: errdetail, SQL).
+ */
+static List *
+not_null_checks(List *checks, Oid target, Oid staging, const char *tgtname,
+				const char *stgname)
+{
+	Relation	tgt = table_open(target, NoLock);
+	Relation	stg = table_open(staging, NoLock);
+	TupleDesc	td = RelationGetDescr(tgt);
+	TupleDesc	sd = RelationGetDescr(stg);
+
 	for (int i = 0; i < sd->natts && i < td->natts; i++)
 	{
 		Form_pg_attribute sa = TupleDescAttr(sd, i);
@@ -611,7 +443,17 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 	}
 	table_close(tgt, NoLock);
 	table_close(stg, NoLock);
+	return checks;
+}
 
+/* Every constraint that the rows must satisfy after the swap, or an error */
+static void
+check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgname)
+{
+	List	   *checks = constraint_checks(target, staging, tgtname, stgname);
+	ListCell   *lc;
+
+	checks = not_null_checks(checks, target, staging, tgtname, stgname);
 	for (lc = list_head(checks); lc; lc = lnext(checks, lnext(checks, lc)))
 	{
 		char	   *detail = lfirst(lc);
@@ -625,271 +467,74 @@ check_constraints(Oid target, Oid staging, const char *tgtname, const char *stgn
 					 errhint("Find the offending rows with: %s", sql)));
 	}
 }
-
-/*
- * Trade storage between two relations of the same kind in pg_class: the
- * heart of the swap (cf. swap_relation_files in cluster.c).  With heaps,
- * TOAST tables are traded by link and their dependencies moved.
- */
-static void
-swap_pg_class(Oid r1, Oid r2)
+/* The arguments of hwm.swap, read and checked */
+typedef struct SwapArgs
 {
-	Relation	relrel = table_open(RelationRelationId, RowExclusiveLock);
-	HeapTuple	t1 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(r1));
-	HeapTuple	t2 = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(r2));
-	Form_pg_class f1;
-	Form_pg_class f2;
-
-	if (!HeapTupleIsValid(t1) || !HeapTupleIsValid(t2))
-		elog(ERROR, "cache lookup failed for relation %u or %u", r1, r2);
-	f1 = (Form_pg_class) GETSTRUCT(t1);
-	f2 = (Form_pg_class) GETSTRUCT(t2);
-	if (!OidIsValid(f1->relfilenode) || !OidIsValid(f2->relfilenode))
-		elog(ERROR, "cannot swap mapped relations %u and %u", r1, r2);
-
-#define SWAP_FIELD(type, field) do { type tmp_ = f1->field; f1->field = f2->field; f2->field = tmp_; } while (0)
-	SWAP_FIELD(Oid, relfilenode);
-	SWAP_FIELD(Oid, reltablespace);
-	SWAP_FIELD(int32, relpages);
-	SWAP_FIELD(float4, reltuples);
-	SWAP_FIELD(int32, relallvisible);
-	HWM_SWAP_RELALLFROZEN(f1, f2);
-	if (f1->relkind == RELKIND_RELATION)
-	{
-		SWAP_FIELD(TransactionId, relfrozenxid);
-		SWAP_FIELD(MultiXactId, relminmxid);
-		SWAP_FIELD(Oid, reltoastrelid);
-	}
-#undef SWAP_FIELD
-
-	CatalogTupleUpdate(relrel, &t1->t_self, t1);
-	CatalogTupleUpdate(relrel, &t2->t_self, t2);
-
-	if (f1->relkind == RELKIND_RELATION && (OidIsValid(f1->reltoastrelid) || OidIsValid(f2->reltoastrelid)))
-	{
-		ObjectAddress base;
-		ObjectAddress toast;
-		Oid			owners[2] = {r1, r2};
-		Oid			toasts[2] = {f1->reltoastrelid, f2->reltoastrelid};
-
-		for (int i = 0; i < 2; i++)
-			if (OidIsValid(toasts[i]) &&
-				deleteDependencyRecordsFor(RelationRelationId, toasts[i], false) != 1)
-				elog(ERROR, "expected one dependency record for TOAST table %u", toasts[i]);
-		for (int i = 0; i < 2; i++)
-		{
-			if (!OidIsValid(toasts[i]))
-				continue;
-			ObjectAddressSet(base, RelationRelationId, owners[i]);
-			ObjectAddressSet(toast, RelationRelationId, toasts[i]);
-			recordDependencyOn(&toast, &base, DEPENDENCY_INTERNAL);
-		}
-	}
-
-	heap_freetuple(t1);
-	heap_freetuple(t2);
-	table_close(relrel, RowExclusiveLock);
-}
-
-/*
- * The planner statistics that ANALYZE stored describe rows, so they follow
- * the rows, like relpages and reltuples: pg_statistic rows of r1 go to r2 and
- * back.  Deleted first, then inserted, so that the unique index never sees
- * both at once.
- */
-static void
-swap_statistics(Oid r1, Oid r2)
-{
-	Relation	statrel = table_open(StatisticRelationId, RowExclusiveLock);
-	List	   *moved = NIL;
-	ListCell   *lc;
-
-	for (int i = 0; i < 2; i++)
-	{
-		ScanKeyData key;
-		SysScanDesc scan;
-		HeapTuple	tup;
-
-		ScanKeyInit(&key, Anum_pg_statistic_starelid, BTEqualStrategyNumber, F_OIDEQ,
-					ObjectIdGetDatum(i == 0 ? r1 : r2));
-		scan = systable_beginscan(statrel, StatisticRelidAttnumInhIndexId, true, NULL, 1, &key);
-		while (HeapTupleIsValid(tup = systable_getnext(scan)))
-		{
-			HeapTuple	copy = heap_copytuple(tup);
-
-			((Form_pg_statistic) GETSTRUCT(copy))->starelid = i == 0 ? r2 : r1;
-			moved = lappend(moved, copy);
-			CatalogTupleDelete(statrel, &tup->t_self);
-		}
-		systable_endscan(scan);
-	}
-	foreach(lc, moved)
-		CatalogTupleInsert(statrel, (HeapTuple) lfirst(lc));
-	table_close(statrel, RowExclusiveLock);
-}
-
-/*
- * Columns added with a fast default keep their value in pg_attribute for the
- * rows stored before; those rows now live in the other table, so the
- * missing values trade places too.
- */
-static void
-swap_missing_values(Oid r1, Oid r2, int natts)
-{
-	Relation	attrel = table_open(AttributeRelationId, RowExclusiveLock);
-
-	for (AttrNumber attno = 1; attno <= natts; attno++)
-	{
-		HeapTuple	a1 = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(r1), Int16GetDatum(attno));
-		HeapTuple	a2 = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(r2), Int16GetDatum(attno));
-		Datum		v[Natts_pg_attribute];
-		bool		n[Natts_pg_attribute];
-		bool		r[Natts_pg_attribute];
-		HeapTuple	new1;
-		HeapTuple	new2;
-		bool		has1;
-		bool		has2;
-		bool		null1;
-		bool		null2;
-		Datum		m1;
-		Datum		m2;
-
-		if (!HeapTupleIsValid(a1) || !HeapTupleIsValid(a2))
-			elog(ERROR, "cache lookup failed for attribute %d of %u or %u", attno, r1, r2);
-		has1 = ((Form_pg_attribute) GETSTRUCT(a1))->atthasmissing;
-		has2 = ((Form_pg_attribute) GETSTRUCT(a2))->atthasmissing;
-		if (!has1 && !has2)
-			continue;
-		m1 = heap_getattr(a1, Anum_pg_attribute_attmissingval, RelationGetDescr(attrel), &null1);
-		m2 = heap_getattr(a2, Anum_pg_attribute_attmissingval, RelationGetDescr(attrel), &null2);
-
-		memset(r, false, sizeof(r));
-		r[Anum_pg_attribute_atthasmissing - 1] = true;
-		r[Anum_pg_attribute_attmissingval - 1] = true;
-		memset(n, false, sizeof(n));
-		v[Anum_pg_attribute_atthasmissing - 1] = BoolGetDatum(has2);
-		v[Anum_pg_attribute_attmissingval - 1] = m2;
-		n[Anum_pg_attribute_attmissingval - 1] = null2;
-		new1 = heap_modify_tuple(a1, RelationGetDescr(attrel), v, n, r);
-		v[Anum_pg_attribute_atthasmissing - 1] = BoolGetDatum(has1);
-		v[Anum_pg_attribute_attmissingval - 1] = m1;
-		n[Anum_pg_attribute_attmissingval - 1] = null1;
-		new2 = heap_modify_tuple(a2, RelationGetDescr(attrel), v, n, r);
-		CatalogTupleUpdate(attrel, &new1->t_self, new1);
-		CatalogTupleUpdate(attrel, &new2->t_self, new2);
-	}
-	table_close(attrel, RowExclusiveLock);
-}
-
-/* A relation's access method and TOAST table, from its pg_class row */
-static void
-rel_am_toast(Oid relid, Oid *am, Oid *toast)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	if (am)
-		*am = ((Form_pg_class) GETSTRUCT(tup))->relam;
-	if (toast)
-		*toast = ((Form_pg_class) GETSTRUCT(tup))->reltoastrelid;
-	ReleaseSysCache(tup);
-}
-
-/*
- * Give the TOAST tables and their indexes the names that go with their new
- * owners (pg_toast_<owner OID>), through temporary names since each pair
- * holds the other's name.  Cosmetic, but keeps what CLUSTER keeps.
- */
-static void
-rename_toast(Oid r1, Oid r2)
-{
-	Oid			owners[2] = {r1, r2};
-	Oid			toasts[2];
-	Oid			idx[2];
-
-	for (int i = 0; i < 2; i++)
-	{
-		Relation	toastrel;
-
-		rel_am_toast(owners[i], NULL, &toasts[i]);
-		if (!OidIsValid(toasts[i]))
-			return;
-		toastrel = relation_open(toasts[i], AccessExclusiveLock);
-		idx[i] = toastrel->rd_rel->relhasindex ?
-			linitial_oid(RelationGetIndexList(toastrel)) : InvalidOid;
-		relation_close(toastrel, NoLock);
-	}
-	for (int i = 0; i < 2; i++)
-	{
-		RenameRelationInternal(toasts[i], psprintf("pg_toast_%u_hwm_swap", owners[i]), true, false);
-		if (OidIsValid(idx[i]))
-			RenameRelationInternal(idx[i], psprintf("pg_toast_%u_index_hwm_swap", owners[i]), true, true);
-	}
-	CommandCounterIncrement();
-	for (int i = 0; i < 2; i++)
-	{
-		RenameRelationInternal(toasts[i], psprintf("pg_toast_%u", owners[i]), true, false);
-		if (OidIsValid(idx[i]))
-			RenameRelationInternal(idx[i], psprintf("pg_toast_%u_index", owners[i]), true, true);
-	}
-	CommandCounterIncrement();
-}
-
-PG_FUNCTION_INFO_V1(hwm_swap);
-
-/*
- * CALL hwm.swap(target, staging, min_rows, min_ratio, check_query,
- * lock_timeout)
- */
-Datum
-hwm_swap(PG_FUNCTION_ARGS)
-{
-	TimestampTz started_at = GetCurrentTimestamp();
 	Oid			target;
 	Oid			staging;
 	char	   *tgtname;
 	char	   *stgname;
-	Interval   *timeout;
+	bool		has_min_rows;
+	int64		min_rows;
+	bool		has_min_ratio;
+	double		min_ratio;
+	char	   *check_query;	/* NULL: none */
+	Interval   *lock_timeout;
+} SwapArgs;
+
+static void
+swap_args(FunctionCallInfo fcinfo, SwapArgs *a)
+{
+	hwm_require_arg(fcinfo, 0, "target");
+	hwm_require_arg(fcinfo, 1, "staging");
+	hwm_require_arg(fcinfo, 5, "lock_timeout");
+	a->target = PG_GETARG_OID(0);
+	a->staging = PG_GETARG_OID(1);
+	a->has_min_rows = !PG_ARGISNULL(2);
+	a->min_rows = a->has_min_rows ? PG_GETARG_INT64(2) : 0;
+	a->has_min_ratio = !PG_ARGISNULL(3);
+	a->min_ratio = a->has_min_ratio ? PG_GETARG_FLOAT8(3) : 0;
+	a->check_query = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	a->lock_timeout = PG_GETARG_INTERVAL_P(5);
+	if (a->has_min_rows && a->min_rows < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("min_rows must not be negative")));
+	if (a->has_min_ratio && !(a->min_ratio >= 0))
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("min_ratio must be zero or more"),
+						errhint("min_ratio => 0.9 refuses a staging table with fewer than 90%% of the target's rows.")));
+	if (a->target == a->staging)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("target and staging must be different tables")));
+}
+
+/*
+ * Step 1: lock both tables (target first, bounded) and check that the
+ * staging table has the target's physical layout: persistence, access
+ * method, owner, columns, indexes (returned as pairs: target index, staging
+ * index, ...) and TOAST.
+ */
+static List *
+swap_validate(SwapArgs *a)
+{
+	const char *tgtname;
+	const char *stgname;
 	Relation	tgt;
 	Relation	stg;
 	List	   *pairs;
 	ListCell   *lc;
-	int64		tgt_rows = -1;
-	int64		stg_rows = -1;
-	HwmRoleSwitch sw;
-	int			natts;
 
-	hwm_require_arg(fcinfo, 0, "target");
-	hwm_require_arg(fcinfo, 1, "staging");
-	hwm_require_arg(fcinfo, 5, "lock_timeout");
-	target = PG_GETARG_OID(0);
-	staging = PG_GETARG_OID(1);
-	timeout = PG_GETARG_INTERVAL_P(5);
-	if (!PG_ARGISNULL(2) && PG_GETARG_INT64(2) < 0)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("min_rows must not be negative")));
-	if (!PG_ARGISNULL(3) && !(PG_GETARG_FLOAT8(3) >= 0))
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("min_ratio must be zero or more"),
-						errhint("min_ratio => 0.9 refuses a staging table with fewer than 90%% of the target's rows.")));
-	if (target == staging)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("target and staging must be different tables")));
+	check_table(a->target, "target");
+	check_table(a->staging, "staging table");
+	tgtname = a->tgtname = hwm_qualified_name(a->target);
+	stgname = a->stgname = hwm_qualified_name(a->staging);
+	lock_both(a->target, a->staging, tgtname, stgname, a->lock_timeout);
+	/* look again under the locks */
+	check_table(a->target, "target");
+	check_table(a->staging, "staging table");
 
-	check_table(target, "target");
-	check_table(staging, "staging table");
-	tgtname = hwm_qualified_name(target);
-	stgname = hwm_qualified_name(staging);
-
-	/* lock both (target first), bounded, then look again */
-	lock_bounded(target, "target", tgtname, timeout);
-	lock_bounded(staging, "staging table", stgname, timeout);
-	check_table(target, "target");
-	check_table(staging, "staging table");
-
-	tgt = table_open(target, NoLock);
-	stg = table_open(staging, NoLock);
+	tgt = table_open(a->target, NoLock);
+	stg = table_open(a->staging, NoLock);
 	CheckTableNotInUse(tgt, "hwm.swap");
 	CheckTableNotInUse(stg, "hwm.swap");
 	if (tgt->rd_rel->relpersistence != stg->rd_rel->relpersistence)
@@ -914,7 +559,7 @@ hwm_swap(PG_FUNCTION_ARGS)
 	check_storage_not_new(tgt, "Target", stgname, tgtname);
 	check_storage_not_new(stg, "Staging table", stgname, tgtname);
 	check_columns(tgt, stg, tgtname, stgname);
-	pairs = match_indexes(tgt, stg, tgtname, stgname);
+	pairs = hwm_storage_match_indexes(tgt, stg, tgtname, stgname);
 	foreach(lc, pairs)
 	{
 		Relation	idx = index_open(lfirst_oid(lc), AccessExclusiveLock);
@@ -924,48 +569,57 @@ hwm_swap(PG_FUNCTION_ARGS)
 	}
 	if (OidIsValid(tgt->rd_rel->reltoastrelid) != OidIsValid(stg->rd_rel->reltoastrelid))
 		SWAP_REFUSE("Only one of %s and %s has a TOAST table.", tgtname, stgname);
-	natts = RelationGetDescr(tgt)->natts;
+	table_close(tgt, NoLock);
+	table_close(stg, NoLock);
+	return pairs;
+}
 
-	/*
-	 * The contents: the caller's check query first, then the constraints and
-	 * row counts (so that they hold whatever the check query did).
-	 *
-	 * All of them read under a snapshot taken now that both locks are held.
-	 * The statement's snapshot is older than the wait for the locks (and a
-	 * REPEATABLE READ transaction's may be much older): rows committed into
-	 * either table meanwhile are in the storage that trades places, so the
-	 * checks must see them.  Nobody can change the two tables any more.
-	 */
-	SPI_connect();
+/* The caller's check query, with the caller's rights and settings, read-only */
+static void
+run_check_query(const SwapArgs *a)
+{
+	const char *q = a->check_query;
+	bool		isnull = true;
+	bool		ok;
+	int			rc;
+
+	rc = SPI_execute(q, true, 2);
+	if (rc != SPI_OK_SELECT || SPI_tuptable == NULL ||
+		SPI_tuptable->tupdesc->natts != 1 ||
+		SPI_gettypeid(SPI_tuptable->tupdesc, 1) != BOOLOID || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("check_query must return exactly one row of one boolean column"),
+				 errdetail("check_query: %s", q)));
+	ok = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (isnull || !ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_CHECK_VIOLATION),
+				 errmsg("staging table %s cannot replace %s", a->stgname, a->tgtname),
+				 errdetail("check_query returned %s: %s", isnull ? "null" : "false", q)));
+}
+
+/*
+ * Step 2: the contents.  The caller's check query first, then the
+ * constraints and row counts (so that they hold whatever the check query
+ * did).  Sets the row counts when min_rows or min_ratio asks for them.
+ *
+ * All of them read under a snapshot taken now that both locks are held.
+ * The statement's snapshot is older than the wait for the locks (and a
+ * REPEATABLE READ transaction's may be much older): rows committed into
+ * either table meanwhile are in the storage that trades places, so the
+ * checks must see them.  Nobody can change the two tables any more.
+ */
+static void
+swap_check_contents(const SwapArgs *a, int64 *tgt_rows, int64 *stg_rows)
+{
+	HwmRoleSwitch sw;
+	Oid			uid;
+	int			sec;
+
 	PushActiveSnapshot(GetLatestSnapshot());
-	if (!PG_ARGISNULL(4))
-	{
-		char	   *q = text_to_cstring(PG_GETARG_TEXT_PP(4));
-		bool		isnull = true;
-		bool		ok = false;
-		int			rc;
-
-		/* the caller's own query, with the caller's rights and settings, read-only */
-		rc = SPI_execute(q, true, 2);
-		if (rc != SPI_OK_SELECT || SPI_tuptable == NULL ||
-			SPI_tuptable->tupdesc->natts != 1 ||
-			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != BOOLOID || SPI_processed != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("check_query must return exactly one row of one boolean column"),
-					 errdetail("check_query: %s", q)));
-		{
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-			ok = !isnull && DatumGetBool(d);
-		}
-		if (!ok)
-			ereport(ERROR,
-					(errcode(ERRCODE_CHECK_VIOLATION),
-					 errmsg("staging table %s cannot replace %s", stgname, tgtname),
-					 errdetail("check_query returned %s: %s", isnull ? "null" : "false", q)));
-	}
-
+	if (a->check_query)
+		run_check_query(a);
 	PopActiveSnapshot();
 	CommandCounterIncrement();
 	PushActiveSnapshot(GetLatestSnapshot());
@@ -977,84 +631,61 @@ hwm_swap(PG_FUNCTION_ARGS)
 	 * filter (row_security = off).
 	 */
 	hwm_become(GetUserId(), true, &sw);
+	GetUserIdAndSecContext(&uid, &sec);
+	SetUserIdAndSecContext(uid, sec | SECURITY_NOFORCE_RLS);
+	(void) set_config_option("row_security", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	check_constraints(a->target, a->staging, a->tgtname, a->stgname);
+	if (a->has_min_rows || a->has_min_ratio)
 	{
-		Oid			uid;
-		int			sec;
-
-		GetUserIdAndSecContext(&uid, &sec);
-		SetUserIdAndSecContext(uid, sec | SECURITY_NOFORCE_RLS);
-		(void) set_config_option("row_security", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	}
-	check_constraints(target, staging, tgtname, stgname);
-	if (!PG_ARGISNULL(2) || !PG_ARGISNULL(3))
-	{
-		stg_rows = count_rows(staging);
-		tgt_rows = count_rows(target);
+		*stg_rows = count_rows(a->staging);
+		*tgt_rows = count_rows(a->target);
 	}
 	hwm_unbecome(&sw);
 	PopActiveSnapshot();
-	if (!PG_ARGISNULL(2) && stg_rows < PG_GETARG_INT64(2))
+
+	if (a->has_min_rows && *stg_rows < a->min_rows)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("staging table %s cannot replace %s", stgname, tgtname),
+				 errmsg("staging table %s cannot replace %s", a->stgname, a->tgtname),
 				 errdetail("Staging has " INT64_FORMAT " rows; min_rows is " INT64_FORMAT ".",
-						   stg_rows, PG_GETARG_INT64(2))));
-	if (!PG_ARGISNULL(3) && (double) stg_rows < PG_GETARG_FLOAT8(3) * (double) tgt_rows)
+						   *stg_rows, a->min_rows)));
+	if (a->has_min_ratio && (double) *stg_rows < a->min_ratio * (double) *tgt_rows)
 		ereport(ERROR,
 				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("staging table %s cannot replace %s", stgname, tgtname),
+				 errmsg("staging table %s cannot replace %s", a->stgname, a->tgtname),
 				 errdetail("Staging has " INT64_FORMAT " rows and the target " INT64_FORMAT "; min_ratio is %g.",
-						   stg_rows, tgt_rows, PG_GETARG_FLOAT8(3))));
-	/*
-	 * The swap itself.  Serializable transactions' predicate locks on pages
-	 * and tuples of the heaps and of the indexes would name other storage
-	 * afterwards: promote them to locks on the heaps (as CLUSTER does for the
-	 * heap, and REINDEX for each index).
-	 */
-	TransferPredicateLocksToHeapRelation(tgt);
-	TransferPredicateLocksToHeapRelation(stg);
-	foreach(lc, pairs)
-	{
-		Relation	idx = index_open(lfirst_oid(lc), NoLock);
+						   *stg_rows, *tgt_rows, a->min_ratio)));
+}
 
-		TransferPredicateLocksToHeapRelation(idx);
-		index_close(idx, NoLock);
-	}
-	swap_pg_class(target, staging);
-	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
-		swap_pg_class(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
-	swap_missing_values(target, staging, natts);
-	swap_statistics(target, staging);
-	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
-		swap_statistics(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
-	table_close(tgt, NoLock);
-	table_close(stg, NoLock);
+PG_FUNCTION_INFO_V1(hwm_swap);
 
-	/*
-	 * Close the smgr links before the relcache entries are rebuilt with each
-	 * other's relfilenode (as swap_relation_files does), then make the new
-	 * catalog rows visible.
-	 */
-	RelationCloseSmgrByOid(target);
-	RelationCloseSmgrByOid(staging);
-	foreach(lc, pairs)
-		RelationCloseSmgrByOid(lfirst_oid(lc));
-	CommandCounterIncrement();
-	rename_toast(target, staging);
+/*
+ * CALL hwm.swap(target, staging, min_rows, min_ratio, check_query,
+ * lock_timeout): validate, check the contents, then trade storage (with the
+ * planner statistics and missing values that describe the rows).
+ */
+Datum
+hwm_swap(PG_FUNCTION_ARGS)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(NULL, "swap", GetCurrentTimestamp());
+	SwapArgs	a;
+	List	   *pairs;
 
-	(void) hwm_record_run(NULL, "swap", started_at, -1, -1,
-						  tgt_rows, stg_rows, NULL, NULL, NULL, NULL);
-	{
-		ereport(NOTICE,
-				(errmsg("hwm: swapped %s with %s; %s now holds the previous contents",
-						tgtname, stgname, stgname),
-				 errhint("CALL hwm.swap('%s', '%s') again to swap them back.", tgtname, stgname)));
-	}
+	swap_args(fcinfo, &a);
+	pairs = swap_validate(&a);
+
+	SPI_connect();
+	swap_check_contents(&a, &run.rows_deleted, &run.rows_inserted);
+	hwm_storage_trade(a.target, a.staging, pairs, true);
+	(void) hwm_record_run(&run);
+	ereport(NOTICE,
+			(errmsg("hwm: swapped %s with %s; %s now holds the previous contents",
+					a.tgtname, a.stgname, a.stgname),
+			 errhint("CALL hwm.swap('%s', '%s') again to swap them back.", a.tgtname, a.stgname)));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
-
 PG_FUNCTION_INFO_V1(hwm_create_staging);
 
 /*
@@ -1132,32 +763,4 @@ hwm_create_staging(PG_FUNCTION_ARGS)
 	hwm_unbecome(&sw);
 	SPI_finish();
 	PG_RETURN_OID(result);
-}
-
-/*
- * For exchange.c: pair the indexes of two tables of the same layout (see
- * match_indexes), and trade the storage of two heaps and of each index pair
- * (target index, staging index, ...) in pg_class.  The caller holds ACCESS
- * EXCLUSIVE locks on both tables and takes care of the relcache's view of
- * which storage is new.
- */
-List *
-hwm_match_indexes(Relation tgt, Relation stg, const char *tgtname, const char *stgname)
-{
-	return match_indexes(tgt, stg, tgtname, stgname);
-}
-
-void
-hwm_swap_storage(Oid r1, Oid r2, List *index_pairs)
-{
-	ListCell   *lc;
-
-	swap_pg_class(r1, r2);
-	for (lc = list_head(index_pairs); lc; lc = lnext(index_pairs, lnext(index_pairs, lc)))
-		swap_pg_class(lfirst_oid(lc), lfirst_oid(lnext(index_pairs, lc)));
-	CommandCounterIncrement();
-	RelationCloseSmgrByOid(r1);
-	RelationCloseSmgrByOid(r2);
-	foreach(lc, index_pairs)
-		RelationCloseSmgrByOid(lfirst_oid(lc));
 }

@@ -37,8 +37,28 @@
  *
  * In both cases the rows that are visible are loaded; only the watermark is
  * held back, so freshness does not suffer.
+ *
+ * What a run reads.  The stored watermark W must stay below every value a
+ * transaction in flight may still commit, so with a transaction open for an
+ * hour W stays an hour behind.  Reading everything above W on every run
+ * would make each run cost that hour of rows.  Instead each run remembers
+ * (HwmLoadMemory, in hwm.state) a floor F and the transactions that may
+ * still commit rows below it: for time types F is the current time less
+ * hwm.start_margin and delay, and the transactions are those in flight that
+ * started before F (every row they write is at least their start); for
+ * other types F is W0 and the transactions are the writers still holding
+ * their lock.  A row the run did not see is at least F, or belongs to one of
+ * those transactions.  The next run reads from F, lowered to the start of
+ * each remembered transaction that has ended since (to W when the start is
+ * unknown); one still in flight has made nothing visible and is remembered
+ * again.  A set_watermark, a restart of the server, or a list that cannot be
+ * trusted means reading from W, as before; W itself moves exactly as before.
  */
-#include "hwm.h"
+#include "postgres.h"
+
+#include "plan.h"
+#include "watermark.h"
+#include "compat.h"
 
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -87,11 +107,11 @@ time_as_column_value(Oid type, TimestampTz t)
 
 /*
  * Wait until each transaction is gone or the deadline passes; returns how
- * many are still running.  Polls, so that a wait never takes part in a
- * deadlock and always ends.
+ * many are still running, and moves those to the front of vxids.  Polls, so
+ * that a wait never takes part in a deadlock and always ends.
  */
 static int
-wait_for(const VirtualTransactionId *vxids, int n, TimestampTz deadline)
+wait_for(VirtualTransactionId *vxids, int n, TimestampTz deadline)
 {
 	int			running = 0;
 
@@ -101,7 +121,7 @@ wait_for(const VirtualTransactionId *vxids, int n, TimestampTz deadline)
 		{
 			if (GetCurrentTimestamp() >= deadline)
 			{
-				running++;
+				vxids[running++] = vxids[i];
 				break;
 			}
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -113,28 +133,28 @@ wait_for(const VirtualTransactionId *vxids, int n, TimestampTz deadline)
 	return running;
 }
 
-/* The start time of the transaction vxid, or 0 when unknown */
-static TimestampTz
-xact_start_of(VirtualTransactionId vxid)
+/* The activity entry of the backend running vxid, or NULL (prepared, gone) */
+static PgBackendStatus *
+backend_of(VirtualTransactionId vxid)
 {
 	PGPROC	   *proc;
 	int			pid;
 	int			n;
 
 	if (vxid.procNumber == INVALID_PROC_NUMBER)
-		return 0;				/* a prepared transaction recovered at startup */
+		return NULL;			/* a prepared transaction recovered at startup */
 	proc = ProcNumberGetProc(vxid.procNumber);
 	if (proc == NULL)
-		return 0;
+		return NULL;
 
 	/*
 	 * A prepared transaction keeps the vxid of the session that prepared it
 	 * (current minor releases do), and that session may run another
 	 * transaction by now, which started later: only when the process still
-	 * runs vxid is its start time the one of vxid.
+	 * runs vxid is its entry the one of vxid.
 	 */
 	if (hwm_proc_lxid(proc) != vxid.localTransactionId)
-		return 0;
+		return NULL;
 	pid = proc->pid;
 	n = pgstat_fetch_stat_numbackends();
 	for (int i = 1; i <= n; i++)
@@ -142,94 +162,275 @@ xact_start_of(VirtualTransactionId vxid)
 		LocalPgBackendStatus *local = pgstat_get_local_beentry_by_index(i);
 
 		if (local && local->backendStatus.st_procpid == pid)
-			return local->backendStatus.st_xact_start_timestamp;
+			return &local->backendStatus;
 	}
-	return 0;
+	return NULL;
+}
+
+/* The start time of the transaction vxid, or 0 when unknown */
+static TimestampTz
+xact_start_of(VirtualTransactionId vxid)
+{
+	PgBackendStatus *st = backend_of(vxid);
+
+	return st ? st->st_xact_start_timestamp : 0;
+}
+
+/* Remember a transaction in flight for the next run (start 0: unknown) */
+static void
+remember(HwmSafeBound *b, VirtualTransactionId vxid, TimestampTz start)
+{
+	HwmXact    *x = palloc(sizeof(HwmXact));
+
+	x->vxid = psprintf("%d/%u", vxid.procNumber, vxid.localTransactionId);
+	x->start = start;
+	b->xacts = lappend(b->xacts, x);
+}
+
+/* Note the transaction vxid as what holds the watermark, if it is the oldest */
+static void
+note_holder(HwmSafeBound *b, VirtualTransactionId vxid)
+{
+	PgBackendStatus *st = backend_of(vxid);
+
+	if (st == NULL || (b->oldest_pid != 0 && st->st_xact_start_timestamp >= b->oldest_start))
+		return;
+	b->oldest_pid = st->st_procpid;
+	b->oldest_application = pstrdup(st->st_appname);
+	b->oldest_start = st->st_xact_start_timestamp;
 }
 
 /*
- * Compute the limit for a run of plan over source: see the file header.
- * Must be called after the statement that found W0.
+ * The bound of a time-typed watermark: the oldest start of a transaction in
+ * flight, no later than now less hwm.start_margin and the pipeline's delay
+ * (the floor: what no transaction that is not in flight now can write below).
  */
-void
-hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
-			   HwmSafeBound *b)
+static void
+time_bound(const HwmPlan *plan, const Interval *delay, TimestampTz deadline,
+		   HwmSafeBound *b)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   hwm_wait_timeout);
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz floor = TimestampTzPlusMilliseconds(now, -hwm_start_margin);
+	TimestampTz limit;
+	const char *reason = "hwm.start_margin";
+	VirtualTransactionId *vxids;
+	VirtualTransactionId *unknown;
+	int			n;
+	int			nunknown = 0;
 
-	memset(b, 0, sizeof(*b));
-
-	if (hwm_is_time_type(plan->wm.type))
+	if (delay)
 	{
-		TimestampTz now = GetCurrentTimestamp();
-		TimestampTz limit = TimestampTzPlusMilliseconds(now, -hwm_start_margin);
-		const char *reason = "hwm.start_margin";
-		VirtualTransactionId *vxids;
-		VirtualTransactionId *unknown;
-		int			n;
-		int			nunknown = 0;
+		TimestampTz settled = DatumGetTimestampTz(
+												  DirectFunctionCall2(timestamptz_mi_interval,
+																	  TimestampTzGetDatum(now),
+																	  IntervalPGetDatum(delay)));
 
-		vxids = GetCurrentVirtualXIDs(InvalidTransactionId, false, false,
-									  PROC_IN_VACUUM, &n);
-		unknown = palloc(sizeof(VirtualTransactionId) * Max(n, 1));
-		pgstat_clear_backend_activity_snapshot();
-		for (int i = 0; i < n; i++)
+		if (settled < floor)
 		{
-			TimestampTz start = xact_start_of(vxids[i]);
+			floor = settled;
+			reason = "the pipeline's delay";
+		}
+	}
+	limit = floor;
+	vxids = GetCurrentVirtualXIDs(InvalidTransactionId, false, false,
+								  PROC_IN_VACUUM, &n);
+	unknown = palloc(sizeof(VirtualTransactionId) * Max(n, 1));
+	pgstat_clear_backend_activity_snapshot();
+	for (int i = 0; i < n; i++)
+	{
+		TimestampTz start = xact_start_of(vxids[i]);
 
-			if (start == 0)
-				unknown[nunknown++] = vxids[i];
-			else if (start < limit)
+		if (start == 0)
+			unknown[nunknown++] = vxids[i];
+		else if (start < floor)
+		{
+			/* it may commit rows at or above its start, below the floor */
+			remember(b, vxids[i], start);
+			note_holder(b, vxids[i]);
+			if (start < limit)
 			{
 				limit = start;
 				reason = "a transaction still in flight";
 			}
 		}
-		b->in_flight = n;
-		if (nunknown > 0)
-			b->still_running = wait_for(unknown, nunknown, deadline);
-		if (b->still_running > 0)
+	}
+	b->in_flight = n;
+	b->has_floor = true;
+	b->floor = time_as_column_value(plan->wm.type, floor);
+	if (nunknown > 0)
+		b->still_running = wait_for(unknown, nunknown, deadline);
+	for (int i = 0; i < b->still_running; i++)
+		remember(b, unknown[i], 0);
+	if (b->still_running > 0)
+	{
+		b->hold = true;
+		b->reason = "a prepared transaction or a transaction of unknown start still in flight";
+		return;
+	}
+	b->has_limit = true;
+	b->limit = time_as_column_value(plan->wm.type, limit);
+	b->reason = reason;
+}
+
+/*
+ * The bound of any other watermark (sequences): the writers of the source
+ * and of every leaf partition, waited for up to the deadline.
+ */
+static void
+writer_bound(Oid source, TimestampTz deadline, HwmSafeBound *b)
+{
+	List	   *rels = find_all_inheritors(source, NoLock, NULL);
+	ListCell   *lc;
+
+	pgstat_clear_backend_activity_snapshot();
+	foreach(lc, rels)
+	{
+		LOCKTAG		tag;
+		int			count;
+		int			running;
+		VirtualTransactionId *holders;
+
+		SET_LOCKTAG_RELATION(tag, MyDatabaseId, lfirst_oid(lc));
+		holders = GetLockConflicts(&tag, ShareLock, &count);
+		b->in_flight += count;
+		running = wait_for(holders, count, deadline);
+		for (int i = 0; i < running; i++)
+		{
+			remember(b, holders[i], xact_start_of(holders[i]));
+			note_holder(b, holders[i]);
+		}
+		b->still_running += running;
+	}
+	b->hold = b->still_running > 0;
+	b->reason = "a writer of the source still in flight";
+}
+
+/*
+ * The remembered transactions that were still in flight when this run
+ * decided where to start reading (carried) hold the watermark as if they
+ * still were: one may have committed since, and its rows below where this
+ * run reads are not loaded until the next run, which knows it has ended.
+ * So the limit stays at their start (time types), or the watermark where it
+ * is (unknown start, other types).
+ */
+static void
+bound_carried(const HwmPlan *plan, List *carried, HwmSafeBound *b)
+{
+	ListCell   *lc;
+
+	foreach(lc, carried)
+	{
+		HwmXact    *x = lfirst(lc);
+
+		if (b->hold)
+			return;
+		if (x->start == 0 || !hwm_is_time_type(plan->wm.type))
 		{
 			b->hold = true;
-			b->reason = "a prepared transaction or a transaction of unknown start still in flight";
-			return;
+			b->reason = "a transaction that was in flight at the last run";
 		}
-		if (delay)
+		else
 		{
-			TimestampTz settled = DatumGetTimestampTz(
-													  DirectFunctionCall2(timestamptz_mi_interval,
-																		  TimestampTzGetDatum(now),
-																		  IntervalPGetDatum(delay)));
+			Datum		start = time_as_column_value(plan->wm.type, x->start);
 
-			if (settled < limit)
+			if (!b->has_limit || hwm_value_cmp(&plan->wm, start, b->limit) < 0)
 			{
-				limit = settled;
-				reason = "the pipeline's delay";
+				b->has_limit = true;
+				b->limit = start;
+				b->reason = "a transaction still in flight";
 			}
 		}
-		b->has_limit = true;
-		b->limit = time_as_column_value(plan->wm.type, limit);
-		b->reason = reason;
 	}
+}
+
+/*
+ * Compute the limit for a run of plan over source: see the file header.
+ * Must be called after the statement that found W0.  carried: the
+ * transactions that hwm_reread_from found still in flight.
+ */
+void
+hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
+			   List *carried, HwmSafeBound *b)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   hwm_wait_timeout);
+
+	memset(b, 0, sizeof(*b));
+	if (hwm_is_time_type(plan->wm.type))
+		time_bound(plan, delay, deadline, b);
 	else
+		writer_bound(source, deadline, b);
+	bound_carried(plan, carried, b);
+}
+
+/* The server's start time: what a list of transactions in flight is valid for */
+TimestampTz
+hwm_memory_epoch(void)
+{
+	return PgStartTime;
+}
+
+/*
+ * Has the remembered transaction x ended?  A vxid still running is the same
+ * transaction when it is a prepared one (its local id is its xid) or when
+ * its start time is the remembered one; otherwise (a vxid reused after a
+ * crash, a start time that was unknown) it counts as ended, which costs a
+ * re-read from the watermark and nothing else.
+ */
+static bool
+xact_ended(const HwmXact *x)
+{
+	VirtualTransactionId vxid;
+	int			backend;
+
+	if (sscanf(x->vxid, "%d/%u", &backend, &vxid.localTransactionId) != 2)
+		return true;
+	vxid.procNumber = backend;
+	if (VirtualXactLock(vxid, false))
+		return true;
+	if (vxid.procNumber == INVALID_PROC_NUMBER)
+		return false;
+	return x->start == 0 || xact_start_of(vxid) != x->start;
+}
+
+/*
+ * Where this run must start reading (inclusive), given what the last run
+ * remembered: its floor, lowered to the start of each remembered
+ * transaction that has ended since (an unknown start: no bound), never
+ * below the watermark (NULL: none yet).  Transactions still in flight have
+ * made nothing visible, so they do not lower it; they are returned in
+ * *carried, to be remembered again.  Returns false when there is no bound
+ * above the watermark: without a memory from this server's lifetime, or
+ * when a transaction of unknown start has ended.
+ */
+bool
+hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem, const Datum *watermark,
+				Datum *from, List **carried)
+{
+	ListCell   *lc;
+	bool		bounded = true;
+
+	*carried = NIL;
+	if (mem->reread_from == NULL || mem->epoch != PgStartTime)
+		return false;
+	*from = hwm_value_in(&plan->wm, mem->reread_from, "reread_from");
+	pgstat_clear_backend_activity_snapshot();
+	foreach(lc, mem->xacts)
 	{
-		List	   *rels = find_all_inheritors(source, NoLock, NULL);
-		ListCell   *lc;
+		HwmXact    *x = lfirst(lc);
 
-		/* the writers of the source and of every leaf partition */
-		foreach(lc, rels)
+		if (!xact_ended(x))
+			*carried = lappend(*carried, x);
+		else if (x->start == 0 || !hwm_is_time_type(plan->wm.type))
+			bounded = false;
+		else
 		{
-			LOCKTAG		tag;
-			int			count;
-			VirtualTransactionId *holders;
+			Datum		start = time_as_column_value(plan->wm.type, x->start);
 
-			SET_LOCKTAG_RELATION(tag, MyDatabaseId, lfirst_oid(lc));
-			holders = GetLockConflicts(&tag, ShareLock, &count);
-			b->in_flight += count;
-			b->still_running += wait_for(holders, count, deadline);
+			if (hwm_value_cmp(&plan->wm, start, *from) < 0)
+				*from = start;
 		}
-		b->hold = b->still_running > 0;
-		b->reason = "a writer of the source still in flight";
 	}
+	return bounded &&
+		(watermark == NULL || hwm_value_cmp(&plan->wm, *from, *watermark) > 0);
 }

@@ -1,0 +1,80 @@
+/*
+ * catalog.h
+ *		A pipeline's row in hwm.state, and the run history in hwm.runs
+ *		(catalog.c).
+ */
+#ifndef HWM_CATALOG_H
+#define HWM_CATALOG_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "watermark.h"
+
+struct HwmPlanSpec;
+
+/* One pipeline, as stored in hwm.state. */
+typedef struct HwmPipeline
+{
+	char	   *name;
+	Oid			source;
+	Oid			target;
+	List	   *unique_key;		/* column names (char *) */
+	char	   *watermark_column;
+	char	   *partition_column;	/* NULL: none */
+	int			lookback;
+	char	   *watermark;		/* NULL: nothing loaded yet */
+	Oid			owner;
+	bool		enabled;
+	Interval   *delay;			/* NULL: none */
+	int64		batch_size;		/* rows per run; 0: no cap */
+	HwmLoadMemory memory;		/* what the last load remembered */
+} HwmPipeline;
+
+/*
+ * One successful run, as hwm.runs records it.  A negative count means "not
+ * applicable to this kind of run" and is recorded as NULL; so is a NULL
+ * string.
+ */
+typedef struct HwmRunFacts
+{
+	const char *pipeline;		/* NULL: overwrite_partition, swap */
+	const char *kind;			/* load, overwrite, backfill, swap */
+	TimestampTz started_at;
+	int64		rows_upserted;
+	int			partitions;
+	int64		rows_deleted;
+	int64		rows_inserted;
+	const char *watermark_before;
+	const char *watermark_after;
+	const char *from_partition;
+	const char *to_partition;
+	const char *method;			/* overwrites: diff, exchange, exchange+diff */
+} HwmRunFacts;
+
+/* a run's facts with every count "not applicable" */
+#define HWM_RUN_FACTS_INIT(pipeline_, kind_, started_at_) \
+	{ .pipeline = (pipeline_), .kind = (kind_), .started_at = (started_at_), \
+	  .rows_upserted = -1, .partitions = -1, .rows_deleted = -1, .rows_inserted = -1 }
+
+/* hwm.max_runs_per_pipeline, hwm.history_days: what hwm.runs keeps */
+extern int	hwm_max_runs_per_pipeline;
+extern int	hwm_history_days;
+
+extern Oid	hwm_catalog_owner(void);
+extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
+extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
+												bool nowait, bool orphan_ok);
+extern bool hwm_pipeline_exists(const char *name);
+extern void hwm_check_may_manage(HwmPipeline *p);
+extern void hwm_spec_for(const HwmPipeline *p, bool with_watermark,
+						 bool with_partition, struct HwmPlanSpec *spec);
+extern int64 hwm_record_run(const HwmRunFacts *run);
+extern void hwm_prune_runs(const char *pipeline);
+extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
+									   TimestampTz started_at,
+									   bool set_watermark, const char *watermark,
+									   int64 rows, const HwmLoadMemory *memory);
+
+#endif							/* HWM_CATALOG_H */

@@ -1,0 +1,41 @@
+/*
+ * exchange.h
+ *		Partition exchange (exchange.c), for range.c only: build the new
+ *		contents of the partitions a range covers aside, then trade them in.
+ *		What the exchange leaves of the range, range.c overwrites by the diff.
+ */
+#ifndef HWM_EXCHANGE_H
+#define HWM_EXCHANGE_H
+
+#include "postgres.h"
+
+#include "nodes/pg_list.h"
+#include "plan.h"
+
+/* hwm.partition_exchange, hwm.exchange_lock_timeout */
+extern bool hwm_partition_exchange;
+extern int	hwm_exchange_lock_timeout;
+
+typedef struct HwmExchange HwmExchange;
+
+/*
+ * Step 1: build the new contents of every partition of the plan's target
+ * that [from, to] covers and that can be exchanged.  NULL when none was
+ * built (exchange off, a target that is not partitioned on the column, no
+ * partition covered, each one refused): then the whole range is the diff's.
+ */
+extern HwmExchange *hwm_exchange_build(const HwmPlan *plan, Datum from, Datum to);
+
+/* The parts of [from, to] outside the partitions built (HwmRange *), in order */
+extern List *hwm_exchange_gaps(const HwmExchange *x);
+
+/*
+ * Step 2: lock each built partition and trade storage with its new
+ * contents.  Adds the exchanged partitions' rows to *deleted and *inserted
+ * and returns how many were exchanged; the ranges of those it gave up on
+ * (HwmRange *) go to *leftover, for the diff.
+ */
+extern int	hwm_exchange_finish(HwmExchange *x, int64 *deleted, int64 *inserted,
+								List **leftover);
+
+#endif							/* HWM_EXCHANGE_H */

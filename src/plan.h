@@ -1,0 +1,129 @@
+/*
+ * plan.h
+ *		What one run executes: a pipeline (or overwrite_partition's
+ *		arguments) turned into quoted SQL statements, and the conversions of
+ *		watermark and partition values between text and the columns' types
+ *		(pipeline.c).
+ */
+#ifndef HWM_PLAN_H
+#define HWM_PLAN_H
+
+#include "postgres.h"
+
+#include "nodes/pg_list.h"
+
+/* A value type used in comparisons (watermark or partition column). */
+typedef struct HwmValueType
+{
+	Oid			type;			/* column type (may be a domain) */
+	int32		typmod;
+	Oid			collation;
+	int16		typlen;
+	bool		typbyval;
+	char	   *gt;				/* "OPERATOR(schema.>)" and friends */
+	char	   *ge;
+	char	   *lt;
+	char	   *le;
+	Oid			cmp_proc;		/* btree comparison support function */
+} HwmValueType;
+
+/* What a plan is built from: a pipeline, or overwrite_partition's arguments. */
+typedef struct HwmPlanSpec
+{
+	Oid			source;
+	Oid			target;
+	List	   *unique_key;		/* NIL: plain DELETE + INSERT, no upsert */
+	const char *watermark_column;	/* NULL: no incremental statements */
+	const char *partition_column;	/* NULL: no overwrite statements */
+	const char *pipeline;		/* for messages; NULL without a pipeline */
+	bool		stored;			/* from the catalog, not from the caller */
+} HwmPlanSpec;
+
+/*
+ * The statements on the watermark column.  Each comes in two forms: [0] for
+ * the first run (no watermark yet: every non-NULL value) and [1] for later
+ * runs, whose $1 is the stored watermark (rows above it).  The statements
+ * that read rows to load (HWM_WM_READS) also take where reading starts
+ * (inclusive; see watermark.c): $2 in the later form, $1 in the first form,
+ * where NULL means everything.  The argument named below follows those.
+ */
+typedef enum HwmWmStatement
+{
+	HWM_WM_MAX,					/* the greatest value */
+	HWM_WM_MAX_BELOW,			/* the greatest value below the argument */
+	HWM_WM_BATCH_END,			/* the (argument + 1)-th smallest value */
+	HWM_WM_UPSERT,				/* upsert every row */
+	HWM_WM_UPSERT_UPTO,			/* upsert the rows up to the argument */
+	HWM_WM_NSTATEMENTS
+} HwmWmStatement;
+
+#define HWM_WM_READS(stmt) \
+	((stmt) == HWM_WM_BATCH_END || (stmt) == HWM_WM_UPSERT || (stmt) == HWM_WM_UPSERT_UPTO)
+
+/* Statements and types for one run, built once from the catalog. */
+typedef struct HwmPlan
+{
+	HwmValueType wm;
+	HwmValueType part;
+	bool		has_wm;
+	bool		has_part;
+	Oid			source;
+	Oid			target;
+	const char *partition_column;	/* unquoted; NULL without one */
+	List	   *load_columns;	/* target columns loaded (char *, unquoted) */
+	List	   *source_columns;	/* attnums (int) of the source read */
+	List	   *target_columns;	/* attnums (int) of the target read */
+
+	/* [first run: 0, later runs: 1], see HwmWmStatement */
+	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
+	/* the number of source rows whose watermark column is NULL */
+	char	   *wm_null_count_sql;
+
+	/* $1 = number of partitions; returns their values, newest first */
+	char	   *newest_partitions_sql;
+
+	/*
+	 * The overwrite of a range of the partition column, $1 and $2 its
+	 * bounds, [lower bound inclusive][upper bound inclusive]: delete the
+	 * target rows whose key the source's range no longer has (all of them
+	 * without a key), then upsert the source's range.
+	 */
+	char	   *delete_range_sql[2][2];
+	char	   *insert_range_sql[2][2];
+
+	/*
+	 * Walking the partition values of a range in [the source: 0, the
+	 * target: 1]: the smallest value >= $1 (first) or > $1 (next) and <= $2;
+	 * and the number of rows whose value is $1.
+	 */
+	char	   *walk_first_sql[2];
+	char	   *walk_next_sql[2];
+	char	   *walk_count_sql[2];
+
+	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
+	char	   *copy_sql;
+} HwmPlan;
+
+/* A range of partition values, each end inclusive or not */
+typedef struct HwmRange
+{
+	Datum		lo;
+	Datum		hi;
+	bool		lo_incl;
+	bool		hi_incl;
+} HwmRange;
+
+
+extern HwmPlan *hwm_plan_build(const HwmPlanSpec *spec);
+extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
+extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
+								Oid collation, const char *colname,
+								const char *relname);
+extern Datum hwm_value_in(const HwmValueType *vt, const char *text,
+						  const char *what);
+extern char *hwm_value_out(const HwmValueType *vt, Datum value);
+extern int	hwm_value_cmp(const HwmValueType *vt, Datum a, Datum b);
+extern Datum hwm_value_copy(const HwmValueType *vt, Datum value);
+extern bool hwm_range_is_empty(const HwmValueType *vt, const HwmRange *r);
+
+#endif							/* HWM_PLAN_H */

@@ -1,0 +1,213 @@
+/*
+ * util.c
+ *		Helpers shared by hwm's modules (see util.h).  Nothing here knows
+ *		about pipelines; nothing here calls another module of hwm.
+ */
+#include "util.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_operator.h"
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+/*
+ * Run one SPI statement and insist on its outcome: expected is the SPI_OK_*
+ * code the statement must return (0: any success).
+ */
+void
+hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls, int expected)
+{
+	int			rc;
+
+	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	if (rc < 0 || (expected != 0 && rc != expected))
+		elog(ERROR, "hwm: SPI_execute_with_args failed (%s) for: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+/*
+ * The first column of the first row that the last SPI statement returned:
+ * false when it returned no row or a NULL there.  The value lives in SPI's
+ * memory; copy it to keep it.
+ */
+bool
+hwm_spi_first(Datum *value)
+{
+	bool		isnull;
+
+	if (SPI_processed == 0)
+		return false;
+	*value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return !isnull;
+}
+
+/*
+ * Refuse a NULL for a required argument, saying what to pass instead.
+ */
+void
+hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	static const struct
+	{
+		const char *arg;
+		const char *hint;
+	}			hints[] =
+	{
+		{"pipeline", "Name a pipeline: SELECT pipeline FROM hwm.status lists them."},
+		{"source", "Pass the source table, for example 'public.orders_raw'."},
+		{"target", "Pass the target table, for example 'public.orders'."},
+		{"unique_key", "Pass the business key of the target, for example unique_key => '{id}'."},
+		{"watermark_column", "Name the source column whose growing values mark new rows, for example updated_at."},
+		{"partition_column", "Name the column whose values identify partitions, for example load_date."},
+		{"lookback", "Pass 0 for no lookback."},
+		{"from_partition", "Pass the range's lower bound as a value of the partition column, for example '2026-03-01'."},
+		{"to_partition", "Pass the range's upper bound as a value of the partition column, for example '2026-03-31'."},
+		{"nowait", "Pass true to fail at once when the pipeline is busy, or false (the default) to wait for it."},
+		{"batch_size", "Pass the number of partitions to overwrite per transaction (1 by default)."},
+		{"dry_run", "Pass true to only show what would be overwritten, or false (the default) to do it."},
+		{"staging", "Pass the staging table, for example hwm.create_staging('public.orders')."},
+		{"lock_timeout", "Pass how long the swap may wait for its locks, for example '5s'."},
+	};
+	const char *hint = "Pass a value that is not null.";
+
+	if (!PG_ARGISNULL(argno))
+		return;
+	for (int i = 0; i < lengthof(hints); i++)
+		if (strcmp(hints[i].arg, what) == 0)
+			hint = hints[i].hint;
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s must not be null", what),
+			 errhint("%s", hint)));
+}
+
+/*
+ * A required text argument, or a clear error naming it when it is NULL.
+ */
+char *
+hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	hwm_require_arg(fcinfo, argno, what);
+	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
+}
+
+/*
+ * Is a procedure called inside a transaction block (or from a function), so
+ * that it may not commit?  A CALL on its own is non-atomic.
+ */
+bool
+hwm_call_is_atomic(FunctionCallInfo fcinfo)
+{
+	return !(fcinfo->context && IsA(fcinfo->context, CallContext) &&
+			 !castNode(CallContext, fcinfo->context)->atomic);
+}
+
+/* "schema"."relation", quoted as needed */
+char *
+hwm_qualified_name(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid),
+				 errhint("The table may have been dropped; drop the pipeline or create it again.")));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  relname);
+}
+
+/* OPERATOR("schema".op), so that no look-alike operator is ever chosen */
+char *
+hwm_operator_sql(Oid opno)
+{
+	HeapTuple	tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator op;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	op = (Form_pg_operator) GETSTRUCT(tup);
+	result = psprintf("OPERATOR(%s.%s)",
+					  quote_identifier(get_namespace_name(op->oprnamespace)),
+					  NameStr(op->oprname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/* Microseconds of an interval, with months of 30 days */
+int64
+hwm_interval_usecs(const Interval *iv)
+{
+	return iv->time + iv->day * USECS_PER_DAY +
+		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+/*
+ * Take an ACCESS EXCLUSIVE lock waiting at most ms milliseconds (lock_timeout
+ * set for the wait alone), with an error that says which table and what to
+ * do when it is not granted in time.
+ */
+void
+hwm_lock_within(Oid relid, int64 ms, const char *what, const char *detail,
+				const char *hint)
+{
+	int			nest = NewGUCNestLevel();
+	MemoryContext oldcxt = CurrentMemoryContext;
+	char	   *mstext = psprintf(INT64_FORMAT, Max(ms, 1));
+
+	(void) set_config_option("lock_timeout", mstext, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	PG_TRY();
+	{
+		LockRelationOid(relid, AccessExclusiveLock);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		AtEOXact_GUC(false, nest);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not lock %s within %s ms", what, mstext),
+				 detail ? errdetail("%s", detail) : 0,
+				 hint ? errhint("%s", hint) : 0));
+	}
+	PG_END_TRY();
+	AtEOXact_GUC(false, nest);
+}
+
+/* Start one transaction of a background worker, with SPI and a snapshot */
+void
+hwm_bgw_begin(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/* Commit what hwm_bgw_begin started, and report the worker idle */
+void
+hwm_bgw_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}

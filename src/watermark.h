@@ -1,0 +1,68 @@
+/*
+ * watermark.h
+ *		The safe watermark bound: how far a run may move the watermark
+ *		given the transactions in flight (watermark.c).
+ */
+#ifndef HWM_WATERMARK_H
+#define HWM_WATERMARK_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "plan.h"
+
+/* A transaction in flight that may still commit rows a run did not see */
+typedef struct HwmXact
+{
+	char	   *vxid;			/* "backend/local xid" */
+	TimestampTz start;			/* 0: unknown */
+} HwmXact;
+
+/*
+ * What a load remembers for the next one, so that the next one reads only
+ * what can have changed (see the file header of watermark.c).
+ */
+typedef struct HwmLoadMemory
+{
+	char	   *reread_from;	/* NULL: no memory; read from the watermark */
+	List	   *xacts;			/* HwmXact *: not yet seen to end */
+	TimestampTz epoch;			/* server start when recorded */
+	/* what held the watermark back at the run, for hwm.status */
+	int			held_by_pid;	/* 0: nothing known */
+	char	   *held_by_application;
+	TimestampTz held_since;
+	int64		null_watermarks;	/* -1: not counted */
+} HwmLoadMemory;
+
+/* What hwm_safe_bound() found */
+typedef struct HwmSafeBound
+{
+	bool		hold;			/* keep the watermark where it is */
+	bool		has_limit;		/* else keep it strictly below limit */
+	Datum		limit;			/* in the watermark column's type */
+	int			in_flight;		/* transactions that mattered */
+	int			still_running;	/* ... of those, still running after the wait */
+	const char *reason;			/* what holds the watermark back, for messages */
+	/* for the next run (time types: the limit before any transaction's start) */
+	bool		has_floor;
+	Datum		floor;			/* rows unseen now are at least this, or ... */
+	List	   *xacts;			/* HwmXact *: ... belong to one of these */
+	/* the oldest transaction that lowered the limit (pid 0: none) */
+	int			oldest_pid;
+	char	   *oldest_application;
+	TimestampTz oldest_start;
+} HwmSafeBound;
+
+/* hwm.wait_timeout, hwm.start_margin */
+extern int	hwm_wait_timeout;
+extern int	hwm_start_margin;
+
+extern bool hwm_is_time_type(Oid type);
+extern void hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
+						   List *carried, HwmSafeBound *b);
+extern bool hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem,
+							const Datum *watermark, Datum *from, List **carried);
+extern TimestampTz hwm_memory_epoch(void);
+
+#endif							/* HWM_WATERMARK_H */

@@ -1,0 +1,136 @@
+# Soak test for issue 14: the same traffic as 001_soak.pl (four writers,
+# transactions of random length, commits out of order), plus one transaction
+# held open for the whole time: it begins before everything, writes a row
+# stamped with its own start (and a sequence value) half-way, and commits
+# near the end.  The runner fires hwm.run every ~100 ms with
+# hwm.start_margin = 0, so every run remembers the writers in flight.
+#
+# Nothing may be lost (each target equals the source at the end, with the
+# long transaction's rows), and the cost of a run must not follow the long
+# transaction: while it is open, the stored watermarks stay below it (they
+# must), but where the runs read from (hwm.state.reread_from) keeps up with
+# the writers.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use File::Temp qw(tempdir);
+
+my $node = PostgreSQL::Test::Cluster->new('soak_long');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nmax_connections = 50\n"
+    . "hwm.allow_superuser_pipelines = on\n");
+$node->start;
+
+$node->safe_psql('postgres', q{
+    CREATE EXTENSION hwm;
+    CREATE SEQUENCE src_seq;
+    CREATE TABLE src (id int PRIMARY KEY,
+                      updated_at timestamptz NOT NULL DEFAULT now(),
+                      seq bigint NOT NULL DEFAULT nextval('src_seq'),
+                      v int NOT NULL);
+    CREATE INDEX ON src (updated_at);
+    CREATE INDEX ON src (seq);
+    CREATE TABLE tgt_time (LIKE src);
+    ALTER TABLE tgt_time ADD PRIMARY KEY (id);
+    CREATE TABLE tgt_seq (LIKE src);
+    ALTER TABLE tgt_seq ADD PRIMARY KEY (id);
+    SELECT hwm.create_pipeline('long_time', 'src', 'tgt_time', '{id}', 'updated_at');
+    SELECT hwm.create_pipeline('long_seq', 'src', 'tgt_seq', '{id}', 'seq');
+});
+
+# the long transaction: open before anything else happens
+my $long = $node->background_psql('postgres');
+$long->query_safe('BEGIN');
+my $long_pid = $long->query_safe('SELECT pg_backend_pid()');
+
+my $dir = tempdir(CLEANUP => 1);
+open my $w, '>', "$dir/writer.sql" or die;
+print $w <<'SQL';
+\set id random(1, 5000)
+\set id2 random(1, 5000)
+\set len random(0, 200)
+BEGIN;
+SELECT 1;
+\sleep :len ms
+INSERT INTO src (id, v) VALUES (:id, 1)
+  ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
+INSERT INTO src (id, v) VALUES (:id2, 1)
+  ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
+COMMIT;
+SQL
+close $w;
+open my $r, '>', "$dir/runner.sql" or die;
+print $r <<'SQL';
+SELECT rows_upserted FROM hwm.run('long_time');
+SELECT rows_upserted FROM hwm.run('long_seq');
+\sleep 100 ms
+SQL
+close $r;
+
+local $ENV{PGOPTIONS} = '-c client_min_messages=warning -c hwm.start_margin=0';
+my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');
+my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
+my $writers = IPC::Run::start(
+    [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '30', '-f', "$dir/writer.sql", @connect ],
+    '>', \$wout, '2>', \$werr);
+my $runner = IPC::Run::start(
+    [ 'pgbench', '-n', '-c', '1', '-T', '30', '-f', "$dir/runner.sql", @connect ],
+    '>', \$rout, '2>', \$rerr);
+
+# half-way: the long transaction writes rows stamped with its own start
+sleep 10;
+$long->query_safe(q{INSERT INTO src (id, v) VALUES (100001, 1), (100002, 2)});
+sleep 10;
+
+# still open: the watermarks stay below it, the reading does not (its own
+# rows are visible only to itself: their values come from there)
+my ($long_start, $long_seq) = split /\|/,
+  $long->query_safe(q{SELECT now(), min(seq) FROM src WHERE id > 100000});
+my $memory = $node->safe_psql('postgres', qq{
+    SELECT pipeline,
+           CASE pipeline WHEN 'long_time'
+                THEN coalesce(watermark::timestamptz < '$long_start', true)
+                ELSE coalesce(watermark::bigint < $long_seq, true) END,
+           CASE pipeline WHEN 'long_time'
+                THEN reread_from::timestamptz > '$long_start'
+                ELSE reread_from::bigint > $long_seq END,
+           cardinality(reread_vxids) > 0
+      FROM hwm.state ORDER BY pipeline});
+is($memory, "long_seq|t|t|t\nlong_time|t|t|t",
+    'while the long transaction is open: watermarks held below it, reading starts above it, and it is remembered');
+
+sleep 5;
+$long->query_safe('COMMIT');
+$long->quit;
+$writers->finish;
+$runner->finish;
+note "writers: $wout $werr";
+note "runner: $rout $rerr";
+like($rout, qr/number of transactions actually processed: [1-9]/, 'the runner fired');
+unlike($rerr, qr/ERROR/, 'no run failed');
+
+$node->safe_psql('postgres', q{
+    SET client_min_messages = warning;
+    SELECT hwm.run('long_time');
+    SELECT hwm.run('long_seq');
+});
+
+cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM src'), '>', 1000, 'the writers wrote');
+note $node->safe_psql('postgres', q{SELECT pipeline, watermark, reread_from, reread_vxids, reread_starts FROM hwm.state});
+note $node->safe_psql('postgres', q{SELECT run_id, pipeline, started_at, rows_upserted, watermark_before, watermark_after FROM hwm.runs WHERE pipeline = 'long_seq' ORDER BY run_id DESC LIMIT 40});
+note "long: $long_start $long_seq";
+for my $tgt ('tgt_time', 'tgt_seq')
+{
+    is($node->safe_psql('postgres', "SELECT count(*) FROM (TABLE src EXCEPT TABLE $tgt) d"),
+        '0', "$tgt: nothing of the source is missing");
+    is($node->safe_psql('postgres', "SELECT count(*) FROM (TABLE $tgt EXCEPT TABLE src) d"),
+        '0', "$tgt: nothing extra or stale");
+    is($node->safe_psql('postgres', "SELECT count(*) FROM $tgt WHERE id > 100000"),
+        '2', "$tgt: the long transaction's rows are there");
+}
+
+$node->stop;
+done_testing();
