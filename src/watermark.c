@@ -372,10 +372,12 @@ hwm_memory_epoch(void)
 
 /*
  * Has the remembered transaction x ended?  A vxid still running is the same
- * transaction when it is a prepared one (its local id is its xid) or when
- * its start time is the remembered one; otherwise (a vxid reused after a
- * crash, a start time that was unknown) it counts as ended, which costs a
- * re-read from the watermark and nothing else.
+ * transaction when it is a prepared one recovered at startup (no process:
+ * its local id is its xid) or when its start time is the remembered one;
+ * otherwise (a vxid reused after a crash, a start time that was unknown,
+ * such as a prepared transaction that kept its session's vxid) it counts as
+ * ended, which costs a re-read from the watermark and nothing else: while
+ * it is still in flight, the run's own bound holds the watermark for it.
  */
 static bool
 xact_ended(const HwmXact *x)
