@@ -18,6 +18,7 @@
 #include "scheduler.h"
 #include "wakeup.h"
 #include "watermark.h"
+#include "compat.h"
 
 #include <limits.h>
 
