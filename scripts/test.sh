@@ -130,6 +130,7 @@ provide() { hwm_pg_provide "$1" >"$2"; }
 # --- 2. each version: provide it, build and install hwm, run the suites ----
 tested=()
 last_bin=
+upgrade_from=
 for v in "${versions[@]}"; do
     tag=pg$v
     HWM_LOG_TAG=$tag
@@ -165,6 +166,10 @@ for v in "${versions[@]}"; do
     chown -R postgres: "$tmp/$tag"
     tested+=("$v")
     last_bin=$PGBIN
+    # test/t/065_major_upgrade.pl moves clusters of the versions tested
+    # before this one (hwm is installed there) to this one
+    export HWM_UPGRADE_FROM=${upgrade_from:-}
+    upgrade_from+="${upgrade_from:+ }$v:${PGBIN%/bin}"
 
     # pg_regress: sql/*.sql against expected/*.out.
     hwm_log "regression tests"
