@@ -1,0 +1,192 @@
+/*
+ * citus.c
+ *		Detect Citus tables.  Citus keeps a row per table it manages in its
+ *		catalog pg_catalog.pg_dist_partition; a table there has its rows on
+ *		the shards (or, for a reference table, on every node), and the
+ *		relation the coordinator shows is a shell: trading its storage
+ *		(exchange, swap) would change nothing that queries read.
+ *
+ * The lookup reads the catalog table directly (found by name, so hwm does
+ * not link with Citus and works without it): no SPI, cheap enough for every
+ * run, and safe inside a subtransaction or under an exclusive lock.  A
+ * helper: it calls no other module of hwm.
+ *
+ * It also lists the transactions in flight on the other nodes, for the safe
+ * watermark (watermark.c), through Citus's own views and functions.
+ */
+#include "postgres.h"
+
+#include "citus.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "nodes/primnodes.h"
+#include "parser/parse_relation.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+/* pg_dist_partition, or InvalidOid when Citus is not installed here */
+static Oid
+dist_partition_relid(void)
+{
+	if (!OidIsValid(get_extension_oid("citus", true)))
+		return InvalidOid;
+	return get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+}
+
+bool
+hwm_citus_present(void)
+{
+	return OidIsValid(dist_partition_relid());
+}
+
+/* The distribution column of a partkey (a Var's node string), or 0 */
+static AttrNumber
+partkey_column(const char *partkey)
+{
+	Node	   *n = stringToNode(partkey);
+
+	return IsA(n, Var) ? ((Var *) n)->varattno : InvalidAttrNumber;
+}
+
+/* Fill t from relid's row of pg_dist_partition (dist), if it has one */
+static void
+read_row(Oid dist, Oid relid, HwmCitusTable *t)
+{
+	Relation	rel = table_open(dist, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	a_rel = attnameAttNum(rel, "logicalrelid", false);
+	AttrNumber	a_key = attnameAttNum(rel, "partkey", false);
+	AttrNumber	a_coloc = attnameAttNum(rel, "colocationid", false);
+	AttrNumber	a_repmodel = attnameAttNum(rel, "repmodel", false);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (a_rel <= 0 || a_key <= 0 || a_coloc <= 0 || a_repmodel <= 0)
+		elog(ERROR, "pg_dist_partition of this Citus version is not understood");
+	ScanKeyInit(&key, a_rel, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		null_key,
+					null;
+		Datum		partkey = heap_getattr(tup, a_key, desc, &null_key);
+		char		repmodel = DatumGetChar(heap_getattr(tup, a_repmodel, desc, &null));
+		Datum		coloc = heap_getattr(tup, a_coloc, desc, &null);
+
+		t->colocation = null ? 0 : DatumGetInt32(coloc);
+		if (!null_key)
+		{
+			t->kind = HWM_CITUS_DISTRIBUTED;
+			t->distcol = partkey_column(TextDatumGetCString(partkey));
+		}
+		else if (repmodel == 't')
+			t->kind = HWM_CITUS_REFERENCE;
+		else if (t->colocation != 0)
+			t->kind = HWM_CITUS_SINGLE_SHARD;
+		else
+			t->kind = HWM_CITUS_LOCAL;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+void
+hwm_citus_table(Oid relid, HwmCitusTable *t)
+{
+	Oid			dist = dist_partition_relid();
+
+	memset(t, 0, sizeof(*t));
+	t->kind = HWM_CITUS_NONE;
+	if (OidIsValid(dist))
+		read_row(dist, relid, t);
+}
+
+bool
+hwm_citus_is_table(Oid relid)
+{
+	HwmCitusTable t;
+
+	hwm_citus_table(relid, &t);
+	return t.kind != HWM_CITUS_NONE;
+}
+
+/*
+ * Transactions that a session on another node started (Citus lets any node
+ * run distributed writes): client backends of this database on any node
+ * whose global process id names another node as the initiator, so that the
+ * workers' backends running this node's own statements are left out (this
+ * node's transactions are the local check's; one without a global process
+ * id counts).  Then the prepared transactions on the workers, which have no
+ * start time; a worker that does not answer counts as one that has some
+ * (citus_stat_activity leaves out the nodes that do not answer).
+ */
+#define REMOTE_XACTS_SQL \
+	"SELECT pg_catalog.count(*), pg_catalog.count(a.backend_xid)," \
+	" COALESCE(pg_catalog.bool_or(a.xact_start IS NULL), false), pg_catalog.min(a.xact_start)" \
+	" FROM pg_catalog.citus_stat_activity AS a" \
+	" WHERE a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()" \
+	" AND a.backend_type OPERATOR(pg_catalog.=) 'client backend'" \
+	" AND (a.xact_start IS NOT NULL OR a.backend_xid IS NOT NULL)" \
+	" AND pg_catalog.citus_nodeid_for_gpid(a.global_pid) IS DISTINCT FROM" \
+	"     pg_catalog.citus_nodeid_for_gpid(pg_catalog.citus_backend_gpid())"
+#define REMOTE_PREPARED_SQL \
+	"SELECT pg_catalog.count(*) FROM pg_catalog.run_command_on_workers(" \
+	" pg_catalog.format('SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts" \
+	" WHERE database OPERATOR(pg_catalog.=) %L', pg_catalog.current_database())) AS w" \
+	" WHERE NOT w.success OR w.result OPERATOR(pg_catalog.<>) '0'"
+
+/* The first row's column i as a Datum (false when NULL) */
+static bool
+spi_col(int i, Datum *value)
+{
+	bool		isnull;
+
+	*value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i, &isnull);
+	return !isnull;
+}
+
+void
+hwm_citus_remote_xacts(HwmCitusRemote *r)
+{
+	Datum		v;
+
+	memset(r, 0, sizeof(*r));
+	if (SPI_execute(REMOTE_XACTS_SQL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read citus_stat_activity");
+	r->count = spi_col(1, &v) ? DatumGetInt64(v) : 0;
+	r->writers = spi_col(2, &v) ? DatumGetInt64(v) : 0;
+	r->unknown_start = spi_col(3, &v) && DatumGetBool(v);
+	r->oldest = spi_col(4, &v) ? DatumGetTimestampTz(v) : 0;
+	/* a worker that does not answer counts as one with prepared transactions */
+	if (SPI_execute(REMOTE_PREPARED_SQL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the workers' prepared transactions");
+	r->prepared = spi_col(1, &v) ? DatumGetInt64(v) : 0;
+}
+
+const char *
+hwm_citus_kind_name(HwmCitusKind kind)
+{
+	switch (kind)
+	{
+		case HWM_CITUS_NONE:
+			return "table outside Citus's metadata";
+		case HWM_CITUS_DISTRIBUTED:
+			return "Citus distributed table";
+		case HWM_CITUS_SINGLE_SHARD:
+			return "Citus single-shard table";
+		case HWM_CITUS_REFERENCE:
+			return "Citus reference table";
+		case HWM_CITUS_LOCAL:
+			return "Citus local table";
+	}
+	return "table";
+}
