@@ -194,7 +194,8 @@ is($coord->safe_psql('postgres', q{SELECT count(*) FROM hwm.state WHERE pipeline
 # after a run moved past it, would never be loaded
 my $late = $workers[0]->background_psql('postgres');
 $late->query_safe('BEGIN');
-$late->query_safe(q{INSERT INTO public.events VALUES (2000, date '2024-01-10', now(), 1)});
+# in an old partition, out of the lookback's reach
+$late->query_safe(q{INSERT INTO public.events VALUES (2000, date '2024-01-01', now(), 1)});
 my $t2 = $coord->safe_psql('postgres', q{
 INSERT INTO public.events VALUES (2001, date '2024-01-10', now(), 1) RETURNING updated_at});
 # past hwm.start_margin (1 s): only the worker's transaction can hold it now
