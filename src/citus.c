@@ -119,6 +119,61 @@ hwm_citus_is_table(Oid relid)
 	return t.kind != HWM_CITUS_NONE;
 }
 
+/* A shard's name ends in _<shardid>: most names are ruled out here */
+static bool
+shard_like_name(const char *name)
+{
+	const char *u = name ? strrchr(name, '_') : NULL;
+
+	return u != NULL && u[1] != '\0' && strspn(u + 1, "0123456789") == strlen(u + 1);
+}
+
+/*
+ * Is relid a shard of a Citus table (named <table>_<shardid> next to it)?
+ * Then *logical is that table.  A pipeline can point at one when Citus gave
+ * its table's identity to a new shell (citus_add_local_table_to_metadata
+ * renames the table into its shard).
+ */
+bool
+hwm_citus_shard_of(Oid relid, Oid *logical)
+{
+	Oid			dist = dist_partition_relid();
+	Oid			shardrel;
+	Relation	rel;
+	AttrNumber	a_rel,
+				a_id;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	const char *name = get_rel_name(relid);
+	Oid			nsp = get_rel_namespace(relid);
+
+	*logical = InvalidOid;
+	if (!shard_like_name(name) || !OidIsValid(dist) ||
+		!OidIsValid(shardrel = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE)))
+		return false;
+	rel = table_open(shardrel, AccessShareLock);
+	a_rel = attnameAttNum(rel, "logicalrelid", false);
+	a_id = attnameAttNum(rel, "shardid", false);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (!OidIsValid(*logical) && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		n1,
+					n2;
+		Oid			owner = DatumGetObjectId(heap_getattr(tup, a_rel, RelationGetDescr(rel), &n1));
+		int64		id = DatumGetInt64(heap_getattr(tup, a_id, RelationGetDescr(rel), &n2));
+		const char *lname;
+
+		if (n1 || n2 || owner == relid || get_rel_namespace(owner) != nsp ||
+			(lname = get_rel_name(owner)) == NULL)
+			continue;
+		if (strcmp(psprintf("%s_" INT64_FORMAT, lname, id), name) == 0)
+			*logical = owner;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return OidIsValid(*logical);
+}
+
 /*
  * Transactions that a session on another node started (Citus lets any node
  * run distributed writes): client backends of this database on any node

@@ -45,6 +45,8 @@ extern bool hwm_citus_present(void);
 extern void hwm_citus_table(Oid relid, HwmCitusTable *t);
 /* shorthand: is relid a Citus table of any kind */
 extern bool hwm_citus_is_table(Oid relid);
+/* is relid a shard of a Citus table; *logical: that table */
+extern bool hwm_citus_shard_of(Oid relid, Oid *logical);
 /* the transactions in flight on the other nodes (needs SPI; Citus present) */
 extern void hwm_citus_remote_xacts(HwmCitusRemote *r);
 /* "distributed table", "reference table", ... for messages */

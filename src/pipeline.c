@@ -404,6 +404,26 @@ citus_refuse_layout(PlanBuild *b, const HwmCitusTable *s, const HwmCitusTable *t
 }
 
 /*
+ * A pipeline's table that is now a shard: Citus renamed it and gave its
+ * place to a new shell (citus_add_local_table_to_metadata), so the stored
+ * OID no longer names the table the user reads.
+ */
+static void
+citus_not_shard(Oid relid, const char *role)
+{
+	Oid			logical;
+
+	if (hwm_citus_shard_of(relid, &logical))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s %s is a shard of Citus table %s", role,
+						hwm_qualified_name(relid), hwm_qualified_name(logical)),
+				 errdetail("Citus moved the table into its metadata after the pipeline was declared, and the pipeline still points at the relation that became a shard."),
+				 errhint("Drop the pipeline and declare it again over %s.",
+						 hwm_qualified_name(logical))));
+}
+
+/*
  * Citus: accept only the layouts whose statements Citus runs correctly and
  * pushes down (see CITUS_LAYOUTS); when the target is distributed, the
  * unique key must include its distribution column (Citus checks uniqueness
@@ -419,6 +439,8 @@ citus_layout(PlanBuild *b)
 			   *tcol;
 	ListCell   *lc;
 
+	citus_not_shard(spec->source, "source");
+	citus_not_shard(spec->target, "target");
 	hwm_citus_table(spec->source, &s);
 	hwm_citus_table(spec->target, &t);
 	b->citus_source = s.kind != HWM_CITUS_NONE;

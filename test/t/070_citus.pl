@@ -189,6 +189,23 @@ for my $r (@refused)
 is($coord->safe_psql('postgres', q{SELECT count(*) FROM hwm.state WHERE pipeline = 'bad'}),
 	'0', 'no refused pipeline was created');
 
+# 8. a pipeline's source that Citus turns into a shard: its table is renamed
+# into the shard and a new shell takes its name; the pipeline is refused
+# with the way out, never run against the wrong relation
+$coord->safe_psql('postgres', q{
+CREATE TABLE public.plain_src (LIKE public.events INCLUDING ALL);
+CREATE TABLE public.plain_tgt (LIKE public.events INCLUDING ALL);
+INSERT INTO public.plain_src SELECT * FROM public.events WHERE id < 50;
+SELECT hwm.create_pipeline('plain', 'public.plain_src', 'public.plain_tgt', '{id}', 'updated_at',
+                           partition_column => 'day');
+SELECT hwm.run('plain');
+SELECT citus_add_local_table_to_metadata('public.plain_src');
+});
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT hwm.overwrite('plain', '2024-01-01', '2024-01-02')});
+like($err, qr/source public\.plain_src_\d+ is a shard of Citus table public\.plain_src/,
+	'a source that became a shard is refused');
+like($err, qr/HINT:  Drop the pipeline and declare it again over public\.plain_src/, '... with the way out');
+
 # 7. a writer connected to a worker: the coordinator's process array does not
 # have it, but its start must hold the watermark, or its row, committed
 # after a run moved past it, would never be loaded
