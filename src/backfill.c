@@ -135,6 +135,11 @@ backfill_plan_build(const char *name, bool lock, HwmPipeline **pp, HwmRoleSwitch
 	HwmPlanSpec spec;
 	HwmPlan    *plan;
 
+	if (p->command)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("pipeline \"%s\" runs a command and has no target to backfill", p->name),
+				 errhint("To run the command again over a range: hwm.rerun_intervals for an interval pipeline, hwm.set_watermark back then hwm.run for a command pipeline.")));
 	if (p->partition_column == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -41,6 +41,21 @@ int			hwm_history_days = 0;
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 
 /*
+ * Is hwm.state still 1.0's?  Between installing this library and ALTER
+ * EXTENSION hwm UPDATE, a database keeps the 1.0 catalog, which has neither
+ * the load memory of issue 14 nor the command and interval pipelines of
+ * issue 16: copy pipelines run as in 1.0 (reading from the watermark), and
+ * the rest is refused until the update.
+ */
+bool
+hwm_catalog_is_1_0(void)
+{
+	Oid			relid = get_relname_relid("state", get_namespace_oid("hwm", false));
+
+	return OidIsValid(relid) && get_attnum(relid, "command") == InvalidAttrNumber;
+}
+
+/*
  * The role that owns hwm's catalog (the role that ran CREATE EXTENSION).
  */
 Oid
@@ -179,12 +194,18 @@ pipeline_read(const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
-				 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
-				 " partition_column::pg_catalog.text, lookback, watermark,"
-				 " owner::pg_catalog.oid, enabled, delay, batch_size,"
-				 " reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch"
-				 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	hwm_spi_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
+						  " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
+						  " partition_column::pg_catalog.text, lookback, watermark,"
+						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s"
+						  " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+						  hwm_catalog_is_1_0() ?
+						  "NULL::pg_catalog.text, NULL::pg_catalog.text[],"
+						  " NULL::pg_catalog.timestamptz[], NULL::pg_catalog.timestamptz,"
+						  " NULL::pg_catalog.text, NULL::pg_catalog.interval, NULL::pg_catalog.text,"
+						  " false, false" :
+						  "reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
+						  " command, time_interval, interval_anchor, batched, skip_empty"),
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	hwm_unbecome(&sw);
 	if (SPI_processed == 0)
@@ -218,6 +239,12 @@ pipeline_read(const char *name)
 	d = SPI_getbinval(tup, desc, 12, &isnull);
 	p->batch_size = isnull ? 0 : DatumGetInt64(d);
 	memory_read(&p->memory, tup, desc, 13);
+	p->command = SPI_getvalue(tup, desc, 17);
+	d = SPI_getbinval(tup, desc, 18, &isnull);
+	p->time_interval = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+	p->interval_anchor = SPI_getvalue(tup, desc, 19);
+	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
+	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 21, &isnull));
 	return p;
 }
 
@@ -275,6 +302,7 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 	memset(spec, 0, sizeof(*spec));
 	spec->source = p->source;
 	spec->target = p->target;
+	spec->source_only = p->command != NULL;
 	spec->unique_key = p->unique_key;
 	spec->watermark_column = with_watermark ? p->watermark_column : NULL;
 	spec->partition_column = with_partition ? p->partition_column : NULL;
@@ -507,6 +535,7 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 	Datum		values[7 + MEMORY_NARGS];
 	char		nulls[7 + MEMORY_NARGS];
 	HwmRoleSwitch sw;
+	bool		old;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(pipeline);
@@ -522,21 +551,24 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 	memory_args(memory, argtypes + 7, values + 7, nulls + 7);
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.state SET"
-				 " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
-				 " last_run_id = $2, last_run_started_at = $3,"
-				 " last_run_finished_at = pg_catalog.clock_timestamp(),"
-				 " last_status = 'succeeded', last_rows = $6,"
-				 " consecutive_failures = 0, last_error = NULL,"
-				 " reread_from = CASE WHEN $7 THEN $8 ELSE reread_from END,"
-				 " reread_vxids = CASE WHEN $7 THEN $9 ELSE reread_vxids END,"
-				 " reread_starts = CASE WHEN $7 THEN $10 ELSE reread_starts END,"
-				 " reread_epoch = CASE WHEN $7 THEN $11 ELSE reread_epoch END,"
-				 " held_by_pid = CASE WHEN $7 THEN $12 ELSE held_by_pid END,"
-				 " held_by_application = CASE WHEN $7 THEN $13 ELSE held_by_application END,"
-				 " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
-				 " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"
-				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+	/* a 1.0 catalog has no memory columns: the facts only */
+	old = hwm_catalog_is_1_0();
+	hwm_spi_exec(psprintf("UPDATE hwm.state SET"
+						  " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
+						  " last_run_id = $2, last_run_started_at = $3,"
+						  " last_run_finished_at = pg_catalog.clock_timestamp(),"
+						  " last_status = 'succeeded', last_rows = $6,"
+						  " consecutive_failures = 0, last_error = NULL%s"
+						  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+						  old ? "" :
+						  ", reread_from = CASE WHEN $7 THEN $8 ELSE reread_from END,"
+						  " reread_vxids = CASE WHEN $7 THEN $9 ELSE reread_vxids END,"
+						  " reread_starts = CASE WHEN $7 THEN $10 ELSE reread_starts END,"
+						  " reread_epoch = CASE WHEN $7 THEN $11 ELSE reread_epoch END,"
+						  " held_by_pid = CASE WHEN $7 THEN $12 ELSE held_by_pid END,"
+						  " held_by_application = CASE WHEN $7 THEN $13 ELSE held_by_application END,"
+						  " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
+						  " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"),
+				 old ? 6 : 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_unbecome(&sw);
 }

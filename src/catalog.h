@@ -19,7 +19,7 @@ typedef struct HwmPipeline
 {
 	char	   *name;
 	Oid			source;
-	Oid			target;
+	Oid			target;			/* InvalidOid: a command or interval pipeline */
 	List	   *unique_key;		/* column names (char *) */
 	char	   *watermark_column;
 	char	   *partition_column;	/* NULL: none */
@@ -29,6 +29,11 @@ typedef struct HwmPipeline
 	bool		enabled;
 	Interval   *delay;			/* NULL: none */
 	int64		batch_size;		/* rows per run; 0: no cap */
+	char	   *command;		/* command and interval pipelines; NULL: copy */
+	Interval   *time_interval;	/* interval pipelines; NULL: none */
+	char	   *interval_anchor;	/* ... a boundary of the grid (text) */
+	bool		batched;		/* ... one command over the whole backlog */
+	bool		skip_empty;		/* ... no command for an interval without rows */
 	HwmLoadMemory memory;		/* what the last load remembered */
 } HwmPipeline;
 
@@ -63,6 +68,7 @@ extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
 
 extern Oid	hwm_catalog_owner(void);
+extern bool hwm_catalog_is_1_0(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);

@@ -25,6 +25,8 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "command.h"
+#include "interval.h"
 #include "plan.h"
 #include "privilege.h"
 #include "range.h"
@@ -168,6 +170,20 @@ load_slice(LoadRun *r)
 	r->upserted = (int64) SPI_processed;
 }
 
+/*
+ * Step 3 of a command pipeline (command.c): run its command once over
+ * (old watermark, new watermark], when the watermark moves.
+ */
+static void
+run_command(LoadRun *r)
+{
+	if (r->wm_after == NULL || r->wm_after == r->p->watermark)
+		return;
+	r->upserted = hwm_command_exec(r->p->name, r->p->command, r->plan->wm.type,
+								   r->old_wm, r->p->watermark == NULL,
+								   hwm_value_in(&r->plan->wm, r->wm_after, "new watermark"));
+}
+
 /* Step 4: overwrite the lookback newest partitions, by the diff */
 static void
 overwrite_newest(LoadRun *r)
@@ -207,7 +223,10 @@ count_null_watermarks(LoadRun *r)
  * load are above W0 (the greatest value it saw, or the batch's end), or at
  * least the floor, or belong to a transaction remembered before and still in
  * flight, or to one in flight now.  Without a slice nothing was read: the
- * memory stays as it was.
+ * memory stays as it was.  A command pipeline remembers no place to read
+ * from: its command covers exactly (old watermark, new watermark], so the
+ * next run starts from the watermark (only what held it back is kept, for
+ * hwm.status).
  */
 static void
 remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
@@ -219,7 +238,13 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 	*mem = r->p->memory;
 	mem->held_by_pid = 0;
 	mem->null_watermarks = r->null_watermarks;
-	if (!sliced)
+	if (r->held && b->oldest_pid != 0)
+	{
+		mem->held_by_pid = b->oldest_pid;
+		mem->held_by_application = b->oldest_application;
+		mem->held_since = b->oldest_start;
+	}
+	if (!sliced || r->p->command)
 		return;
 	if (b->has_floor && hwm_value_cmp(&r->plan->wm, b->floor, from) < 0)
 		from = b->floor;
@@ -237,12 +262,6 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 			mem->xacts = lappend(mem->xacts, x);
 	}
 	mem->epoch = hwm_memory_epoch();
-	if (r->held && b->oldest_pid != 0)
-	{
-		mem->held_by_pid = b->oldest_pid;
-		mem->held_by_application = b->oldest_application;
-		mem->held_since = b->oldest_start;
-	}
 }
 
 /* The run's NOTICE: what it did, what held the watermark, what it cannot load */
@@ -349,22 +368,41 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
+	if (r.p->time_interval)
+	{
+		/* an interval pipeline: one interval (or the backlog), interval.c */
+		r.wm_after = r.p->watermark;
+		run_id = hwm_interval_run(r.p, started_at, &r.upserted, &r.wm_after);
+		MemoryContextSwitchTo(callercxt);
+		result = run_result(fcinfo, tupdesc, &r, run_id);
+		SPI_finish();
+		return result;
+	}
 	hwm_spec_for(r.p, true, r.p->lookback > 0, &spec);
 	hwm_become(r.p->owner, true, &sw);
 	r.plan = hwm_plan_build(&spec);
 	hwm_check_privileges(r.p->owner, &spec, r.plan);
 	if (r.p->watermark)
 		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
-	r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
-								   r.p->watermark ? &r.old_wm : NULL,
-								   &r.reread_from, &r.carried);
+	/*
+	 * A copy pipeline reads from where the last run got to; a command
+	 * pipeline's range is (old watermark, new watermark] and nothing else,
+	 * so its bound is the safe bound alone, with nothing carried.
+	 */
+	if (r.p->command == NULL)
+		r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
+									   r.p->watermark ? &r.old_wm : NULL,
+									   &r.reread_from, &r.carried);
 	r.wm_after = r.p->watermark;
 
 	sliced = find_slice(&r);
 	if (sliced)
 	{
 		settle_watermark(&r);
-		load_slice(&r);
+		if (r.p->command)
+			run_command(&r);
+		else
+			load_slice(&r);
 	}
 	count_null_watermarks(&r);
 	if (r.plan->has_part)

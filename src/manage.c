@@ -6,12 +6,16 @@
  *
  * create_pipeline validates everything a run will rely on (by building the
  * run's statements once, see pipeline.c) before it writes the catalog, so a
- * pipeline that exists can run.  A schedule passed to it is stored through
+ * pipeline that exists can run.  create_command_pipeline and
+ * create_interval_pipeline declare the pipelines that run a command instead
+ * of copying into a target (command.c, interval.c) the same way.  A schedule passed to it is stored through
  * schedule.c, as hwm.schedule would.
  */
 #include "postgres.h"
 
 #include "catalog.h"
+#include "command.h"
+#include "interval.h"
 #include "plan.h"
 #include "privilege.h"
 #include "schedule.h"
@@ -84,7 +88,29 @@ typedef struct CreateArgs
 	int64		batch_size;		/* 0: no cap */
 	Oid			watermark_type; /* from the plan */
 	char	   *watermark;		/* initial_watermark, canonical; NULL: none */
+	Datum		unique_key;		/* text[] */
+	Datum		watermark_column;	/* name */
+	Datum		partition_column;	/* name; 0: none */
+	/* command and interval pipelines */
+	char	   *command;		/* NULL: a copy pipeline */
+	Interval   *time_interval;	/* NULL: not an interval pipeline */
+	char	   *anchor;			/* canonical */
+	bool		batched;
+	bool		skip_empty;
 } CreateArgs;
+
+/* Where each create function has its run arguments (-1: it has none) */
+typedef struct RunArgPos
+{
+	int			schedule;
+	int			initial;
+	int			delay;
+	int			batch_size;
+} RunArgPos;
+
+static const RunArgPos copy_pos = {7, 8, 9, 10};
+static const RunArgPos command_pos = {4, 5, 6, 7};
+static const RunArgPos interval_pos = {9, 6, 10, -1};
 
 /* A pipeline's name is an identifier: not empty, shorter than NAMEDATALEN */
 static void
@@ -120,6 +146,9 @@ read_columns_args(FunctionCallInfo fcinfo, CreateArgs *a)
 	a->spec.watermark_column = NameStr(*PG_GETARG_NAME(4));
 	a->spec.partition_column = PG_ARGISNULL(5) ? NULL : NameStr(*PG_GETARG_NAME(5));
 	a->spec.pipeline = a->name;
+	a->unique_key = PG_GETARG_DATUM(3);
+	a->watermark_column = PG_GETARG_DATUM(4);
+	a->partition_column = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	a->lookback = PG_GETARG_INT32(6);
 
 	if (a->lookback < 0)
@@ -136,19 +165,19 @@ read_columns_args(FunctionCallInfo fcinfo, CreateArgs *a)
 
 /* schedule, delay and batch_size, each optional */
 static void
-read_run_args(FunctionCallInfo fcinfo, CreateArgs *a)
+read_run_args(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 {
-	if (!PG_ARGISNULL(7))
+	if (!PG_ARGISNULL(pos->schedule))
 	{
-		a->schedule = PG_GETARG_INTERVAL_P(7);
+		a->schedule = PG_GETARG_INTERVAL_P(pos->schedule);
 		hwm_check_schedule(a->schedule, "schedule");
 	}
 
-	if (!PG_ARGISNULL(9))
+	if (!PG_ARGISNULL(pos->delay))
 	{
 		Interval	zero = {0};
 
-		a->delay = PG_GETARG_INTERVAL_P(9);
+		a->delay = PG_GETARG_INTERVAL_P(pos->delay);
 		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a->delay),
 											 IntervalPGetDatum(&zero))))
 			ereport(ERROR,
@@ -157,9 +186,9 @@ read_run_args(FunctionCallInfo fcinfo, CreateArgs *a)
 					 errhint("delay is how long rows need to settle: the watermark never moves past now() - delay.")));
 	}
 
-	if (!PG_ARGISNULL(10))
+	if (pos->batch_size >= 0 && !PG_ARGISNULL(pos->batch_size))
 	{
-		a->batch_size = PG_GETARG_INT64(10);
+		a->batch_size = PG_GETARG_INT64(pos->batch_size);
 		if (a->batch_size <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -174,7 +203,7 @@ read_run_args(FunctionCallInfo fcinfo, CreateArgs *a)
  * initial_watermark with the watermark column's type.
  */
 static void
-check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a)
+check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 {
 	HwmRoleSwitch sw;
 	HwmPlan    *plan;
@@ -190,32 +219,45 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a)
 				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
 						   format_type_be(plan->wm.type)),
 				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
-	if (!PG_ARGISNULL(8))
+	if (!PG_ARGISNULL(pos->initial))
 		a->watermark = hwm_value_out(&plan->wm,
-									 hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 8, "initial_watermark"),
-												  "initial_watermark"));
+									 hwm_value_in(&plan->wm,
+												  hwm_text_arg(fcinfo, pos->initial,
+															   a->time_interval ? "start_at" : "initial_watermark"),
+												  a->time_interval ? "start_at" : "initial_watermark"));
+	if (a->time_interval)
+	{
+		a->anchor = hwm_value_out(&plan->wm, hwm_value_in(&plan->wm, a->anchor, "anchor"));
+		hwm_interval_check(plan, a->time_interval, a->anchor, a->watermark);
+	}
+	if (a->command)
+		hwm_command_check(a->name, a->command, plan->wm.type);
 	a->watermark_type = plan->wm.type;
 	hwm_unbecome(&sw);
 }
 
 /* The pipeline's row in hwm.state, written as the catalog owner */
 static void
-insert_pipeline(FunctionCallInfo fcinfo, const CreateArgs *a)
+insert_pipeline(const CreateArgs *a)
 {
 	HwmRoleSwitch sw;
-	Oid			argtypes[13] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
-	REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID};
-	Datum		values[13];
-	char		nulls[14] = "             ";
+	Oid			argtypes[18] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
+		REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID,
+	TEXTOID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID};
+	Datum		values[18];
+	char		nulls[18];
+	bool		old;
 
+	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(a->name);
 	values[1] = ObjectIdGetDatum(a->spec.source);
 	values[2] = ObjectIdGetDatum(a->spec.target);
-	values[3] = PG_GETARG_DATUM(3);
-	values[4] = PG_GETARG_DATUM(4);
+	nulls[2] = a->spec.source_only ? 'n' : ' ';
+	values[3] = a->unique_key;
+	values[4] = a->watermark_column;
 	values[5] = ObjectIdGetDatum(a->watermark_type);
-	values[6] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
-	nulls[6] = PG_ARGISNULL(5) ? 'n' : ' ';
+	values[6] = a->partition_column;
+	nulls[6] = a->spec.partition_column ? ' ' : 'n';
 	values[7] = Int32GetDatum(a->lookback);
 	values[8] = a->schedule ? IntervalPGetDatum(a->schedule) : (Datum) 0;
 	nulls[8] = a->schedule ? ' ' : 'n';
@@ -226,15 +268,60 @@ insert_pipeline(FunctionCallInfo fcinfo, const CreateArgs *a)
 	nulls[11] = a->delay ? ' ' : 'n';
 	values[12] = Int64GetDatum(a->batch_size);
 	nulls[12] = a->batch_size > 0 ? ' ' : 'n';
+	values[13] = a->command ? CStringGetTextDatum(a->command) : (Datum) 0;
+	nulls[13] = a->command ? ' ' : 'n';
+	values[14] = a->time_interval ? IntervalPGetDatum(a->time_interval) : (Datum) 0;
+	nulls[14] = a->time_interval ? ' ' : 'n';
+	values[15] = a->anchor ? CStringGetTextDatum(a->anchor) : (Datum) 0;
+	nulls[15] = a->anchor ? ' ' : 'n';
+	values[16] = BoolGetDatum(a->batched);
+	values[17] = BoolGetDatum(a->skip_empty);
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
-				 " watermark_column, watermark_type, partition_column, lookback,"
-				 " schedule, watermark, owner, delay, batch_size)"
-				 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-				 " $11::pg_catalog.regrole, $12, $13)",
-				 13, argtypes, values, nulls, SPI_OK_INSERT);
+	/* a 1.0 catalog: only copy pipelines (1.0 has no function that declares others) */
+	old = hwm_catalog_is_1_0();
+	hwm_spi_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+						  " watermark_column, watermark_type, partition_column, lookback,"
+						  " schedule, watermark, owner, delay, batch_size%s)"
+						  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
+						  " $11::pg_catalog.regrole, $12, $13%s)",
+						  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
+						  old ? "" : ", $14, $15, $16, $17, $18"),
+				 old ? 13 : 18, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
+}
+
+/*
+ * The steps every create function shares once its own arguments are read:
+ * refuse a duplicate name, check everything as the owner, write the row,
+ * store the schedule.
+ */
+static void
+create_checked(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
+{
+	read_run_args(fcinfo, a, pos);
+	SPI_connect();
+	if (hwm_pipeline_exists(a->name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists", a->name),
+				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
+	check_as_owner(fcinfo, a, pos);
+	insert_pipeline(a);
+	/* the first run is due at once; the scheduler takes it from there */
+	if (a->schedule)
+		(void) hwm_schedule_set(a->name, a->schedule, GetCurrentTransactionStartTimestamp());
+	SPI_finish();
+}
+
+/* The name and the owner, checked */
+static void
+read_name_args(FunctionCallInfo fcinfo, CreateArgs *a)
+{
+	a->name = hwm_text_arg(fcinfo, 0, "pipeline");
+	a->owner = GetUserId();
+	check_pipeline_name(a->name);
+	hwm_check_owner_allowed(a->owner, a->name, true);
 }
 
 PG_FUNCTION_INFO_V1(hwm_create_pipeline);
@@ -248,26 +335,68 @@ hwm_create_pipeline(PG_FUNCTION_ARGS)
 {
 	CreateArgs	a = {0};
 
-	a.name = hwm_text_arg(fcinfo, 0, "pipeline");
-	a.owner = GetUserId();
-	check_pipeline_name(a.name);
-	hwm_check_owner_allowed(a.owner, a.name, true);
+	read_name_args(fcinfo, &a);
 	read_columns_args(fcinfo, &a);
-	read_run_args(fcinfo, &a);
+	create_checked(fcinfo, &a, &copy_pos);
+	PG_RETURN_VOID();
+}
 
-	SPI_connect();
-	if (hwm_pipeline_exists(a.name))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("pipeline \"%s\" already exists", a.name),
-				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
-	check_as_owner(fcinfo, &a);
-	insert_pipeline(fcinfo, &a);
-	/* the first run is due at once; the scheduler takes it from there */
-	if (a.schedule)
-		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());
-	SPI_finish();
+/* A command pipeline's source, watermark column and command */
+static void
+read_command_args(FunctionCallInfo fcinfo, CreateArgs *a, int column_arg,
+				  const char *column_what, int command_arg)
+{
+	hwm_require_arg(fcinfo, 1, "source");
+	hwm_require_arg(fcinfo, column_arg, column_what);
+	a->spec.source = PG_GETARG_OID(1);
+	a->spec.target = InvalidOid;
+	a->spec.source_only = true;
+	a->spec.watermark_column = NameStr(*PG_GETARG_NAME(column_arg));
+	a->spec.pipeline = a->name;
+	a->unique_key = PointerGetDatum(construct_empty_array(TEXTOID));
+	a->watermark_column = PG_GETARG_DATUM(column_arg);
+	a->command = hwm_text_arg(fcinfo, command_arg, "command");
+}
 
+PG_FUNCTION_INFO_V1(hwm_create_command_pipeline);
+
+/*
+ * hwm.create_command_pipeline(pipeline, source, watermark_column, command,
+ * schedule, initial_watermark, delay, batch_size)
+ */
+Datum
+hwm_create_command_pipeline(PG_FUNCTION_ARGS)
+{
+	CreateArgs	a = {0};
+
+	read_name_args(fcinfo, &a);
+	read_command_args(fcinfo, &a, 2, "watermark_column", 3);
+	create_checked(fcinfo, &a, &command_pos);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(hwm_create_interval_pipeline);
+
+/*
+ * hwm.create_interval_pipeline(pipeline, source, time_column, time_interval,
+ * command, anchor, start_at, batched, skip_empty, schedule, delay)
+ */
+Datum
+hwm_create_interval_pipeline(PG_FUNCTION_ARGS)
+{
+	CreateArgs	a = {0};
+
+	read_name_args(fcinfo, &a);
+	read_command_args(fcinfo, &a, 2, "time_column", 4);
+	hwm_require_arg(fcinfo, 3, "time_interval");
+	hwm_require_arg(fcinfo, 7, "batched");
+	hwm_require_arg(fcinfo, 8, "skip_empty");
+	a.time_interval = PG_GETARG_INTERVAL_P(3);
+	/* the default anchor: midnight UTC of 2000-01-01, in the column's type */
+	a.anchor = PG_ARGISNULL(5) ? "2000-01-01 00:00:00+00" : hwm_text_arg(fcinfo, 5, "anchor");
+	a.batched = PG_GETARG_BOOL(7);
+	a.skip_empty = PG_GETARG_BOOL(8);
+	create_checked(fcinfo, &a, &interval_pos);
 	PG_RETURN_VOID();
 }
 
@@ -371,6 +500,10 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 		watermark = hwm_value_out(&plan->wm,
 								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 1, "watermark"),
 											   "watermark"));
+	/* an interval pipeline's watermark is the start of its next interval */
+	if (watermark && p->time_interval)
+		hwm_interval_check_boundary(plan, p->time_interval, p->interval_anchor,
+									watermark, "watermark");
 	hwm_unbecome(&sw);
 
 	{
@@ -387,7 +520,9 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 		nulls[1] = 'n';
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	/* what the last load remembered no longer describes the new watermark */
-	hwm_spi_exec("UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+	hwm_spi_exec(hwm_catalog_is_1_0() ?
+				 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+				 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
 				 " reread_starts = NULL, reread_epoch = NULL"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, nulls, SPI_OK_UPDATE);

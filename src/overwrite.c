@@ -98,6 +98,11 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	hwm_require_arg(fcinfo, 3, "nowait");
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(3));
+	if (p->command)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("pipeline \"%s\" runs a command and has no target to overwrite", p->name),
+				 errhint("To run the command again over a range: hwm.rerun_intervals for an interval pipeline, hwm.set_watermark back then hwm.run for a command pipeline.")));
 	if (p->partition_column == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

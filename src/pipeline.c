@@ -703,8 +703,18 @@ watermark_statements(PlanBuild *b)
 	HwmPlan    *plan = b->plan;
 	const char *wm = quote_identifier(b->spec->watermark_column);
 
+	plan->range_exists_sql =
+		psprintf("SELECT 1 FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2 LIMIT 1",
+				 b->srcname, wm, plan->wm.ge, wm, plan->wm.lt);
+	plan->first_from_sql =
+		psprintf("SELECT s.%s FROM %s AS s WHERE s.%s %s $1 ORDER BY s.%s USING %s LIMIT 1",
+				 wm, b->srcname, wm, plan->wm.ge, wm, plan->wm.lt);
+
 	for (int i = 0; i < lengthof(wm_statements); i++)
 	{
+		/* a plan without a target has no upserts */
+		if (wm_statements[i].upsert && b->tgt == NULL)
+			continue;
 		for (int later = 0; later <= 1; later++)
 		{
 			StringInfoData buf;
@@ -828,9 +838,38 @@ partition_statements(PlanBuild *b)
 }
 
 /*
+ * The plan of a command or interval pipeline, which has no target: the
+ * watermark column's type and the statements that read the source.
+ */
+static HwmPlan *
+source_plan(const HwmPlanSpec *spec)
+{
+	PlanBuild	b = {0};
+	HwmPlan    *plan = palloc0(sizeof(HwmPlan));
+	AttrNumber	attno;
+	Form_pg_attribute att;
+
+	b.spec = spec;
+	b.plan = plan;
+	b.src = open_checked(spec->source, "source", false);
+	b.srcname = hwm_qualified_name(spec->source);
+	plan->source = spec->source;
+	attno = column_of(spec, b.src, spec->watermark_column, "watermark", b.srcname);
+	att = TupleDescAttr(RelationGetDescr(b.src), attno - 1);
+	hwm_value_type_init(&plan->wm, att->atttypid, att->atttypmod,
+						att->attcollation, spec->watermark_column, b.srcname);
+	plan->has_wm = true;
+	plan->source_columns = list_make1_int(attno);
+	watermark_statements(&b);
+	relation_close(b.src, NoLock);
+	return plan;
+}
+
+/*
  * Build the statements of one run.  Validates everything a statement relies
  * on and refuses with a clear error otherwise; this is also all of
- * create_pipeline's validation.
+ * create_pipeline's validation.  Without a target (a command or interval
+ * pipeline), only the source's watermark statements.
  */
 HwmPlan *
 hwm_plan_build(const HwmPlanSpec *spec)
@@ -840,6 +879,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 	char	   *column_names;
 	ListCell   *lc;
 
+	if (spec->source_only)
+		return source_plan(spec);
 	if (spec->source == spec->target)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

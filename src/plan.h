@@ -32,6 +32,7 @@ typedef struct HwmPlanSpec
 {
 	Oid			source;
 	Oid			target;
+	bool		source_only;	/* a command or interval pipeline: no target */
 	List	   *unique_key;		/* NIL: plain DELETE + INSERT, no upsert */
 	const char *watermark_column;	/* NULL: no incremental statements */
 	const char *partition_column;	/* NULL: no overwrite statements */
@@ -78,6 +79,13 @@ typedef struct HwmPlan
 	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
 	/* the number of source rows whose watermark column is NULL */
 	char	   *wm_null_count_sql;
+
+	/*
+	 * On the watermark column, for interval pipelines: a row with a value in
+	 * [$1, $2) (none: no row), and the smallest value >= $1.
+	 */
+	char	   *range_exists_sql;
+	char	   *first_from_sql;
 
 	/* $1 = number of partitions; returns their values, newest first */
 	char	   *newest_partitions_sql;

@@ -141,9 +141,12 @@ hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 	if (spec->pipeline)
 		hwm_check_owner_allowed(role, spec->pipeline, false);
 	require_schema_usage(role, spec->source, "source table", spec->pipeline);
-	require_schema_usage(role, spec->target, "target table", spec->pipeline);
 	require(role, spec->source, ACL_SELECT, "SELECT", plan->source_columns,
 			"source table", spec->pipeline);
+	/* a command pipeline's command is checked by command.c and the executor */
+	if (spec->source_only)
+		return;
+	require_schema_usage(role, spec->target, "target table", spec->pipeline);
 	require(role, spec->target, ACL_SELECT, "SELECT", plan->target_columns,
 			"target table", spec->pipeline);
 	require(role, spec->target, ACL_INSERT, "INSERT", NIL,
@@ -207,7 +210,7 @@ hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
 	const char *what[2] = {"source", "target"};
 
 	for (int i = 0; i < 2; i++)
-		if (get_rel_persistence(rels[i]) == RELPERSISTENCE_TEMP)
+		if (OidIsValid(rels[i]) && get_rel_persistence(rels[i]) == RELPERSISTENCE_TEMP)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("%s \"%s\" is a temporary table", what[i], get_rel_name(rels[i])),

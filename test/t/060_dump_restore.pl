@@ -8,6 +8,8 @@
 # history survive a custom-format dump restored into a new database of the
 # same cluster and into a second cluster, and that the restored pipelines
 # go on where they stopped: new rows load once, nothing is loaded twice.
+# Command and interval pipelines (no target, a command that names its
+# tables) come along the same way.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -69,6 +71,24 @@ GRANT SELECT, INSERT, UPDATE ON mart.idle TO loader;
 SET ROLE loader;
 SELECT hwm.create_pipeline('idle', 'raw.idle', 'mart.idle', '{id}', 'id');
 RESET ROLE;
+
+-- a command pipeline (a running total of the orders) and an interval
+-- pipeline (hourly counts of the events): no target, a command
+CREATE TABLE mart.order_total (k int PRIMARY KEY, total numeric NOT NULL);
+CREATE TABLE mart.hourly (hour timestamptz PRIMARY KEY, n bigint NOT NULL);
+GRANT SELECT, INSERT, UPDATE ON mart.order_total TO etl;
+GRANT SELECT, INSERT ON mart.hourly TO loader;
+SET ROLE etl;
+SELECT hwm.create_command_pipeline('totals', 'raw.orders_v', 'id', $$
+  INSERT INTO mart.order_total AS o SELECT 1, pg_catalog.sum(v.amount) FROM raw.orders_v AS v
+   WHERE ($1 IS NULL OR v.id > $1) AND v.id <= $2
+  ON CONFLICT (k) DO UPDATE SET total = o.total + EXCLUDED.total$$);
+RESET ROLE;
+SET ROLE loader;
+SELECT hwm.create_interval_pipeline('hourly', 'raw."Events Log"', 'updated_at', '1 hour', $$
+  INSERT INTO mart.hourly SELECT $1, pg_catalog.count(*) FROM raw."Events Log" AS e
+   WHERE e.updated_at >= $1 AND e.updated_at < $2$$);
+RESET ROLE;
 });
 
 $node->safe_psql('src', q{SELECT * FROM hwm.run('events')});
@@ -81,6 +101,8 @@ $node->safe_psql('src', q{
 INSERT INTO raw."Events Log" VALUES (51, '2024-01-06', '2024-01-01 00:51+00', 'e51');
 SELECT * FROM hwm.run('events');
 });
+$node->safe_psql('src', q{SET ROLE etl; SELECT * FROM hwm.run('totals')});
+$node->safe_psql('src', q{SELECT * FROM hwm.run('hourly')});
 
 # What must survive: every row of every table that the extension marks for
 # pg_dump (hwm.state, hwm.runs, hwm.backfills, and any added later), with
@@ -94,7 +116,9 @@ SELECT string_agg(format('SELECT %L AS t, x::text FROM %s AS x', c::regclass::te
 my $state_sql = q{SELECT * FROM hwm.state ORDER BY pipeline};
 my $targets_sql = q{
 SELECT 'events', count(*), sum(hashtext(e::text)) FROM mart.events e
-UNION ALL SELECT 'orders', count(*), sum(hashtext(o::text)) FROM mart.orders o};
+UNION ALL SELECT 'orders', count(*), sum(hashtext(o::text)) FROM mart.orders o
+UNION ALL SELECT 'order_total', count(*), sum(total) FROM mart.order_total
+UNION ALL SELECT 'hourly', count(*), sum(n) FROM mart.hourly};
 
 my $state_before   = $node->safe_psql('src', $state_sql);
 my $config_before  = $node->safe_psql('src', $node->safe_psql('src', $config_sql));
@@ -195,8 +219,16 @@ sub check_restored
 		                                       ELSE 'mart.idle'::regclass END::oid
 		   AND s.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = CASE s.pipeline WHEN 'orders' THEN 'etl' ELSE 'loader' END)}),
 		'3', "$where: source, target and owner resolve to the restored tables and roles");
-	is($n->safe_psql($db, q{SELECT pipeline, watermark, lookback, schedule FROM hwm.status ORDER BY 1}),
-		"events|2024-01-01 00:51:00+00|2|00:15:00\nidle|7|0|\norders|30|0|",
+	is($n->safe_psql($db, q{
+		SELECT count(*) FROM hwm.state s
+		 WHERE s.target IS NULL AND s.command IS NOT NULL
+		   AND s.source::oid = CASE s.pipeline WHEN 'totals' THEN 'raw.orders_v'::regclass
+		                                       ELSE 'raw."Events Log"'::regclass END::oid
+		   AND s.owner::oid = (SELECT oid FROM pg_roles WHERE rolname = CASE s.pipeline WHEN 'totals' THEN 'etl' ELSE 'loader' END)}),
+		'2', "$where: the command and interval pipelines' sources and owners resolve, with no target");
+	is($n->safe_psql($db, q{SELECT pipeline, watermark, lookback, schedule, kind FROM hwm.status ORDER BY 1}),
+		"events|2024-01-01 00:51:00+00|2|00:15:00|copy\nhourly|2024-01-01 01:00:00+00|0||interval\n"
+		. "idle|7|0||copy\norders|30|0||copy\ntotals|30|0||command",
 		"$where: hwm.status reads the restored catalog");
 	is($n->safe_psql($db, q{SELECT pg_get_serial_sequence('hwm.runs', 'run_id')::regclass}),
 		'hwm.runs_run_id_seq', "$where: the run_id sequence is still the column's");
@@ -226,10 +258,19 @@ sub check_restored
 		'53 53 53 / 33 33', "$where: targets equal their sources, nothing doubled");
 	is($n->safe_psql($db, q{SELECT rows_upserted || '|' || rows_deleted || '|' || rows_inserted FROM hwm.run('events')}),
 		'0|0|0', "$where: a second run changes nothing, lookback included");
+	# the command pipeline adds the three new orders once, as its owner; the
+	# interval pipeline goes on with the next hour
+	is($n->safe_psql($db, q{SET ROLE etl; SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('totals')}),
+		'1|30|33', "$where: restored command pipeline runs its command over the new range as its owner");
+	is($n->safe_psql($db, q{SELECT total FROM mart.order_total}), '561',
+		"$where: the running total equals the sum of every order, none counted twice");
+	is($n->safe_psql($db, q{SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('hourly')}),
+		'1|2024-01-01 01:00:00+00|2024-01-01 02:00:00+00',
+		"$where: restored interval pipeline runs the next hour");
 	# The history goes on from the restored sequence: a sequence that had
 	# started over would collide with the restored run_ids.
 	is($n->safe_psql($db, "SELECT count(*) FROM hwm.runs WHERE run_id > $max_run_before"),
-		'4', "$where: the four new runs got run_ids after the restored ones");
+		'6', "$where: the six new runs got run_ids after the restored ones");
 	# The same for hwm.backfills and its own sequence.
 	$n->safe_psql($db, q{CALL hwm.backfill('events', '2024-01-06', '2024-01-06')});
 	is($n->safe_psql($db, q{SELECT count(*), count(DISTINCT backfill_id), string_agg(status, ',' ORDER BY backfill_id) FROM hwm.backfills}),

@@ -1,0 +1,679 @@
+/*
+ * interval.c
+ *		Interval pipelines: a time column cut into intervals of one length
+ *		from an anchor, and a command run over each finished interval.
+ *
+ * The grid: interval k is [anchor + k * step, anchor + (k + 1) * step),
+ * computed on the column's values as UTC timestamps (a timestamptz's
+ * instant, a timestamp's or a date's wall clock), so that a day is a day
+ * whatever the session's TimeZone.  The stored watermark is the end
+ * (exclusive) of the last interval done, that is the start of the next.
+ *
+ * An interval [s, e) is ready when e is at most the safe limit that
+ * watermark.c computes for the time column: every transaction still in
+ * flight writes values at or above that limit (or is waited for, or holds
+ * the run back), and so is delay.  hwm.run runs the command over the next
+ * ready interval, or over all of them at once when the pipeline is
+ * batched; skip_empty steps over intervals without rows.  CALL
+ * hwm.catch_up repeats hwm.run, one committed interval at a time.
+ *
+ * CALL hwm.rerun_intervals runs the command again over a range of intervals
+ * already done, one transaction per interval outside a transaction block,
+ * with its progress in hwm.backfills so that a second call resumes.
+ */
+#include "postgres.h"
+
+#include "catalog.h"
+#include "command.h"
+#include "interval.h"
+#include "plan.h"
+#include "privilege.h"
+#include "util.h"
+#include "watermark.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* The grid of one pipeline */
+typedef struct Grid
+{
+	const HwmValueType *vt;
+	Timestamp	anchor;
+	const Interval *step;
+} Grid;
+
+/* A value of the time column as a UTC timestamp */
+static Timestamp
+as_ts(const HwmValueType *vt, Datum v)
+{
+	Timestamp	t;
+
+	if (getBaseType(vt->type) == DATEOID)
+		t = DatumGetTimestamp(DirectFunctionCall1(date_timestamp, v));
+	else
+		t = DatumGetTimestamp(v);	/* timestamptz: the same microseconds */
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("an interval pipeline cannot place an infinite time on its grid"),
+				 errhint("Keep infinity out of the time column, or filter it out with a view as the source.")));
+	return t;
+}
+
+/* A UTC timestamp as a value of the time column */
+static Datum
+from_ts(const HwmValueType *vt, Timestamp t)
+{
+	if (getBaseType(vt->type) == DATEOID)
+		return DirectFunctionCall1(timestamp_date, TimestampGetDatum(t));
+	return TimestampGetDatum(t);
+}
+
+/* The start of interval k */
+static Timestamp
+boundary(const Grid *g, int64 k)
+{
+	Datum		kstep = DirectFunctionCall2(interval_mul, IntervalPGetDatum(g->step),
+											Float8GetDatum((float8) k));
+
+	return DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval,
+												 TimestampGetDatum(g->anchor), kstep));
+}
+
+/* The number of the interval that holds t */
+static int64
+index_of(const Grid *g, Timestamp t)
+{
+	int64		len = hwm_interval_usecs(g->step);
+	int64		k = (t - g->anchor) / len;
+
+	if ((t - g->anchor) % len < 0)
+		k--;
+	while (boundary(g, k) > t)
+		k--;
+	while (boundary(g, k + 1) <= t)
+		k++;
+	return k;
+}
+
+/* The pipeline's grid; the anchor parsed with the column's type */
+static void
+grid_init(Grid *g, const HwmPlan *plan, const Interval *step, const char *anchor)
+{
+	g->vt = &plan->wm;
+	g->step = step;
+	g->anchor = as_ts(&plan->wm, hwm_value_in(&plan->wm, anchor, "anchor"));
+}
+
+/* Refuse a value that is not a boundary of the grid */
+static void
+check_on_grid(const Grid *g, Timestamp t, const char *what, const char *text)
+{
+	Timestamp	start = boundary(g, index_of(g, t));
+
+	if (start != t)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s %s is not the start of an interval", what, text),
+				 errdetail("Intervals start at the anchor plus a whole number of intervals."),
+				 errhint("The interval that holds it starts at %s.",
+						 hwm_value_out(g->vt, from_ts(g->vt, start)))));
+}
+
+/*
+ * Refuse a watermark (what names it, for messages) that is not a boundary
+ * of the pipeline's grid: set_watermark on an interval pipeline, whose
+ * watermark is the start of the next interval to run.
+ */
+void
+hwm_interval_check_boundary(const HwmPlan *plan, const Interval *step,
+							const char *anchor, const char *value, const char *what)
+{
+	Grid		g;
+
+	grid_init(&g, plan, step, anchor);
+	check_on_grid(&g, as_ts(&plan->wm, hwm_value_in(&plan->wm, value, what)), what, value);
+}
+
+/*
+ * What create_interval_pipeline checks on top of the command: a time-typed
+ * column, a positive interval (whole days for a date column), an anchor and
+ * a start that parse, the start on the grid.
+ */
+void
+hwm_interval_check(const HwmPlan *plan, const Interval *step, const char *anchor,
+				   const char *start_at)
+{
+	Grid		g;
+
+	if (!hwm_is_time_type(plan->wm.type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("time column of an interval pipeline must be of type timestamptz, timestamp or date"),
+				 errdetail("The column has type %s.", format_type_be(plan->wm.type)),
+				 errhint("Use hwm.create_command_pipeline for ranges of other types.")));
+	if (step->month < 0 || step->day < 0 || step->time < 0 || hwm_interval_usecs(step) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_interval must be positive, with no negative part"),
+				 errhint("Pass an interval such as '1 hour' or '1 day'.")));
+	if (getBaseType(plan->wm.type) == DATEOID && step->time != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_interval of a date column must be whole days"),
+				 errhint("Pass an interval such as '1 day', '7 days' or '1 month'.")));
+	grid_init(&g, plan, step, anchor);
+	if (start_at)
+		check_on_grid(&g, as_ts(&plan->wm, hwm_value_in(&plan->wm, start_at, "start_at")),
+					  "start_at", start_at);
+}
+
+/* One run of an interval pipeline, as its steps fill it in */
+typedef struct IntervalRun
+{
+	HwmPipeline *p;
+	HwmPlan    *plan;
+	Grid		grid;
+	bool		has_start;
+	Timestamp	from;			/* the next interval's start, as stored */
+	Timestamp	start;			/* ... past the empty ones with skip_empty */
+	Timestamp	ready_end;		/* the greatest boundary that is safe */
+	const char *held;			/* why nothing is ready, or NULL */
+	Timestamp	new_wm;
+	bool		ran;			/* the command ran over [start, run_end) */
+	Timestamp	run_end;
+	int64		rows;
+} IntervalRun;
+
+/* The next interval's start: the watermark, or the oldest row's interval */
+static void
+find_start(IntervalRun *r)
+{
+	const HwmValueType *vt = &r->plan->wm;
+	/* the first-run form: $1 where reading starts (NULL: everywhere), $2 the offset */
+	Oid			argtypes[2] = {vt->type, INT8OID};
+	Datum		args[2] = {(Datum) 0, Int64GetDatum(0)};
+	char		nulls[2] = {'n', ' '};
+	Datum		oldest;
+
+	if (r->p->watermark)
+	{
+		r->start = as_ts(vt, hwm_value_in(vt, r->p->watermark, "stored watermark"));
+		r->has_start = true;
+		return;
+	}
+	hwm_spi_exec(r->plan->wm_sql[HWM_WM_BATCH_END][0], 2, argtypes, args, nulls,
+				 SPI_OK_SELECT);
+	if (!hwm_spi_first(&oldest))
+		return;
+	r->start = boundary(&r->grid, index_of(&r->grid, as_ts(vt, oldest)));
+	r->has_start = true;
+}
+
+/*
+ * The greatest boundary that no transaction in flight can write below.  An
+ * interval pipeline keeps no load memory (its range is the grid, not what
+ * the last run read), so no remembered transaction is carried.
+ */
+static bool
+find_ready_end(IntervalRun *r)
+{
+	HwmSafeBound bound;
+
+	hwm_safe_bound(r->plan, r->p->source, r->p->delay, NIL, &bound);
+	r->held = bound.reason;
+	if (bound.hold || !bound.has_limit)
+		return false;
+	r->ready_end = boundary(&r->grid, index_of(&r->grid, as_ts(&r->plan->wm, bound.limit)));
+	return r->ready_end > r->start;
+}
+
+/*
+ * With skip_empty: move the start past the intervals without rows, up to
+ * the ready end; false when no ready interval has rows.
+ */
+static bool
+skip_empty_intervals(IntervalRun *r)
+{
+	const HwmValueType *vt = &r->plan->wm;
+	Oid			argtypes[1] = {vt->type};
+	Datum		args[1] = {from_ts(vt, r->start)};
+	Datum		next;
+	Timestamp	next_start;
+
+	hwm_spi_exec(r->plan->first_from_sql, 1, argtypes, args, NULL, SPI_OK_SELECT);
+	if (!hwm_spi_first(&next))
+	{
+		r->new_wm = r->ready_end;
+		return false;
+	}
+	next_start = boundary(&r->grid, index_of(&r->grid, as_ts(vt, next)));
+	if (next_start >= r->ready_end)
+	{
+		r->new_wm = r->ready_end;
+		return false;
+	}
+	r->start = next_start;
+	return true;
+}
+
+/* Run the command over the next ready interval, or the whole backlog */
+static void
+run_intervals(IntervalRun *r)
+{
+	const HwmValueType *vt = &r->plan->wm;
+
+	r->new_wm = r->start;
+	if (r->p->skip_empty && !skip_empty_intervals(r))
+		return;
+	r->run_end = r->p->batched ? r->ready_end
+		: boundary(&r->grid, index_of(&r->grid, r->start) + 1);
+	r->rows = hwm_command_exec(r->p->name, r->p->command, vt->type,
+							   from_ts(vt, r->start), false, from_ts(vt, r->run_end));
+	r->ran = true;
+	r->new_wm = r->run_end;
+}
+
+/* The run in hwm.runs and the pipeline's state; returns the run_id */
+static int64
+record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
+{
+	const HwmValueType *vt = &r->plan->wm;
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(r->p->name, "load", started_at);
+	bool		moved = r->has_start && r->new_wm != r->from;
+	char	   *from_text = r->ran ? hwm_value_out(vt, from_ts(vt, r->start)) : NULL;
+	char	   *to_text = r->ran ? hwm_value_out(vt, from_ts(vt, r->run_end)) : NULL;
+	int64		run_id;
+
+	if (moved)
+		*after = hwm_value_out(vt, from_ts(vt, r->new_wm));
+	run.rows_upserted = r->rows;
+	run.watermark_before = r->p->watermark;
+	run.watermark_after = *after;
+	run.from_partition = from_text;
+	run.to_partition = to_text;
+	run_id = hwm_record_run(&run);
+	hwm_update_state_after_run(r->p->name, run_id, started_at, *after != r->p->watermark,
+							   *after, r->rows, &r->p->memory);
+	ereport(NOTICE,
+			(errmsg("hwm: pipeline \"%s\": %s, rows %s " INT64_FORMAT ", watermark %s -> %s%s%s",
+					r->p->name,
+					r->ran ? psprintf("command ran over [%s, %s)", from_text, to_text) :
+					"no interval ready with rows",
+					"processed", r->rows,
+					r->p->watermark ? r->p->watermark : "(none)",
+					*after ? *after : "(none)",
+					!r->ran && r->held ? ", held back by " : "",
+					!r->ran && r->held ? r->held : "")));
+	return run_id;
+}
+
+/*
+ * hwm.run of an interval pipeline (called by load.c under the pipeline's
+ * lock): the rows the command processed and the new watermark in *rows and
+ * *after (which holds the old one); returns the run_id.
+ */
+int64
+hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 *rows, char **after)
+{
+	IntervalRun r = {0};
+	HwmPlanSpec spec;
+	HwmRoleSwitch sw;
+	int64		run_id;
+
+	r.p = p;
+	hwm_spec_for(p, true, false, &spec);
+	hwm_become(p->owner, true, &sw);
+	r.plan = hwm_plan_build(&spec);
+	hwm_check_privileges(p->owner, &spec, r.plan);
+	grid_init(&r.grid, r.plan, p->time_interval, p->interval_anchor);
+	find_start(&r);
+	r.from = r.start;
+	if (r.has_start && find_ready_end(&r))
+		run_intervals(&r);
+	else
+		r.new_wm = r.start;
+	hwm_unbecome(&sw);
+	run_id = record_interval_run(&r, started_at, after);
+	*rows = r.rows;
+	return run_id;
+}
+
+/* A rerun of a range of intervals, as hwm.backfills records it */
+typedef struct Rerun
+{
+	char	   *pipeline;
+	char	   *from_text;		/* canonical */
+	char	   *to_text;
+	int64		id;				/* hwm.backfills.backfill_id */
+	char	   *done_through;	/* end of the last interval rerun, or NULL */
+	int			intervals_done;
+	int64		rows;
+	bool		session_lock;	/* its lock lasts the CALL (non-atomic), else the transaction */
+	int64		locked_id;		/* whose lock this CALL holds, 0: none */
+	bool		resumed;		/* an unfinished rerun taken over */
+	MemoryContext cxt;			/* outlives the CALL's transactions */
+} Rerun;
+
+/*
+ * Lock tag space of a running rerun: backfill.c's, since a rerun is a row
+ * of hwm.backfills too and their ids come from one sequence.
+ */
+#define HWM_RERUN_LOCK_SPACE 0x6862
+
+/* The lock of rerun id */
+static void
+rerun_locktag(LOCKTAG *tag, int64 id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
+						 (uint32) id, HWM_RERUN_LOCK_SPACE);
+}
+
+/* Let go of the lock this CALL holds, if any (a transaction lock goes by itself) */
+static void
+rerun_unclaim(Rerun *rr)
+{
+	LOCKTAG		tag;
+
+	if (rr->locked_id != 0 && rr->session_lock)
+	{
+		rerun_locktag(&tag, rr->locked_id);
+		LockRelease(&tag, ExclusiveLock, true);
+	}
+	rr->locked_id = 0;
+}
+
+/*
+ * Hold the lock of rerun rr->id for this CALL, once (a lock held on another
+ * id, a rerun that finished in between, is let go), so that a second CALL
+ * over the same range, which would resume the same row and run each
+ * interval's command a second time, is refused instead.
+ */
+static void
+rerun_claim(Rerun *rr)
+{
+	LOCKTAG		tag;
+
+	if (rr->locked_id == rr->id)
+		return;
+	rerun_unclaim(rr);
+	rerun_locktag(&tag, rr->id);
+	if (LockAcquire(&tag, ExclusiveLock, rr->session_lock, true) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("a rerun of these intervals of pipeline \"%s\" is running in another session",
+						rr->pipeline),
+				 errdetail("Rerun " INT64_FORMAT " of the intervals from %s to %s is being run by another CALL that has not finished.",
+						   rr->id, rr->from_text, rr->to_text),
+				 errhint("Wait for it to finish; hwm.backfills shows its progress.")));
+	rr->locked_id = rr->id;
+}
+
+/*
+ * As the owner: the pipeline's plan and grid, and the range parsed and
+ * checked (on the grid, ascending, no later than the watermark).
+ */
+static void
+rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
+{
+	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, false, false);
+	HwmPlanSpec spec;
+	HwmRoleSwitch sw;
+	HwmPlan    *plan;
+	Grid		g;
+	char	   *from_in = hwm_text_arg(fcinfo, 1, "from_time");
+	char	   *to_in = hwm_text_arg(fcinfo, 2, "to_time");
+	Timestamp	from;
+	Timestamp	to;
+
+	if (p->time_interval == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("pipeline \"%s\" is not an interval pipeline", p->name),
+				 errhint("hwm.rerun_intervals reruns the command of a pipeline made with hwm.create_interval_pipeline; use hwm.backfill for a copy pipeline.")));
+	hwm_spec_for(p, true, false, &spec);
+	hwm_become(p->owner, true, &sw);
+	plan = hwm_plan_build(&spec);
+	grid_init(&g, plan, p->time_interval, p->interval_anchor);
+	from = as_ts(&plan->wm, hwm_value_in(&plan->wm, from_in, "from_time"));
+	to = as_ts(&plan->wm, hwm_value_in(&plan->wm, to_in, "to_time"));
+	check_on_grid(&g, from, "from_time", from_in);
+	check_on_grid(&g, to, "to_time", to_in);
+	if (from >= to)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_time must be before to_time"),
+				 errdetail("The range is from %s (inclusive) to %s (exclusive).", from_in, to_in),
+				 errhint("Pass the start of the first interval and the end of the last.")));
+	if (p->watermark == NULL ||
+		to > as_ts(&plan->wm, hwm_value_in(&plan->wm, p->watermark, "stored watermark")))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("to_time %s is past the intervals pipeline \"%s\" has done", to_in, p->name),
+				 errdetail("The pipeline's watermark is %s.", p->watermark ? p->watermark : "(none)"),
+				 errhint("Rerun only intervals that ended before the watermark; hwm.run does the later ones.")));
+	rr->from_text = MemoryContextStrdup(rr->cxt, hwm_value_out(&plan->wm, from_ts(&plan->wm, from)));
+	rr->to_text = MemoryContextStrdup(rr->cxt, hwm_value_out(&plan->wm, from_ts(&plan->wm, to)));
+	hwm_unbecome(&sw);
+}
+
+/*
+ * The unfinished rerun of this range, if any, into rr (as the catalog
+ * owner, who may read every row of hwm.backfills); false when none.
+ */
+static bool
+rerun_find(Rerun *rr, Oid *argtypes, Datum *values)
+{
+	HeapTuple	tup;
+	char	   *done;
+	bool		isnull;
+
+	hwm_spi_exec("SELECT b.backfill_id, b.done_through, b.partitions_done, b.rows_inserted"
+				 " FROM hwm.backfills AS b"
+				 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
+				 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
+				 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
+				 " AND b.status OPERATOR(pg_catalog.<>) 'succeeded'"
+				 " ORDER BY b.backfill_id DESC LIMIT 1",
+				 3, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	done = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+	rr->id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	rr->done_through = done ? MemoryContextStrdup(rr->cxt, done) : NULL;
+	rr->intervals_done = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+	rr->rows = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull));
+	rr->resumed = true;
+	return true;
+}
+
+/*
+ * Resume the unfinished rerun of this range, or (with create) start a new
+ * one; false when there is none to resume and create is false.
+ */
+static bool
+rerun_start(Rerun *rr, bool create)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	HwmRoleSwitch sw;
+	bool		found;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(rr->pipeline);
+	values[1] = CStringGetTextDatum(rr->from_text);
+	values[2] = CStringGetTextDatum(rr->to_text);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	found = rerun_find(rr, argtypes, values);
+	if (!found && create)
+	{
+		hwm_spi_exec("INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status) VALUES ($1, $2, $3, 1, 'running')"
+					 " RETURNING backfill_id",
+					 3, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+		rr->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1, &isnull));
+		rr->done_through = NULL;
+		rr->intervals_done = 0;
+		rr->rows = 0;
+		rr->resumed = false;
+	}
+	hwm_unbecome(&sw);
+	return found || create;
+}
+
+/* Write the rerun's progress (and, with finished, its end) */
+static void
+rerun_save(const Rerun *rr, bool finished)
+{
+	Oid			argtypes[5] = {INT8OID, TEXTOID, INT4OID, INT8OID, BOOLOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	HwmRoleSwitch sw;
+
+	values[0] = Int64GetDatum(rr->id);
+	if (rr->done_through)
+		values[1] = CStringGetTextDatum(rr->done_through);
+	else
+		nulls[1] = 'n';
+	values[2] = Int32GetDatum(rr->intervals_done);
+	values[3] = Int64GetDatum(rr->rows);
+	values[4] = BoolGetDatum(finished);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec("UPDATE hwm.backfills SET done_through = $2, partitions_done = $3,"
+				 " rows_inserted = $4,"
+				 " status = CASE WHEN $5 THEN 'succeeded' ELSE 'running' END,"
+				 " finished_at = CASE WHEN $5 THEN pg_catalog.clock_timestamp() END"
+				 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+				 5, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_unbecome(&sw);
+}
+
+/*
+ * Rerun the next interval of the range under the pipeline's lock and record
+ * it; false when the range is done.
+ */
+static bool
+rerun_step(Rerun *rr)
+{
+	TimestampTz started_at = GetCurrentTimestamp();
+	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, true, false);
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", started_at);
+	HwmPlanSpec spec;
+	HwmRoleSwitch sw;
+	HwmPlan    *plan;
+	Grid		g;
+	Timestamp	s;
+	Timestamp	e;
+	int64		rows;
+
+	hwm_spec_for(p, true, false, &spec);
+	hwm_become(p->owner, true, &sw);
+	plan = hwm_plan_build(&spec);
+	hwm_check_privileges(p->owner, &spec, plan);
+	grid_init(&g, plan, p->time_interval, p->interval_anchor);
+	s = as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->done_through ? rr->done_through : rr->from_text, "from_time"));
+	if (s >= as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->to_text, "to_time")))
+	{
+		hwm_unbecome(&sw);
+		return false;
+	}
+	e = boundary(&g, index_of(&g, s) + 1);
+	rows = hwm_command_exec(p->name, p->command, plan->wm.type,
+							from_ts(&plan->wm, s), false, from_ts(&plan->wm, e));
+	run.from_partition = hwm_value_out(&plan->wm, from_ts(&plan->wm, s));
+	run.to_partition = hwm_value_out(&plan->wm, from_ts(&plan->wm, e));
+	hwm_unbecome(&sw);
+	run.rows_upserted = rows;
+	(void) hwm_record_run(&run);
+	rr->done_through = MemoryContextStrdup(rr->cxt, run.to_partition);
+	rr->intervals_done++;
+	rr->rows += rows;
+	rerun_save(rr, false);
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(hwm_rerun_intervals);
+
+/*
+ * CALL hwm.rerun_intervals(pipeline, from_time, to_time): the command again
+ * over every interval of [from_time, to_time), one transaction per interval
+ * outside a transaction block (all in the caller's inside one).  A failure
+ * keeps the intervals committed before it; calling again resumes after them.
+ */
+Datum
+hwm_rerun_intervals(PG_FUNCTION_ARGS)
+{
+	bool		atomic = hwm_call_is_atomic(fcinfo);
+	Rerun	   *rr;
+	MemoryContext cxt;
+
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("hwm.rerun_intervals cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
+				 errdetail("Each interval must be read from the source as it is now, not as a snapshot taken earlier saw it."),
+				 errhint("Call hwm.rerun_intervals in a READ COMMITTED transaction (the default), or on its own.")));
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "hwm rerun", ALLOCSET_SMALL_SIZES);
+	rr = MemoryContextAllocZero(cxt, sizeof(Rerun));
+	rr->cxt = cxt;
+	rr->pipeline = MemoryContextStrdup(cxt, hwm_text_arg(fcinfo, 0, "pipeline"));
+	rr->session_lock = !atomic;
+
+	/*
+	 * Under the pipeline's lock, take over the unfinished rerun of this
+	 * range or start one, and claim it: a CALL in another session that is
+	 * working on it holds its lock until it ends.
+	 */
+	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
+	rerun_parse(rr, fcinfo);
+	PG_TRY();
+	{
+		/* refused at once, before queueing for the pipeline's lock */
+		if (rerun_start(rr, false))
+			rerun_claim(rr);
+		(void) hwm_pipeline_fetch(rr->pipeline, true, false);
+		(void) rerun_start(rr, true);
+		rerun_claim(rr);
+		if (rr->resumed)
+			ereport(NOTICE,
+					(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
+							rr->id, rr->pipeline, rr->from_text, rr->to_text,
+							rr->done_through ? rr->done_through : "(none)")));
+		for (;;)
+		{
+			if (!atomic)
+			{
+				SPI_commit();
+				SPI_start_transaction();
+			}
+			if (!rerun_step(rr))
+				break;
+			CHECK_FOR_INTERRUPTS();
+		}
+		rerun_save(rr, true);
+	}
+	PG_CATCH();
+	{
+		rerun_unclaim(rr);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	rerun_unclaim(rr);
+	SPI_finish();
+	ereport(NOTICE,
+			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
+					rr->id, rr->pipeline, rr->from_text, rr->to_text,
+					rr->intervals_done, rr->rows)));
+	MemoryContextDelete(cxt);
+	PG_RETURN_VOID();
+}
