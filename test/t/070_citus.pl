@@ -129,8 +129,26 @@ for my $p (qw(flat parted))
 	is($ret, 0, "$p: overwrite succeeds") or diag $err;
 	same_as_source($p, 'after the overwrite');
 }
+# pushed down: each statement of the overwrite runs on the workers as one
+# task per pair of co-located shards (the commands Citus sends name a shard
+# of the target and a shard of the source), nothing is pulled through here
+$coord->safe_psql('postgres', q{UPDATE public.events SET amount = amount + 1 WHERE day = date '2024-01-02'});
+my ($ret, $out, $err) = $coord->psql('postgres', q{
+SET citus.log_remote_commands = on;
+SELECT run_id FROM hwm.overwrite('flat', '2024-01-01', '2024-01-02')});
+my %tasks;
+while ($err =~ /issuing (DELETE FROM|INSERT INTO) public\.flat_(\d+) .*?public\.events_(\d+)/g)
+{
+	$tasks{$1}{"$2/$3"} = 1;
+}
+is(scalar(keys %{ $tasks{'DELETE FROM'} || {} }), 4, 'the delete runs as 4 tasks, one per shard pair')
+  or diag $err;
+is(scalar(keys %{ $tasks{'INSERT INTO'} || {} }), 4, 'the upsert runs as 4 tasks, one per shard pair');
+unlike($err, qr/repartition|collect|intermediate result/i, 'no rows are pulled to the coordinator');
+same_as_source('flat', 'after the pushed-down overwrite');
+
 # the partitioned target's covered partitions went row by row, with the reason
-my ($ret, $out, $err) = $coord->psql('postgres',
+($ret, $out, $err) = $coord->psql('postgres',
 	q{SELECT run_id FROM hwm.overwrite('parted', '2024-01-03', '2024-01-04')});
 like($err, qr/not exchanged: it is a Citus table, whose rows live on the shards/,
 	'the exchange of a Citus partition gives way to the diff, with a NOTICE');
