@@ -25,6 +25,8 @@
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "catalog/pg_authid.h"
 #include "nodes/primnodes.h"
 #include "parser/parse_relation.h"
 #include "utils/builtins.h"
@@ -209,22 +211,47 @@ spi_col(int i, Datum *value)
 	return !isnull;
 }
 
-void
-hwm_citus_remote_xacts(HwmCitusRemote *r)
+/* Both queries of hwm_citus_remote_xacts */
+static void
+remote_xacts(HwmCitusRemote *r)
 {
 	Datum		v;
 
-	memset(r, 0, sizeof(*r));
 	if (SPI_execute(REMOTE_XACTS_SQL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read citus_stat_activity");
 	r->count = spi_col(1, &v) ? DatumGetInt64(v) : 0;
 	r->writers = spi_col(2, &v) ? DatumGetInt64(v) : 0;
 	r->unknown_start = spi_col(3, &v) && DatumGetBool(v);
 	r->oldest = spi_col(4, &v) ? DatumGetTimestampTz(v) : 0;
-	/* a worker that does not answer counts as one with prepared transactions */
 	if (SPI_execute(REMOTE_PREPARED_SQL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the workers' prepared transactions");
 	r->prepared = spi_col(1, &v) ? DatumGetInt64(v) : 0;
+}
+
+/*
+ * The queries run as the bootstrap superuser: pg_stat_activity hides other
+ * roles' transaction start and xid from a pipeline's owner, and a writer
+ * that hwm cannot see would lose its row.  They are fixed statements with
+ * every name qualified, so nothing of the caller's runs with those rights.
+ */
+void
+hwm_citus_remote_xacts(HwmCitusRemote *r)
+{
+	Oid			save_userid;
+	int			save_sec;
+
+	memset(r, 0, sizeof(*r));
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		remote_xacts(r);
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(save_userid, save_sec);
+	}
+	PG_END_TRY();
 }
 
 const char *

@@ -38,6 +38,10 @@
  * In both cases the rows that are visible are loaded; only the watermark is
  * held back, so freshness does not suffer.
  *
+ * A Citus source can also be written by sessions connected to other nodes:
+ * their transactions (citus_stat_activity) bound the watermark too (see
+ * citus_bound).
+ *
  * What a run reads.  The stored watermark W must stay below every value a
  * transaction in flight may still commit, so with a transaction open for an
  * hour W stays an hour behind.  Reading everything above W on every run

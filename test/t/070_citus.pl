@@ -226,24 +226,37 @@ like($err, qr/HINT:  Drop the pipeline and declare it again over public\.plain_s
 
 # 7. a writer connected to a worker: the coordinator's process array does not
 # have it, but its start must hold the watermark, or its row, committed
-# after a run moved past it, would never be loaded
+# after a run moved past it, would never be loaded.  The pipeline belongs
+# to an ordinary role, to whom pg_stat_activity hides other roles' starts.
+$coord->safe_psql('postgres', q{
+CREATE ROLE etl LOGIN;
+GRANT USAGE ON SCHEMA public TO etl;
+CREATE TABLE public.flat2 (LIKE public.events INCLUDING ALL);
+SELECT create_distributed_table('public.flat2', 'id', colocate_with => 'public.events');
+GRANT SELECT ON public.events TO etl;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.flat2 TO etl;
+SET ROLE etl;
+SELECT hwm.create_pipeline('by_etl', 'public.events', 'public.flat2', '{id}', 'updated_at');
+SELECT hwm.run('by_etl');
+});
+same_as_source('flat2', 'after the ordinary role\'s first run');
 my $late = $workers[0]->background_psql('postgres');
 $late->query_safe('BEGIN');
-# in an old partition, out of the lookback's reach
+# in an old partition, out of any lookback's reach
 $late->query_safe(q{INSERT INTO public.events VALUES (2000, date '2024-01-01', now(), 1)});
 my $t2 = $coord->safe_psql('postgres', q{
 INSERT INTO public.events VALUES (2001, date '2024-01-10', now(), 1) RETURNING updated_at});
 # past hwm.start_margin (1 s): only the worker's transaction can hold it now
 $coord->poll_query_until('postgres', qq{SELECT clock_timestamp() > timestamptz '$t2' + interval '2 seconds'})
   or die 'clock did not move';
-($ret, $out, $err) = $coord->psql('postgres', q{SELECT watermark_after FROM hwm.run('flat')});
+($ret, $out, $err) = $coord->psql('postgres', q{SET ROLE etl; SELECT watermark_after FROM hwm.run('by_etl')});
 is($ret, 0, 'run with a writer in flight on a worker') or diag $err;
 ok($coord->safe_psql('postgres', qq{SELECT '$out'::timestamptz < timestamptz '$t2'}) eq 't',
 	'the watermark stays below the worker transaction\'s rows');
 $late->query_safe('COMMIT');
 $late->quit;
-$coord->safe_psql('postgres', q{SELECT hwm.run('flat')});
-same_as_source('flat', 'after the worker\'s writer committed');
+$coord->safe_psql('postgres', q{SET ROLE etl; SELECT hwm.run('by_etl')});
+same_as_source('flat2', 'after the worker\'s writer committed');
 
 $_->stop for @nodes;
 done_testing();
