@@ -39,6 +39,7 @@ max_prepared_transactions = 20
 max_connections = 60
 citus.node_conninfo = 'sslmode=prefer'
 hwm.allow_superuser_pipelines = on
+max_worker_processes = 16
 });
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
@@ -257,6 +258,23 @@ $late->query_safe('COMMIT');
 $late->quit;
 $coord->safe_psql('postgres', q{SET ROLE etl; SELECT hwm.run('by_etl')});
 same_as_source('flat2', 'after the worker\'s writer committed');
+
+# 9. the scheduler runs the ordinary role's pipeline on the coordinator
+$coord->safe_psql('postgres', q{
+INSERT INTO public.events
+SELECT i, date '2024-01-09', now(), i FROM generate_series(3000, 3049) i;
+SET ROLE etl;
+SELECT hwm.schedule('by_etl', '1 second');
+});
+ok($coord->poll_query_until('postgres',
+	q{SELECT count(*) FROM public.flat2 WHERE id BETWEEN 3000 AND 3049}, '50'),
+	'a scheduled run loads the new rows')
+  or diag $coord->safe_psql('postgres', q{SELECT status, error FROM hwm.runs WHERE pipeline = 'by_etl' ORDER BY run_id DESC LIMIT 5});
+$coord->safe_psql('postgres', q{SET ROLE etl; SELECT hwm.unschedule('by_etl')});
+is($coord->safe_psql('postgres', q{
+SELECT count(*) FROM hwm.runs WHERE pipeline = 'by_etl' AND status NOT IN ('succeeded', 'running')}),
+	'0', 'every run of the ordinary role\'s pipeline succeeded');
+same_as_source('flat2', 'after the scheduled runs');
 
 $_->stop for @nodes;
 done_testing();
