@@ -276,5 +276,43 @@ SELECT count(*) FROM hwm.runs WHERE pipeline = 'by_etl' AND status NOT IN ('succ
 	'0', 'every run of the ordinary role\'s pipeline succeeded');
 same_as_source('flat2', 'after the scheduled runs');
 
+# 10. a backfill killed halfway resumes where it got to.  A session holds a
+# row of the target's day 5 locked on its worker, so the backfill commits
+# days 1 to 4 and waits there; it is terminated and called again.
+$coord->safe_psql('postgres', q{
+UPDATE public.flat SET amount = -1;
+INSERT INTO public.flat SELECT 90000 + g, date '2024-01-01' + g, now(), 0 FROM generate_series(0, 4) g});
+my $gate = $coord->background_psql('postgres');
+$gate->query_safe('BEGIN');
+$gate->query_safe('SELECT id FROM public.flat WHERE id = 85 FOR UPDATE');
+my $bf = $coord->background_psql('postgres', on_error_stop => 0);
+$bf->query_until(qr/started/,
+	"\\echo started\nCALL hwm.backfill('flat', '2024-01-01', '2024-01-10');\n");
+ok($coord->poll_query_until('postgres', q{
+SELECT (SELECT done_through FROM hwm.backfills WHERE pipeline = 'flat' ORDER BY backfill_id DESC LIMIT 1) = '2024-01-04'
+   AND EXISTS (SELECT FROM citus_lock_waits)}), 'the backfill waits at day 5, days 1 to 4 done');
+my $bf_pid = $coord->safe_psql('postgres', q{
+SELECT pid FROM pg_stat_activity WHERE query LIKE 'CALL hwm.backfill%' AND pid <> pg_backend_pid()});
+$coord->safe_psql('postgres', "SELECT pg_terminate_backend($bf_pid)");
+$coord->poll_query_until('postgres', "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $bf_pid)")
+  or die 'the backfill did not exit';
+{
+	local $SIG{PIPE} = 'IGNORE';
+	eval { $bf->quit; };
+}
+is($coord->safe_psql('postgres', q{
+SELECT status || ' ' || done_through FROM hwm.backfills WHERE pipeline = 'flat' ORDER BY backfill_id DESC LIMIT 1}),
+	'running 2024-01-04', 'killed: days 1 to 4 stay done');
+$gate->query_safe('ROLLBACK');
+$gate->quit;
+$coord->safe_psql('postgres', q{CALL hwm.backfill('flat', '2024-01-01', '2024-01-10')});
+is($coord->safe_psql('postgres', q{
+SELECT status || ' ' || done_through FROM hwm.backfills WHERE pipeline = 'flat' ORDER BY backfill_id DESC LIMIT 1}),
+	'succeeded 2024-01-10', 'the killed backfill resumed and finished');
+is($coord->safe_psql('postgres', q{
+SELECT count(*) FROM hwm.backfills WHERE pipeline = 'flat' AND from_partition = '2024-01-01' AND to_partition = '2024-01-10'}),
+	'1', '... as the same backfill');
+same_as_source('flat', 'after the resumed backfill');
+
 $_->stop for @nodes;
 done_testing();
