@@ -785,15 +785,15 @@ partition_statements(PlanBuild *b)
 	}
 	else
 		plan->newest_partitions_sql =
-		psprintf("WITH RECURSIVE hwm_parts(v, n) AS ("
-				 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
-				 " UNION ALL"
-				 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
-				 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
-				 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
-				 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
-				 p, b->srcname, p, p, plan->part.gt,
-				 p, b->srcname, p, plan->part.lt, p, plan->part.gt);
+			psprintf("WITH RECURSIVE hwm_parts(v, n) AS ("
+					 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
+					 " UNION ALL"
+					 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
+					 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
+					 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
+					 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
+					 p, b->srcname, p, p, plan->part.gt,
+					 p, b->srcname, p, plan->part.lt, p, plan->part.gt);
 
 	for (int lo_incl = 0; lo_incl <= 1; lo_incl++)
 		for (int hi_incl = 0; hi_incl <= 1; hi_incl++)
