@@ -12,7 +12,7 @@
  * helper: it calls no other module of hwm.
  *
  * It also lists the transactions in flight on the other nodes, for the safe
- * watermark (watermark.c), through Citus's own views and functions.
+ * watermark (watermark.c), through Citus's own functions.
  */
 #include "postgres.h"
 
@@ -178,28 +178,40 @@ hwm_citus_shard_of(Oid relid, Oid *logical)
 
 /*
  * Transactions that a session on another node started (Citus lets any node
- * run distributed writes): client backends of this database on any node
- * whose global process id names another node as the initiator, so that the
- * workers' backends running this node's own statements are left out (this
- * node's transactions are the local check's; one without a global process
- * id counts).  Then the prepared transactions on the workers, which have no
- * start time; a worker that does not answer counts as one that has some
- * (citus_stat_activity leaves out the nodes that do not answer).
+ * run distributed writes), in one round trip to every node: on each node,
+ * the client backends of this database whose global process id names
+ * another node than this one as the initiator, so that the backends running
+ * this node's own statements are left out (this node's transactions are the
+ * local check's; one without a global process id counts), and its prepared
+ * transactions (those of other nodes count: they have no start time).  A
+ * node that does not answer counts as one with a prepared transaction.
+ * Each node answers "count|writers|unknown start|oldest start (UTC)|prepared".
  */
-#define REMOTE_XACTS_SQL \
-	"SELECT pg_catalog.count(*), pg_catalog.count(a.backend_xid)," \
-	" COALESCE(pg_catalog.bool_or(a.xact_start IS NULL), false), pg_catalog.min(a.xact_start)" \
-	" FROM pg_catalog.citus_stat_activity AS a" \
+#define NODE_XACTS_SQL \
+	"SELECT pg_catalog.concat_ws('|', pg_catalog.count(*), pg_catalog.count(a.backend_xid)," \
+	" COALESCE(pg_catalog.bool_or(a.xact_start IS NULL), false)," \
+	" COALESCE(pg_catalog.to_char(pg_catalog.min(a.xact_start) AT TIME ZONE 'UTC'," \
+	"                             'YYYY-MM-DD\"T\"HH24:MI:SS.US'), '')," \
+	" (SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts AS p" \
+	"   WHERE p.database OPERATOR(pg_catalog.=) pg_catalog.current_database()))" \
+	" FROM pg_catalog.pg_stat_activity AS a" \
+	" LEFT JOIN pg_catalog.get_all_active_transactions() AS t ON t.process_id OPERATOR(pg_catalog.=) a.pid" \
 	" WHERE a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()" \
 	" AND a.backend_type OPERATOR(pg_catalog.=) 'client backend'" \
 	" AND (a.xact_start IS NOT NULL OR a.backend_xid IS NOT NULL)" \
-	" AND pg_catalog.citus_nodeid_for_gpid(a.global_pid) IS DISTINCT FROM" \
-	"     pg_catalog.citus_nodeid_for_gpid(pg_catalog.citus_backend_gpid())"
-#define REMOTE_PREPARED_SQL \
-	"SELECT pg_catalog.count(*) FROM pg_catalog.run_command_on_workers(" \
-	" pg_catalog.format('SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts" \
-	" WHERE database OPERATOR(pg_catalog.=) %L', pg_catalog.current_database())) AS w" \
-	" WHERE NOT w.success OR w.result OPERATOR(pg_catalog.<>) '0'"
+	" AND pg_catalog.citus_nodeid_for_gpid(t.global_pid) IS DISTINCT FROM %s"
+#define REMOTE_XACTS_SQL \
+	"WITH me AS (SELECT pg_catalog.citus_nodeid_for_gpid(pg_catalog.citus_backend_gpid()) AS id)," \
+	" w AS (SELECT r.nodeid, r.success, pg_catalog.string_to_array(r.result, '|') AS f" \
+	"       FROM me, pg_catalog.run_command_on_all_nodes(pg_catalog.format($hwm$" NODE_XACTS_SQL "$hwm$, me.id)) AS r)" \
+	" SELECT COALESCE(pg_catalog.sum(CASE WHEN w.success THEN w.f[1]::pg_catalog.int8 END), 0)::pg_catalog.int8," \
+	" COALESCE(pg_catalog.sum(CASE WHEN w.success THEN w.f[2]::pg_catalog.int8 END), 0)::pg_catalog.int8," \
+	" COALESCE(pg_catalog.bool_or(CASE WHEN w.success THEN w.f[3]::pg_catalog.bool END), false)," \
+	" pg_catalog.min(CASE WHEN w.success THEN NULLIF(w.f[4], '')::pg_catalog.timestamp END) AT TIME ZONE 'UTC'," \
+	" (COALESCE(pg_catalog.sum(CASE WHEN w.success AND w.nodeid OPERATOR(pg_catalog.<>) me.id" \
+	"                               THEN w.f[5]::pg_catalog.int8 END), 0)" \
+	"  OPERATOR(pg_catalog.+) pg_catalog.count(*) FILTER (WHERE NOT w.success))::pg_catalog.int8" \
+	" FROM w, me"
 
 /* The first row's column i as a Datum (false when NULL) */
 static bool
@@ -211,21 +223,19 @@ spi_col(int i, Datum *value)
 	return !isnull;
 }
 
-/* Both queries of hwm_citus_remote_xacts */
+/* The query of hwm_citus_remote_xacts */
 static void
 remote_xacts(HwmCitusRemote *r)
 {
 	Datum		v;
 
 	if (SPI_execute(REMOTE_XACTS_SQL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read citus_stat_activity");
+		elog(ERROR, "could not read the transactions in flight on the Citus nodes");
 	r->count = spi_col(1, &v) ? DatumGetInt64(v) : 0;
 	r->writers = spi_col(2, &v) ? DatumGetInt64(v) : 0;
 	r->unknown_start = spi_col(3, &v) && DatumGetBool(v);
 	r->oldest = spi_col(4, &v) ? DatumGetTimestampTz(v) : 0;
-	if (SPI_execute(REMOTE_PREPARED_SQL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the workers' prepared transactions");
-	r->prepared = spi_col(1, &v) ? DatumGetInt64(v) : 0;
+	r->prepared = spi_col(5, &v) ? DatumGetInt64(v) : 0;
 }
 
 /*

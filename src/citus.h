@@ -36,7 +36,7 @@ typedef struct HwmCitusRemote
 	int64		writers;		/* ... of those, with a transaction id */
 	bool		unknown_start;	/* one of them has no start time */
 	TimestampTz oldest;			/* the oldest start (0: none known) */
-	int64		prepared;		/* prepared transactions on the workers */
+	int64		prepared;		/* prepared transactions on the other nodes */
 } HwmCitusRemote;
 
 /* true when the citus extension is installed in this database */

@@ -259,6 +259,27 @@ $late->quit;
 $coord->safe_psql('postgres', q{SET ROLE etl; SELECT hwm.run('by_etl')});
 same_as_source('flat2', 'after the worker\'s writer committed');
 
+# 7b. a prepared transaction on a worker has no start time: it holds the
+# watermark until it is resolved
+$workers[1]->safe_psql('postgres', q{
+CREATE TABLE public.w_local (i int);
+BEGIN;
+INSERT INTO public.w_local VALUES (1);
+PREPARE TRANSACTION 'hwm_070';
+});
+my $t3 = $coord->safe_psql('postgres', q{
+INSERT INTO public.events VALUES (2002, date '2024-01-10', now(), 1) RETURNING updated_at});
+$coord->poll_query_until('postgres', qq{SELECT clock_timestamp() > timestamptz '$t3' + interval '2 seconds'})
+  or die 'clock did not move';
+is($coord->safe_psql('postgres', q{
+SET ROLE etl; SELECT watermark_before = watermark_after FROM hwm.run('by_etl')}),
+	't', 'a prepared transaction on a worker holds the watermark');
+$workers[1]->safe_psql('postgres', q{COMMIT PREPARED 'hwm_070'});
+is($coord->safe_psql('postgres', q{
+SET ROLE etl; SELECT watermark_after::timestamptz >= timestamptz '} . $t3 . q{' FROM hwm.run('by_etl')}),
+	't', '... and once it is resolved the watermark moves on');
+same_as_source('flat2', 'after the prepared transaction');
+
 # 9. the scheduler runs the ordinary role's pipeline on the coordinator
 $coord->safe_psql('postgres', q{
 INSERT INTO public.events
