@@ -23,7 +23,10 @@
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "access/xact.h"
 #include "commands/extension.h"
+#include "common/hashfn.h"
+#include "utils/syscache.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "catalog/pg_authid.h"
@@ -119,6 +122,41 @@ hwm_citus_is_table(Oid relid)
 
 	hwm_citus_table(relid, &t);
 	return t.kind != HWM_CITUS_NONE;
+}
+
+/*
+ * The table that Citus is converting schema.relname into, in this
+ * transaction, or InvalidOid.  alter_distributed_table, undistribute_table
+ * and their kin build the new table under the name <relname>_<hash of
+ * relname>, drop the old one, then rename the new one: a pipeline can
+ * follow it through the drop.  Only a table of exactly that name created
+ * in this very transaction counts (a long name that Citus truncates and
+ * hashes does not: the pipeline is then dropped with its table).
+ */
+Oid
+hwm_citus_successor(const char *nspname, const char *relname)
+{
+	Oid			nsp = get_namespace_oid(nspname, true);
+	uint32		h = DatumGetUInt32(hash_any((const unsigned char *) relname, strlen(relname)));
+	char	   *suffix = psprintf("_" UINT64_FORMAT, (uint64) h);
+	char	   *name;
+	Oid			relid;
+	HeapTuple	tup;
+	bool		created_now;
+
+	if (!OidIsValid(nsp) || !hwm_citus_present() ||
+		strlen(relname) >= NAMEDATALEN - strlen(suffix))
+		return InvalidOid;
+	name = psprintf("%s%s", relname, suffix);
+	relid = get_relname_relid(name, nsp);
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	created_now = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
+	ReleaseSysCache(tup);
+	return created_now ? relid : InvalidOid;
 }
 
 /* A shard's name ends in _<shardid>: most names are ruled out here */

@@ -47,6 +47,8 @@ extern void hwm_citus_table(Oid relid, HwmCitusTable *t);
 extern bool hwm_citus_is_table(Oid relid);
 /* is relid a shard of a Citus table; *logical: that table */
 extern bool hwm_citus_shard_of(Oid relid, Oid *logical);
+/* the table Citus is converting nspname.relname into now, or InvalidOid */
+extern Oid	hwm_citus_successor(const char *nspname, const char *relname);
 /* the transactions in flight on the other nodes (needs SPI; Citus present) */
 extern void hwm_citus_remote_xacts(HwmCitusRemote *r);
 /* "distributed table", "reference table", ... for messages */

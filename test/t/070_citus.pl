@@ -335,5 +335,35 @@ SELECT count(*) FROM hwm.backfills WHERE pipeline = 'flat' AND from_partition = 
 	'1', '... as the same backfill');
 same_as_source('flat', 'after the resumed backfill');
 
+# 11. Citus converts tables by building new ones and dropping the old: the
+# pipelines follow (alter_distributed_table), and a layout that no longer
+# works is refused clearly at the next run (undistribute_table)
+($ret, $out, $err) = $coord->psql('postgres', q{
+SELECT alter_distributed_table('public.events', shard_count := 8, cascade_to_colocated := true)});
+is($ret, 0, 'alter_distributed_table of the source and its co-located targets') or diag $err;
+like($err, qr/pipeline "flat" follows public\.events to the table Citus converts it into/,
+	'the pipeline follows its source, with a NOTICE');
+unlike($err, qr/dropped with its source or target/, 'no pipeline is dropped');
+is($coord->safe_psql('postgres', q{
+SELECT string_agg(pipeline || ':' || source::text || '>' || target::text, ' ' ORDER BY pipeline)
+  FROM hwm.state WHERE pipeline IN ('flat', 'parted', 'by_etl')}),
+	'by_etl:events>flat2 flat:events>flat parted:events>parted', 'the pipelines name the converted tables');
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'public.flat'::regclass}),
+	'8', 'which have 8 shards now');
+$coord->safe_psql('postgres', q{
+INSERT INTO public.events VALUES (4000, date '2024-01-10', now(), 1);
+UPDATE public.events SET amount = amount + 1 WHERE id = 10});
+for my $p (qw(flat parted))
+{
+	($ret, $out, $err) = $coord->psql('postgres', qq{SELECT hwm.run('$p'); SELECT hwm.overwrite('$p', '2024-01-01', '2024-01-10')});
+	is($ret, 0, "$p runs after the conversion") or diag $err;
+	same_as_source($p, 'after the conversion');
+}
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT undistribute_table('public.flat2')});
+like($err, qr/pipeline "by_etl" follows public\.flat2/, 'undistribute_table: the pipeline follows too');
+($ret, $out, $err) = $coord->psql('postgres', q{SET ROLE etl; SELECT hwm.run('by_etl')});
+like($err, qr/a pipeline from a Citus distributed table into a table outside Citus's metadata is not supported/,
+	'... and its next run refuses the layout that no longer works');
+
 $_->stop for @nodes;
 done_testing();
