@@ -57,8 +57,11 @@ COMMENT ON COLUMN hwm.state.batched IS
 COMMENT ON COLUMN hwm.state.skip_empty IS
 'Interval pipelines: do not run the command for an interval in which the source has no rows (the watermark still moves past it).';
 
--- (security_invoker as in 1.0: CREATE OR REPLACE VIEW replaces the options)
-CREATE OR REPLACE VIEW hwm.status WITH (security_invoker = true) AS
+-- New columns for hwm.status: dropped and created again rather than
+-- replaced (CREATE OR REPLACE would also take over a look-alike object),
+-- with its grant, its comment and security_invoker as in 1.0.
+DROP VIEW hwm.status;
+CREATE VIEW hwm.status WITH (security_invoker = true) AS
 SELECT s.pipeline,
        s.owner,
        s.source,
@@ -97,6 +100,7 @@ SELECT s.pipeline,
             ELSE 'copy' END AS kind
   FROM hwm.state AS s;
 
+GRANT SELECT ON hwm.status TO PUBLIC;
 COMMENT ON VIEW hwm.status IS
 'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, and the pipeline''s kind (copy, command or interval).';
 -- End of issue 14.

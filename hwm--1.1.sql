@@ -123,45 +123,7 @@ CREATE POLICY runs_visible_to_owner ON hwm.runs FOR SELECT TO PUBLIC
 COMMENT ON POLICY runs_visible_to_owner ON hwm.runs IS
 'A user sees the runs made with the rights of roles whose privileges they have (for a row without an owner: its pipeline''s owner).';
 
-CREATE VIEW hwm.status AS
-SELECT s.pipeline,
-       s.owner,
-       s.source,
-       s.target,
-       s.watermark_column,
-       s.watermark,
-       CASE WHEN s.watermark IS NOT NULL
-             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
-                    FROM pg_catalog.pg_type AS t
-                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
-                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
-            THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
-       END AS lag,
-       s.partition_column,
-       s.lookback,
-       s.enabled,
-       s.schedule,
-       s.next_run_at,
-       s.timeout,
-       (SELECT pg_catalog.min(r.started_at) FROM hwm.runs AS r
-         WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
-           AND r.status OPERATOR(pg_catalog.=) 'running') AS running_since,
-       s.last_run_id,
-       s.last_run_started_at,
-       s.last_run_finished_at,
-       s.last_status,
-       s.last_rows,
-       s.consecutive_failures,
-       s.last_error
-  FROM hwm.state AS s;
-
-GRANT SELECT ON hwm.status TO PUBLIC;
--- The view reads hwm.state with the rights of whoever queries it, so that
--- its row security applies (a view otherwise reads as its owner).
-ALTER VIEW hwm.status SET (security_invoker = true);
-
-COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run.';
+-- hwm.status is created with 1.1's columns further down, once hwm.state has them.
 
 CREATE FUNCTION hwm.create_pipeline(
     pipeline          text,
@@ -466,8 +428,9 @@ COMMENT ON COLUMN hwm.state.batched IS
 COMMENT ON COLUMN hwm.state.skip_empty IS
 'Interval pipelines: do not run the command for an interval in which the source has no rows (the watermark still moves past it).';
 
--- (security_invoker as in 1.0: CREATE OR REPLACE VIEW replaces the options)
-CREATE OR REPLACE VIEW hwm.status WITH (security_invoker = true) AS
+-- The view reads hwm.state with the rights of whoever queries it, so that
+-- its row security applies (a view otherwise reads as its owner).
+CREATE VIEW hwm.status WITH (security_invoker = true) AS
 SELECT s.pipeline,
        s.owner,
        s.source,
@@ -506,6 +469,7 @@ SELECT s.pipeline,
             ELSE 'copy' END AS kind
   FROM hwm.state AS s;
 
+GRANT SELECT ON hwm.status TO PUBLIC;
 COMMENT ON VIEW hwm.status IS
 'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, and the pipeline''s kind (copy, command or interval).';
 -- End of issue 14.

@@ -2,20 +2,33 @@
 # scripts/lib.sh: helpers shared by scripts/demo.sh and scripts/test.sh.
 # Source it; do not run it.  Callers set `set -euo pipefail` themselves.
 #
+#   hwm_use_pg N        provide PostgreSQL major N (scripts/pg.sh: the
+#                       system's, or a build cached outside the repository)
+#                       and point PGBIN and PG_CONFIG at it
 #   hwm_install_deps    apt-get the build/test packages that are missing
 #   hwm_apt_install P.. apt-get those of packages P.. that are missing
-#   hwm_build_install   make && make install (COPT=-Werror under CI)
-#   hwm_start_cluster   throwaway PostgreSQL 15 cluster with hwm preloaded,
+#   hwm_build_install [DIR]
+#                       make && make install in DIR (default: the
+#                       repository) for PG_CONFIG (COPT=-Werror under CI)
+#   hwm_start_cluster   throwaway cluster of PGBIN with hwm preloaded,
 #                       stopped and deleted when the calling script exits
 #   hwm_psql ARGS...    psql against that cluster, stopping at the first error
 #   hwm_on_exit CMD     run CMD (a string) when the calling script exits
+#
+# The version: HWM_PG (a major version, default 15) and HWM_PGBIN (its bin
+# dir, when already known) set PGBIN and PG_CONFIG when this file is
+# sourced, so that a script run from another one (test/dbt/run.sh from
+# scripts/test.sh) uses the same server; hwm_use_pg changes them.
 
-PGBIN=/usr/lib/postgresql/15/bin
+HWM_PG=${HWM_PG:-15}
+PGBIN=${HWM_PGBIN:-/usr/lib/postgresql/$HWM_PG/bin}
 PG_CONFIG=$PGBIN/pg_config
 # Repository root: the parent of the folder that holds this file.
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-hwm_log() { printf '==> %s\n' "$*" >&2; }
+# Log lines name the version when HWM_LOG_TAG is set (scripts/test.sh:
+# "pg17").
+hwm_log() { printf '==> %s%s\n' "${HWM_LOG_TAG:+[$HWM_LOG_TAG] }" "$*" >&2; }
 
 # Run a command as root (sudo when we are not root).
 hwm_as_root() {
@@ -55,9 +68,8 @@ hwm_on_exit() {
 }
 
 # --- dependencies ----------------------------------------------------------
-# postgresql-15 (the server: initdb, postgres, pg_regress) is listed too,
-# because postgresql-server-dev-15 does not pull it in.
-HWM_DEPS=(postgresql-15 postgresql-server-dev-15 libipc-run-perl build-essential gcc make)
+# PostgreSQL itself comes from hwm_use_pg (scripts/pg.sh).
+HWM_DEPS=(libipc-run-perl build-essential gcc make)
 
 hwm_pkg_installed() {
     [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *"ok installed" ]]
@@ -83,15 +95,34 @@ hwm_install_deps() { hwm_apt_install "${HWM_DEPS[@]}"; }
 # Incremental (no `make clean`).  Under CI=true or HWM_WERROR=1 warnings are
 # errors; only files that get recompiled are checked, which in CI's fresh
 # clone is all of them.
+# Objects built for one PostgreSQL version must not be linked for another,
+# and make cannot tell: DIR/.hwm-build-pg records the pg_config the objects
+# were built with, and a build for another one starts with `make clean`.
+# (scripts/test.sh builds each version in its own copy anyway.)
 hwm_build_install() {
+    local dir=${1:-$REPO} stamp built_for=
     local args=(PG_CONFIG="$PG_CONFIG")
     if [[ ${CI:-} == true || ${HWM_WERROR:-} == 1 ]]; then
         args+=(COPT=-Werror)
     fi
-    hwm_log "building hwm"
-    make -C "$REPO" -j"$(nproc)" "${args[@]}"
+    stamp="$PG_CONFIG $("$PG_CONFIG" --version)"
+    [[ -f $dir/.hwm-build-pg ]] && built_for=$(<"$dir/.hwm-build-pg")
+    if [[ $built_for != "$stamp" ]]; then
+        make -C "$dir" -s "${args[@]}" clean
+        echo "$stamp" >"$dir/.hwm-build-pg"
+    fi
+    hwm_log "building hwm for $("$PG_CONFIG" --version) in $dir"
+    make -C "$dir" -j"$(nproc)" "${args[@]}"
     hwm_log "installing hwm into $("$PG_CONFIG" --pkglibdir)"
-    hwm_as_root make -C "$REPO" "${args[@]}" install
+    hwm_as_root make -C "$dir" "${args[@]}" install
+}
+
+# hwm_use_pg N: provide PostgreSQL major N and use it from now on.
+hwm_use_pg() {
+    local bin
+    bin=$(hwm_pg_provide "$1") || return 1
+    HWM_PG=$1 PGBIN=$bin PG_CONFIG=$bin/pg_config
+    export HWM_PG HWM_PGBIN=$bin
 }
 
 # --- throwaway cluster -----------------------------------------------------
@@ -111,7 +142,7 @@ hwm_free_port() {
     return 1
 }
 
-# Start a cluster in a new temp dir (short path under /tmp: the Unix socket
+# Start a cluster of PGBIN in a new temp dir (short path under /tmp: the Unix socket
 # lives there and socket paths are limited to about 100 bytes).  Exports
 # HWM_CLUSTER_DIR, PGHOST, PGPORT, PGUSER, PGDATABASE.
 hwm_start_cluster() {
@@ -165,3 +196,7 @@ hwm_psql() {
     hwm_as_postgres "$PGBIN/psql" -X -v ON_ERROR_STOP=1 \
         -h "$PGHOST" -p "$PGPORT" -U "$PGUSER" -d "$PGDATABASE" "$@"
 }
+
+# --- PostgreSQL versions ---------------------------------------------------
+# shellcheck source=scripts/pg.sh
+source "$REPO/scripts/pg.sh"

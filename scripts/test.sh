@@ -2,23 +2,37 @@
 # scripts/test.sh: the one command that runs the whole test suite from a
 # fresh machine (CI runs it through .ci/run with CI=true).
 #
-#  1. installs missing packages, builds hwm (warnings are errors under CI=true
-#     or HWM_WERROR=1) and installs it;
-#  2. copies the repository into a temp dir owned by postgres and runs
-#     `make installcheck` there as postgres, once per suite, so that a failing
-#     suite does not hide the next one: pg_regress (sql/), pg_isolation_regress
-#     (test/specs/) and prove (TAP_TESTS).  Each starts its own temporary
-#     instance (--temp-instance), so no server needs to be running;
-#     then test/dbt/run.sh, the dbt package in a real dbt project;
-#  3. runs pgspot on hwm--1.0.sql: any finding fails the run (set
-#     HWM_PGSPOT_STRICT=0 to only report them).
+#   bash scripts/test.sh            # on PostgreSQL 15, 17 and 18
+#   bash scripts/test.sh 17         # on 17 only (HWM_PG_VERSIONS="17 18" too)
 #
-# Every step runs even when an earlier one failed, except that the tests are
-# skipped when the build or install failed (they would test a stale hwm).
-# The last line is always `tests: N passed, N failed`; a failed step that is
-# not a single test (build, a suite that broke down, strict pgspot) counts as
-# one failure.  Exit status is non-zero when anything failed.
-# HWM_KEEP_TMP=1 keeps the temp dir (results/, tmp_check*/log) for a look.
+# For each PostgreSQL major version (arguments, else HWM_PG_VERSIONS, else
+# "15 17 18"):
+#  1. provides it (scripts/pg.sh: the system's install, or a build from the
+#     source archive cached outside the repository, made once per machine);
+#  2. copies the repository into a temp dir of its own (objects built for
+#     one version never reach another), builds hwm there (warnings are
+#     errors under CI=true or HWM_WERROR=1), installs it into that version,
+#     and runs `make installcheck` there as postgres, once per suite, so that
+#     a failing suite does not hide the next one: pg_regress (sql/),
+#     pg_isolation_regress (test/specs/) and prove (TAP_TESTS).  Each starts
+#     its own temporary instance (--temp-instance), so no server needs to be
+#     running.
+# Then, once, on the last version whose build succeeded:
+#  3. test/dbt/run.sh, the dbt package in a real dbt project (it drives
+#     hwm's SQL functions, which the suites above already run on each
+#     version; what it adds is dbt's side, the same on every server);
+#  4. pgspot on hwm--*.sql, which does not depend on the server version: any
+#     finding fails the run (set HWM_PGSPOT_STRICT=0 to only report them).
+#
+# Every section header and every line of a suite's output names its version
+# ("==> [pg17] regression tests", "[pg17] ok 1 - install").  Every step runs
+# even when an earlier one failed, except that a version's tests are skipped
+# when its build or install failed (they would test a stale hwm).  The last
+# line is always `tests: N passed, N failed`, over all versions; a failed
+# step that is not a single test (build, a suite that broke down, strict
+# pgspot) counts as one failure.  Exit status is non-zero when anything
+# failed.  HWM_KEEP_TMP=1 keeps the temp dir (pgN/repo/results/,
+# tmp_check*/log) for a look.
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -37,95 +51,158 @@ try() {
 }
 
 # A step that is not one test failed: it counts as one failure.
+# Step names that belong to a version carry its tag: "[pg17] regress".
 step_failed() {
-    hwm_log "FAILED: $1 (exit $rc)"
+    HWM_LOG_TAG='' hwm_log "FAILED: $1 (exit $rc)"
     failed_steps+=("$1")
     failed=$((failed + 1))
 }
 
-# --- 1. dependencies, build, install ---------------------------------------
-try hwm_install_deps
-((rc == 0)) || step_failed "install dependencies"
-try hwm_build_install
-((rc == 0)) || step_failed "build and install"
-build_ok=$((${#failed_steps[@]} == 0))
+if (($# > 0)); then
+    versions=("$@")
+else
+    read -r -a versions <<<"${HWM_PG_VERSIONS:-15 17 18}"
+fi
 
-# --- 2. a postgres-owned copy of the repository ----------------------------
-# pg_regress writes results/, tmp_check/ and regression.diffs next to the
-# tests, and runs as postgres, which may not write into the checkout.
 tmp=$(mktemp -d /tmp/hwm-test.XXXXXX)
 if [[ ${HWM_KEEP_TMP:-} == 1 ]]; then
     hwm_log "keeping $tmp"
 else
     hwm_on_exit "rm -rf '$tmp'"
 fi
-work=$tmp/repo
-mkdir "$work"
-tar -C "$REPO" -cf - --exclude=./.git --exclude=./results --exclude='./tmp_check*' \
-    --exclude=./output_iso --exclude=./regression.diffs --exclude=./regression.out . |
-    tar -C "$work" -xf -
-chown -R postgres: "$tmp"
+# postgres runs the suites in $tmp/pgN and must get there
+chown postgres: "$tmp"
 
-# run_suite NAME MAKE_VARS...: `make installcheck` with the other suites
-# switched off (an empty make variable on the command line turns it off).
-# Output goes to the terminal and to $tmp/NAME.log for counting.
+# --- 1. dependencies -------------------------------------------------------
+try hwm_install_deps
+((rc == 0)) || step_failed "install dependencies"
+
+# run_suite TAG WORK NAME MAKE_VARS...: `make installcheck` in WORK with the
+# other suites switched off (an empty make variable on the command line turns
+# it off).  Output goes to the terminal, each line prefixed with [TAG], and
+# unprefixed to $tmp/TAG/NAME.log for counting.
 run_suite() {
-    local name=$1
-    shift
+    local tag=$1 work=$2 name=$3
+    shift 3
     hwm_as_postgres make -C "$work" --no-print-directory installcheck \
-        PG_CONFIG="$PG_CONFIG" "$@" 2>&1 | tee "$tmp/$name.log"
+        PG_CONFIG="$PG_CONFIG" "$@" 2>&1 | tee "$tmp/$tag/$name.log" | sed -u "s/^/[$tag] /"
 }
 
-# count_suite NAME STATUS: count the test lines of $tmp/NAME.log into
-# passed/failed.  Formats:
-#   pg_regress / pg_isolation_regress (PG15), alone or in a parallel group:
-#     test foo                          ... ok           12 ms
-#          bar                          ... FAILED       40 ms
-#   TAP, printed by prove --verbose:   ok 3 - name   /   not ok 4 - name
-# A suite that failed without any failing test line (crash, setup error,
-# a TAP script that died) counts as one failure.
+# count_suite LOG KIND STEP STATUS: count the test lines of LOG into
+# passed/failed.  KIND says which lines are results:
+#   regress: pg_regress / pg_isolation_regress.  Up to 15, alone or in a
+#     parallel group:
+#       test foo                          ... ok           12 ms
+#            bar                          ... FAILED       40 ms
+#     16 on, TAP style ('-' a test alone, '+' in a parallel group):
+#       ok 1         - foo                                        12 ms
+#       not ok 2     + bar                                        40 ms
+#   tap: TAP, printed by prove --verbose or by test/dbt/run.sh, at the start
+#     of the line (a subtest's own lines are indented and not counted; its
+#     summary line is):   ok 3 - name   /   not ok 4 - name
+# Each line matches one pattern of one kind only, so nothing is counted
+# twice.  A suite that failed without any failing test line (crash, setup
+# error, a TAP script that died) counts as one failure.
 count_suite() {
-    local name=$1 status=$2 log=$tmp/$1.log ok bad
-    ok=$(grep -cE '^(test )? *[^ ]+ +\.\.\. +(ok|failed \(ignored\))( |$)|^ok [0-9]+|^not ok [0-9]+.*# *TODO' "$log" || true)
-    bad=$(grep -E '^(test )? *[^ ]+ +\.\.\. +FAILED|^not ok [0-9]+' "$log" | grep -cvE '# *TODO' || true)
-    # a TAP script that died before its plan: one more failure each
-    bad=$((bad + $(grep -cE '^ *Parse errors: No plan found' "$log" || true)))
+    local log=$1 kind=$2 step=$3 status=$4 ok bad
+    case $kind in
+    regress)
+        ok=$(grep -cE '^(test )? *[^ ]+ +\.\.\. +(ok|failed \(ignored\))( |$)|^ok [0-9]+ +[-+] ' "$log" || true)
+        bad=$(grep -cE '^(test )? *[^ ]+ +\.\.\. +FAILED|^not ok [0-9]+ +[-+] ' "$log" || true)
+        ;;
+    tap)
+        ok=$(grep -cE '^ok [0-9]+|^not ok [0-9]+.*# *TODO' "$log" || true)
+        bad=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '# *TODO' || true)
+        # a TAP script that died before its plan: one more failure each
+        bad=$((bad + $(grep -cE '^ *Parse errors: No plan found' "$log" || true)))
+        ;;
+    esac
     passed=$((passed + ok))
     failed=$((failed + bad))
+    HWM_LOG_TAG='' hwm_log "$step: $ok passed, $bad failed"
     if ((status != 0)); then
-        if ((bad > 0)); then failed_steps+=("$name"); else step_failed "$name"; fi
+        if ((bad > 0)); then failed_steps+=("$step"); else step_failed "$step"; fi
     fi
 }
 
-if ((build_ok)); then
+provide() { hwm_pg_provide "$1" >"$2"; }
+
+# --- 2. each version: provide it, build and install hwm, run the suites ----
+tested=()
+last_bin=
+for v in "${versions[@]}"; do
+    tag=pg$v
+    HWM_LOG_TAG=$tag
+    started=$SECONDS
+    mkdir -p "$tmp/$tag"
+    hwm_log "PostgreSQL $v"
+    try provide "$v" "$tmp/$tag/bindir"
+    if ((rc != 0)); then
+        step_failed "[$tag] provide PostgreSQL $v"
+        HWM_LOG_TAG=
+        continue
+    fi
+    PGBIN=$(<"$tmp/$tag/bindir") PG_CONFIG=$PGBIN/pg_config
+    export HWM_PG=$v HWM_PGBIN=$PGBIN
+
+    # A copy of the repository, owned by postgres: pg_regress writes
+    # results/, tmp_check/ and regression.diffs next to the tests and runs as
+    # postgres, which may not write into the checkout.  No build output of
+    # the checkout comes along.
+    work=$tmp/$tag/repo
+    mkdir "$work"
+    tar -C "$REPO" -cf - --exclude=./.git --exclude=./results --exclude='./tmp_check*' \
+        --exclude=./output_iso --exclude=./regression.diffs --exclude=./regression.out \
+        --exclude=./log --exclude=./.hwm-build-pg --exclude='*.o' --exclude='*.so' --exclude='*.bc' . |
+        tar -C "$work" -xf -
+    try hwm_build_install "$work"
+    if ((rc != 0)); then
+        step_failed "[$tag] build and install"
+        hwm_log "tests skipped: the build failed"
+        HWM_LOG_TAG=
+        continue
+    fi
+    chown -R postgres: "$tmp/$tag"
+    tested+=("$v")
+    last_bin=$PGBIN
+
     # pg_regress: sql/*.sql against expected/*.out.
     hwm_log "regression tests"
-    try run_suite regress ISOLATION= TAP_TESTS=
-    count_suite regress "$rc"
+    try run_suite "$tag" "$work" regress ISOLATION= TAP_TESTS=
+    count_suite "$tmp/$tag/regress.log" regress "[$tag] regress" "$rc"
 
     # pg_isolation_regress: test/specs/*.spec against test/expected/*.out.
     hwm_log "isolation tests"
-    try run_suite isolation REGRESS= TAP_TESTS=
-    count_suite isolation "$rc"
+    try run_suite "$tag" "$work" isolation REGRESS= TAP_TESTS=
+    count_suite "$tmp/$tag/isolation.log" regress "[$tag] isolation" "$rc"
 
-    # TAP tests: nothing to do here.  They run once the Makefile sets
-    # TAP_TESTS = 1 (with PROVE_TESTS = test/t/*.pl, as PGXS looks in t/);
-    # --verbose makes prove print the ok / not ok lines counted above.
+    # TAP tests (TAP_TESTS = 1, PROVE_TESTS = test/t/*.pl in the Makefile);
+    # --verbose makes prove print the ok / not ok lines counted.
     hwm_log "TAP tests"
-    try run_suite tap REGRESS= ISOLATION= PROVE_FLAGS=--verbose
-    count_suite tap "$rc"
+    try run_suite "$tag" "$work" tap REGRESS= ISOLATION= PROVE_FLAGS=--verbose
+    count_suite "$tmp/$tag/tap.log" tap "[$tag] tap" "$rc"
 
-    # dbt: the package in dbt/hwm driven by the example project in
-    # test/dbt (installs dbt from PyPI into a venv, starts its own cluster,
-    # prints ok / not ok lines; an unreachable PyPI is a failure).
+    hwm_log "PostgreSQL $v: built and tested in $((SECONDS - started)) s"
+    HWM_LOG_TAG=
+done
+
+# --- 3. dbt, once ------------------------------------------------------------
+# The package in dbt/hwm driven by the example project in test/dbt (installs
+# dbt from PyPI into a venv, starts its own cluster, prints ok / not ok
+# lines; an unreachable PyPI is a failure), on the last version tested.
+if ((${#tested[@]} > 0)); then
+    v=${tested[-1]}
+    HWM_LOG_TAG=pg$v
     hwm_log "dbt tests"
-    try bash -c 'set -o pipefail; bash "$1/test/dbt/run.sh" 2>&1 | tee "$2/dbt.log"' _ "$REPO" "$tmp"
-    count_suite dbt "$rc"
+    try env HWM_PG="$v" HWM_PGBIN="$last_bin" HWM_LOG_TAG="pg$v" bash -c \
+        'set -o pipefail; bash "$1/test/dbt/run.sh" 2>&1 | tee "$2/dbt.log" | sed -u "s/^/[$HWM_LOG_TAG] /"' _ "$REPO" "$tmp"
+    count_suite "$tmp/dbt.log" tap "[pg$v] dbt" "$rc"
+    HWM_LOG_TAG=
 else
-    hwm_log "tests skipped: the build failed"
+    hwm_log "dbt tests skipped: no version was built"
 fi
 
-# --- 3. pgspot: security lint of the extension script ----------------------
+# --- 4. pgspot: security lint of the extension scripts, once ---------------
 # Installed with pip into a venv in the temp dir.  Findings are always shown
 # and, like a failed install, fail the run unless HWM_PGSPOT_STRICT=0 (the
 # install script must stay free of unqualified references and of SECURITY
@@ -162,11 +239,14 @@ fi
 
 # --- report ----------------------------------------------------------------
 if ((${#failed_steps[@]} > 0)); then
-    for diffs in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
-        if [[ -s $diffs ]]; then
-            echo "===== ${diffs#"$work"/} ====="
-            cat "$diffs"
-        fi
+    for v in "${tested[@]}"; do
+        work=$tmp/pg$v/repo
+        for diffs in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
+            if [[ -s $diffs ]]; then
+                echo "===== [pg$v] ${diffs#"$work"/} ====="
+                cat "$diffs"
+            fi
+        done
     done
     echo "failed steps: ${failed_steps[*]}"
 fi

@@ -387,7 +387,7 @@ SELECT bi.fingerprint() = :'fp' AS unchanged;
 SELECT hwm.set_watermark('bi_ok', 'soon');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bi.fingerprint() = :'fp' AS unchanged;
-SELECT hwm.set_watermark('bi_ok', '2026-13-01 00:00+00');
+SELECT hwm.set_watermark('bi_ok', '2026-02-30 00:00+00');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bi.fingerprint() = :'fp' AS unchanged;
 

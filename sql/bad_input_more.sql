@@ -220,7 +220,7 @@ SELECT bim.fingerprint() = :'fp' AS unchanged;
 SELECT * FROM hwm.overwrite('bim_int', '-2147483649', '3');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bim.fingerprint() = :'fp' AS unchanged;
-SELECT * FROM hwm.overwrite('bim_ok', '42', '2026-03-03');
+SELECT * FROM hwm.overwrite('bim_ok', '2026-02-30', '2026-03-03');
 \echo :LAST_ERROR_SQLSTATE
 SELECT bim.fingerprint() = :'fp' AS unchanged;
 \set VERBOSITY sqlstate

@@ -52,6 +52,7 @@
 #include "privilege.h"
 #include "storage.h"
 #include "util.h"
+#include "compat.h"
 
 #include "access/attmap.h"
 #include "access/genam.h"
@@ -340,7 +341,7 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 		return "it is a temporary table";
 	if (PartitionHasPendingDetach(relid))
 		return "it is being detached";
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		return psprintf("role %s does not own it",
 						quote_identifier(GetUserNameFromId(GetUserId(), false)));
 	if (check_enable_rls(RelationGetRelid(tgt), InvalidOid, true) == RLS_ENABLED)
@@ -472,9 +473,9 @@ storage_now_new(Oid r1, Oid r2)
 	Relation	rel2 = relation_open(r2, NoLock);
 
 	rel2->rd_createSubid = rel1->rd_createSubid;
-	rel2->rd_newRelfilenodeSubid = rel1->rd_newRelfilenodeSubid;
-	rel2->rd_firstRelfilenodeSubid = rel1->rd_firstRelfilenodeSubid;
-	RelationAssumeNewRelfilenode(rel1);
+	rel2->rd_newRelfilelocatorSubid = rel1->rd_newRelfilelocatorSubid;
+	rel2->rd_firstRelfilelocatorSubid = rel1->rd_firstRelfilelocatorSubid;
+	RelationAssumeNewRelfilelocator(rel1);
 	relation_close(rel1, NoLock);
 	relation_close(rel2, NoLock);
 }
@@ -501,6 +502,7 @@ set_size_stats(Relation rel, int64 rows)
 		form->reltuples = (r->rd_rel->relkind == RELKIND_INDEX && r->rd_indpred != NIL) ?
 			-1 : (float4) rows;
 		form->relallvisible = 0;
+		HWM_SET_RELALLFROZEN(form, 0);
 		CatalogTupleUpdate(relrel, &tup->t_self, tup);
 		heap_freetuple(tup);
 		relation_close(r, NoLock);
@@ -518,7 +520,7 @@ clone_indexes(Oid leafoid, Oid newoid, const char *nspname, const char *name)
 {
 	Relation	leaf = table_open(leafoid, AccessShareLock);
 	Relation	newrel = table_open(newoid, ShareLock);
-	AttrMap    *map = build_attrmap_by_name(RelationGetDescr(newrel), RelationGetDescr(leaf));
+	AttrMap    *map = build_attrmap_by_name(RelationGetDescr(newrel), RelationGetDescr(leaf), false);
 	RangeVar   *rv = makeRangeVar(pstrdup(nspname), pstrdup(name), -1);
 	List	   *indexes = RelationGetIndexList(leaf);
 	ListCell   *lc;
@@ -530,7 +532,7 @@ clone_indexes(Oid leafoid, Oid newoid, const char *nspname, const char *name)
 		IndexStmt  *stmt = generateClonedIndexStmt(rv, idx, map, NULL);
 
 		index_close(idx, AccessShareLock);
-		DefineIndex(newoid, stmt, InvalidOid, InvalidOid, InvalidOid,
+		DefineIndex(newoid, stmt, InvalidOid, InvalidOid, InvalidOid, -1,
 					false, true, true, false, true);
 		CommandCounterIncrement();
 	}

@@ -17,6 +17,7 @@
 #include "scheduler.h"
 #include "wakeup.h"
 #include "watermark.h"
+#include "compat.h"
 
 #include <limits.h>
 

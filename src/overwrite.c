@@ -14,6 +14,7 @@
 #include "plan.h"
 #include "privilege.h"
 #include "util.h"
+#include "compat.h"
 
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -138,7 +139,7 @@ primary_key_columns(Oid relid)
 
 	if (rel == NULL)
 		return NIL;				/* hwm_plan_build says what is wrong */
-	pk = RelationGetPrimaryKeyIndex(rel);
+	pk = RelationGetPrimaryKeyIndex(rel, false);
 
 	if (OidIsValid(pk))
 	{

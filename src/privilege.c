@@ -15,6 +15,7 @@
 #include "plan.h"
 #include "privilege.h"
 #include "util.h"
+#include "compat.h"
 
 #include "access/attnum.h"
 #include "catalog/pg_class.h"
@@ -119,7 +120,7 @@ require_schema_usage(Oid role, Oid relid, const char *what, const char *pipeline
 	char	   *nspname;
 	char	   *rolname;
 
-	if (pg_namespace_aclcheck(nsp, role, ACL_USAGE) == ACLCHECK_OK)
+	if (object_aclcheck(NamespaceRelationId, nsp, role, ACL_USAGE) == ACLCHECK_OK)
 		return;
 	nspname = get_namespace_name(nsp);
 	rolname = GetUserNameFromId(role, false);

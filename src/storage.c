@@ -16,6 +16,7 @@
 
 #include "storage.h"
 #include "util.h"
+#include "compat.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -244,6 +245,7 @@ swap_pg_class(Oid r1, Oid r2)
 	SWAP_FIELD(int32, relpages);
 	SWAP_FIELD(float4, reltuples);
 	SWAP_FIELD(int32, relallvisible);
+	HWM_SWAP_RELALLFROZEN(f1, f2);
 	if (f1->relkind == RELKIND_RELATION)
 	{
 		SWAP_FIELD(TransactionId, relfrozenxid);

@@ -39,6 +39,7 @@
 #include "privilege.h"
 #include "storage.h"
 #include "util.h"
+#include "compat.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -159,7 +160,7 @@ check_table(Oid relid, const char *role)
 				 errmsg("%s %s is a system catalog or a temporary table", role, name),
 				 errhint("hwm.swap works on permanent or unlogged user tables.")));
 	check_not_citus(relid, role, name);
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of %s %s", role, name),
@@ -177,8 +178,8 @@ static void
 check_storage_not_new(Relation rel, const char *what, const char *stgname, const char *tgtname)
 {
 	if (rel->rd_createSubid != InvalidSubTransactionId ||
-		rel->rd_newRelfilenodeSubid != InvalidSubTransactionId ||
-		rel->rd_firstRelfilenodeSubid != InvalidSubTransactionId)
+		rel->rd_newRelfilelocatorSubid != InvalidSubTransactionId ||
+		rel->rd_firstRelfilelocatorSubid != InvalidSubTransactionId)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("staging table %s cannot replace %s", stgname, tgtname),

@@ -63,6 +63,7 @@
 #include "citus.h"
 #include "plan.h"
 #include "watermark.h"
+#include "compat.h"
 
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -145,16 +146,25 @@ backend_of(VirtualTransactionId vxid)
 	int			pid;
 	int			n;
 
-	if (vxid.backendId == InvalidBackendId)
-		return NULL;			/* a prepared transaction */
-	proc = BackendIdGetProc(vxid.backendId);
+	if (vxid.procNumber == INVALID_PROC_NUMBER)
+		return NULL;			/* a prepared transaction recovered at startup */
+	proc = ProcNumberGetProc(vxid.procNumber);
 	if (proc == NULL)
+		return NULL;
+
+	/*
+	 * A prepared transaction keeps the vxid of the session that prepared it
+	 * (current minor releases do), and that session may run another
+	 * transaction by now, which started later: only when the process still
+	 * runs vxid is its entry the one of vxid.
+	 */
+	if (hwm_proc_lxid(proc) != vxid.localTransactionId)
 		return NULL;
 	pid = proc->pid;
 	n = pgstat_fetch_stat_numbackends();
 	for (int i = 1; i <= n; i++)
 	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+		LocalPgBackendStatus *local = pgstat_get_local_beentry_by_index(i);
 
 		if (local && local->backendStatus.st_procpid == pid)
 			return &local->backendStatus;
@@ -177,7 +187,7 @@ remember(HwmSafeBound *b, VirtualTransactionId vxid, TimestampTz start)
 {
 	HwmXact    *x = palloc(sizeof(HwmXact));
 
-	x->vxid = psprintf("%d/%u", vxid.backendId, vxid.localTransactionId);
+	x->vxid = psprintf("%d/%u", vxid.procNumber, vxid.localTransactionId);
 	x->start = start;
 	b->xacts = lappend(b->xacts, x);
 }
@@ -414,10 +424,12 @@ hwm_memory_epoch(void)
 
 /*
  * Has the remembered transaction x ended?  A vxid still running is the same
- * transaction when it is a prepared one (its local id is its xid) or when
- * its start time is the remembered one; otherwise (a vxid reused after a
- * crash, a start time that was unknown) it counts as ended, which costs a
- * re-read from the watermark and nothing else.
+ * transaction when it is a prepared one recovered at startup (no process:
+ * its local id is its xid) or when its start time is the remembered one;
+ * otherwise (a vxid reused after a crash, a start time that was unknown,
+ * such as a prepared transaction that kept its session's vxid) it counts as
+ * ended, which costs a re-read from the watermark and nothing else: while
+ * it is still in flight, the run's own bound holds the watermark for it.
  */
 static bool
 xact_ended(const HwmXact *x)
@@ -427,10 +439,10 @@ xact_ended(const HwmXact *x)
 
 	if (sscanf(x->vxid, "%d/%u", &backend, &vxid.localTransactionId) != 2)
 		return true;
-	vxid.backendId = backend;
+	vxid.procNumber = backend;
 	if (VirtualXactLock(vxid, false))
 		return true;
-	if (vxid.backendId == InvalidBackendId)
+	if (vxid.procNumber == INVALID_PROC_NUMBER)
 		return false;
 	return x->start == 0 || xact_start_of(vxid) != x->start;
 }
