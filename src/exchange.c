@@ -37,13 +37,16 @@
  * exchange is not sent as row changes), row level security, an identity
  * column or a default the source does not provide, dropped columns, a
  * partition that is itself partitioned, not owned by the role that runs the
- * overwrite, in use by the session, or whose lock is not granted in time.
+ * overwrite, in use by the session, or whose lock is not granted in time,
+ * and a Citus table (the coordinator's relation is a shell; its rows live
+ * on the shards, which the diff reaches by pushing down).
  * Each exchange runs in a subtransaction, so giving up after the build
  * leaves nothing behind.
  */
 #include "postgres.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "exchange.h"
 #include "plan.h"
 #include "privilege.h"
@@ -327,6 +330,9 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 	HeapTuple	tup;
 	const char *fk = NULL;
 
+	/* the coordinator's relation is an empty shell: the rows are elsewhere */
+	if (hwm_citus_is_table(RelationGetRelid(tgt)) || hwm_citus_is_table(relid))
+		return "it is a Citus table, whose rows live on the shards";
 	if (leaf->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		return "it is partitioned itself";
 	if (leaf->rd_rel->relkind != RELKIND_RELATION)

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "command.h"
 #include "interval.h"
 #include "plan.h"
@@ -422,6 +423,60 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Citus converts a table (alter_distributed_table, undistribute_table...)
+ * by building a new one, dropping the old and renaming the new: pipelines
+ * of a table dropped that way follow the new one, with a NOTICE, instead of
+ * going with the old.  Runs before the pipelines of dropped tables go.
+ */
+static void
+follow_citus_conversions(void)
+{
+	uint64		n;
+	Oid		   *old;
+	char	  **nsp;
+	char	  **rel;
+
+	hwm_spi_exec("SELECT d.objid, d.schema_name, d.object_name"
+				 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+				 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
+				 "  WHERE d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid]))",
+				 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	n = SPI_processed;
+	old = palloc(sizeof(Oid) * Max(n, 1));
+	nsp = palloc(sizeof(char *) * Max(n, 1));
+	rel = palloc(sizeof(char *) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		old[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		nsp[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		rel[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+	}
+	for (uint64 i = 0; i < n; i++)
+	{
+		Oid			new = hwm_citus_successor(nsp[i], rel[i]);
+		Oid			argtypes[2] = {OIDOID, OIDOID};
+		Datum		values[2] = {ObjectIdGetDatum(old[i]), ObjectIdGetDatum(new)};
+
+		if (!OidIsValid(new))
+			continue;
+		hwm_spi_exec("UPDATE hwm.state AS s SET"
+					 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
+					 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
+					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
+					 " RETURNING s.pipeline",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+		for (uint64 j = 0; j < SPI_processed; j++)
+			ereport(NOTICE,
+					(errmsg("hwm: pipeline \"%s\" follows %s.%s to the table Citus converts it into",
+							SPI_getvalue(SPI_tuptable->vals[j], SPI_tuptable->tupdesc, 1),
+							quote_identifier(nsp[i]), quote_identifier(rel[i]))));
+	}
+}
+
 PG_FUNCTION_INFO_V1(hwm_on_sql_drop);
 
 /*
@@ -448,6 +503,7 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	hwm_become(hwm_catalog_owner(), false, &sw);
+	follow_citus_conversions();
 	/* the notices in name order, whatever order the rows are stored in */
 	hwm_spi_exec("WITH dropped AS ("
 				 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"

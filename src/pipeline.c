@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "citus.h"
 #include "plan.h"
 #include "util.h"
 
@@ -383,7 +384,95 @@ typedef struct PlanBuild
 	char	   *insert_head;	/* INSERT INTO t (...) SELECT s.... FROM s */
 	char	   *conflict;		/* " ON CONFLICT ..." or "" */
 	char	   *keymatch;		/* " AND s.k = t.k ..." or "" */
+	bool		citus_source;	/* the source is a Citus table */
 } PlanBuild;
+
+/* The layouts hwm runs on Citus, for the refusals' details */
+#define CITUS_LAYOUTS "On Citus, hwm runs a pipeline whose source and target are both distributed tables, co-located and distributed on the same column (every statement then runs shard by shard on the workers), or whose source and target are both outside Citus's metadata."
+
+/* A source and target that are not both distributed alike: refuse */
+static void
+citus_refuse_layout(PlanBuild *b, const HwmCitusTable *s, const HwmCitusTable *t)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("a pipeline from a %s into a %s is not supported",
+					hwm_citus_kind_name(s->kind), hwm_citus_kind_name(t->kind)),
+			 errdetail("Source %s and target %s. %s", b->srcname, b->tgtname, CITUS_LAYOUTS),
+			 errhint("Distribute both on the same column, co-located: SELECT create_distributed_table('%s', '<column>', colocate_with => '%s').",
+					 b->tgtname, b->srcname)));
+}
+
+/*
+ * A pipeline's table that is now a shard: Citus renamed it and gave its
+ * place to a new shell (citus_add_local_table_to_metadata), so the stored
+ * OID no longer names the table the user reads.
+ */
+static void
+citus_not_shard(Oid relid, const char *role)
+{
+	Oid			logical;
+
+	if (hwm_citus_shard_of(relid, &logical))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s %s is a shard of Citus table %s", role,
+						hwm_qualified_name(relid), hwm_qualified_name(logical)),
+				 errdetail("Citus moved the table into its metadata after the pipeline was declared, and the pipeline still points at the relation that became a shard."),
+				 errhint("Drop the pipeline and declare it again over %s.",
+						 hwm_qualified_name(logical))));
+}
+
+/*
+ * Citus: accept only the layouts whose statements Citus runs correctly and
+ * pushes down (see CITUS_LAYOUTS); when the target is distributed, the
+ * unique key must include its distribution column (Citus checks uniqueness
+ * shard by shard, and hwm matches rows shard by shard on the key).
+ */
+static void
+citus_layout(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	HwmCitusTable s,
+				t;
+	char	   *scol,
+			   *tcol;
+	ListCell   *lc;
+
+	citus_not_shard(spec->source, "source");
+	citus_not_shard(spec->target, "target");
+	hwm_citus_table(spec->source, &s);
+	hwm_citus_table(spec->target, &t);
+	b->citus_source = s.kind != HWM_CITUS_NONE;
+	if (s.kind == HWM_CITUS_NONE && t.kind == HWM_CITUS_NONE)
+		return;
+	if (s.kind != HWM_CITUS_DISTRIBUTED || t.kind != HWM_CITUS_DISTRIBUTED)
+		citus_refuse_layout(b, &s, &t);
+	scol = get_attname(spec->source, s.distcol, false);
+	tcol = get_attname(spec->target, t.distcol, false);
+	if (s.colocation != t.colocation || strcmp(scol, tcol) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("source %s and target %s are not co-located on the same distribution column",
+						b->srcname, b->tgtname),
+				 errdetail("The source is distributed on %s, the target on %s%s. %s",
+						   quote_identifier(scol), quote_identifier(tcol),
+						   s.colocation != t.colocation ? ", in different co-location groups" : "",
+						   CITUS_LAYOUTS),
+				 errhint("Distribute the target on the source's column and co-locate it: SELECT create_distributed_table('%s', '%s', colocate_with => '%s').",
+						 b->tgtname, scol, b->srcname)));
+	foreach(lc, spec->unique_key)
+		if (strcmp((char *) lfirst(lc), tcol) == 0)
+			return;
+	if (spec->unique_key != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the unique key of distributed target %s must include its distribution column %s",
+						b->tgtname, quote_identifier(tcol)),
+				 errdetail("Citus enforces uniqueness shard by shard, so a unique index of a distributed table includes the distribution column, and hwm matches source and target rows on the key within each pair of co-located shards."),
+				 errhint("Add %s to unique_key (and to the target's unique index).",
+						 quote_identifier(tcol))));
+}
 
 /* "a, b" (prefix "") or "s.a, s.b" (prefix "s.") over the loaded columns */
 static char *
@@ -683,16 +772,28 @@ partition_statements(PlanBuild *b)
 	 * The newest partition values, newest first: a loose index scan that
 	 * reads one row per partition when the column is indexed.
 	 */
-	plan->newest_partitions_sql =
-		psprintf("WITH RECURSIVE hwm_parts(v, n) AS ("
-				 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
-				 " UNION ALL"
-				 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
-				 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
-				 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
-				 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
-				 p, b->srcname, p, p, plan->part.gt,
-				 p, b->srcname, p, plan->part.lt, p, plan->part.gt);
+	if (b->citus_source)
+	{
+		/*
+		 * Citus runs no recursive CTE without a filter on the distribution
+		 * column: group on the workers, merge the groups on the coordinator.
+		 */
+		plan->newest_partitions_sql =
+			psprintf("SELECT s.%s FROM %s AS s WHERE s.%s IS NOT NULL"
+					 " GROUP BY s.%s ORDER BY s.%s USING %s LIMIT $1",
+					 p, b->srcname, p, p, p, plan->part.gt);
+	}
+	else
+		plan->newest_partitions_sql =
+			psprintf("WITH RECURSIVE hwm_parts(v, n) AS ("
+					 "(SELECT s.%s, 1 FROM %s AS s WHERE s.%s IS NOT NULL ORDER BY s.%s USING %s LIMIT 1)"
+					 " UNION ALL"
+					 " SELECT (SELECT s.%s FROM %s AS s WHERE s.%s %s hwm_parts.v ORDER BY s.%s USING %s LIMIT 1),"
+					 " hwm_parts.n OPERATOR(pg_catalog.+) 1"
+					 " FROM hwm_parts WHERE hwm_parts.v IS NOT NULL AND hwm_parts.n OPERATOR(pg_catalog.<) $1)"
+					 " SELECT hwm_parts.v FROM hwm_parts WHERE hwm_parts.v IS NOT NULL",
+					 p, b->srcname, p, p, plan->part.gt,
+					 p, b->srcname, p, plan->part.lt, p, plan->part.gt);
 
 	for (int lo_incl = 0; lo_incl <= 1; lo_incl++)
 		for (int hi_incl = 0; hi_incl <= 1; hi_incl++)
@@ -799,6 +900,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 	/* keys must be target columns; checked before the column walk */
 	foreach(lc, spec->unique_key)
 		(void) column_of(spec, b.tgt, (char *) lfirst(lc), "unique key", b.tgtname);
+	citus_layout(&b);
 	if (spec->unique_key != NIL)
 		check_unique_index(b.tgt, spec->unique_key, b.tgtname);
 

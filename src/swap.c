@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "privilege.h"
 #include "storage.h"
 #include "util.h"
@@ -109,6 +110,26 @@ lock_both(Oid target, Oid staging, const char *tgtname, const char *stgname,
 								 names[i]));
 }
 
+/*
+ * A Citus table's relation on the coordinator is a shell: its rows live on
+ * the shards (or on every node), so trading the shell's storage would
+ * report a swap that changed nothing the user's queries read.
+ */
+static void
+check_not_citus(Oid relid, const char *role, const char *name)
+{
+	HwmCitusTable ct;
+
+	hwm_citus_table(relid, &ct);
+	if (ct.kind == HWM_CITUS_NONE)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s %s is a %s", role, name, hwm_citus_kind_name(ct.kind)),
+			 errdetail("Its rows live on the shards, not in the relation on this node, so trading that relation's storage would change nothing that queries read."),
+			 errhint("Load the new contents in one transaction instead: hwm.overwrite or hwm.overwrite_partition for a range, or DELETE and INSERT ... SELECT (readers see the old rows or the new ones); or build a new table with create_distributed_table and trade names with ALTER TABLE ... RENAME in one transaction.")));
+}
+
 /* The relation must be an ordinary table the caller owns */
 static void
 check_table(Oid relid, const char *role)
@@ -138,6 +159,7 @@ check_table(Oid relid, const char *role)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s %s is a system catalog or a temporary table", role, name),
 				 errhint("hwm.swap works on permanent or unlogged user tables.")));
+	check_not_citus(relid, role, name);
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -38,6 +38,10 @@
  * In both cases the rows that are visible are loaded; only the watermark is
  * held back, so freshness does not suffer.
  *
+ * A Citus source can also be written by sessions connected to other nodes:
+ * their transactions (citus_stat_activity) bound the watermark too (see
+ * citus_bound).
+ *
  * What a run reads.  The stored watermark W must stay below every value a
  * transaction in flight may still commit, so with a transaction open for an
  * hour W stays an hour behind.  Reading everything above W on every run
@@ -56,6 +60,7 @@
  */
 #include "postgres.h"
 
+#include "citus.h"
 #include "plan.h"
 #include "watermark.h"
 #include "compat.h"
@@ -344,6 +349,51 @@ bound_carried(const HwmPlan *plan, List *carried, HwmSafeBound *b)
 }
 
 /*
+ * A Citus source: a writer connected to another node is not in this node's
+ * process array or lock table.  Its start (that node's clock, within
+ * hwm.start_margin of this one's) lowers the limit like a local one's; a
+ * start unknown, a prepared transaction on a worker, or, for other types, a
+ * remote writer holds the watermark.  Such transactions cannot be followed
+ * from here, so when one mattered the next run reads from the watermark (an
+ * entry of unknown start that never counts as running: see xact_ended).
+ */
+static void
+citus_bound(const HwmPlan *plan, HwmSafeBound *b)
+{
+	HwmCitusRemote r;
+	HwmXact    *marker;
+	bool		matters = false;
+
+	hwm_citus_remote_xacts(&r);
+	b->in_flight += (int) r.count;
+	if (r.prepared > 0 || r.unknown_start ||
+		(r.writers > 0 && !hwm_is_time_type(plan->wm.type)))
+	{
+		matters = true;
+		b->hold = true;
+		b->reason = r.prepared > 0 ?
+			"a prepared transaction on a Citus worker" :
+			"a transaction in flight on another Citus node";
+	}
+	else if (r.oldest != 0 && hwm_is_time_type(plan->wm.type))
+	{
+		Datum		start = time_as_column_value(plan->wm.type, r.oldest);
+
+		matters = !b->has_floor || hwm_value_cmp(&plan->wm, start, b->floor) < 0;
+		if (b->has_limit && hwm_value_cmp(&plan->wm, start, b->limit) < 0)
+		{
+			b->limit = start;
+			b->reason = "a transaction in flight on another Citus node";
+		}
+	}
+	if (!matters)
+		return;
+	marker = palloc0(sizeof(HwmXact));
+	marker->vxid = pstrdup("citus");
+	b->xacts = lappend(b->xacts, marker);
+}
+
+/*
  * Compute the limit for a run of plan over source: see the file header.
  * Must be called after the statement that found W0.  carried: the
  * transactions that hwm_reread_from found still in flight.
@@ -361,6 +411,8 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 	else
 		writer_bound(source, deadline, b);
 	bound_carried(plan, carried, b);
+	if (hwm_citus_is_table(source))
+		citus_bound(plan, b);
 }
 
 /* The server's start time: what a list of transactions in flight is valid for */

@@ -1,0 +1,151 @@
+# shellcheck shell=bash
+# scripts/citus.sh: build Citus from ../shared/vendor once per machine into a
+# cache outside the repository, and copy the build into a PostgreSQL
+# installation.  Citus is a test dependency only (test/t/070_citus.pl skips
+# when it is not installed); nothing of it enters the repository.
+#
+# Source it (after scripts/lib.sh, or alone) and call:
+#   hwm_citus_build PG_CONFIG      build Citus for that PostgreSQL into
+#                                  $HWM_CACHE/citus-<version>-pg<major>
+#                                  (no-op when its stamp file exists); prints
+#                                  the cache directory
+#   hwm_citus_install PG_CONFIG    build if needed, then copy citus*.so and
+#                                  the extension files into the PostgreSQL of
+#                                  PG_CONFIG (as root when needed)
+# Or run it: scripts/citus.sh [PG_CONFIG]   (build + install)
+#
+# The cache holds a staging tree independent of where PostgreSQL lives
+# (lib/ = pkglibdir, extension/ = sharedir/extension), so one build serves
+# the system PostgreSQL (CI) and a relocated private copy (developers) of the
+# same major version.  The stamp file is written only after a successful
+# build; a failed or interrupted build is redone from scratch next time.
+
+HWM_CITUS_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HWM_CITUS_VENDOR=${HWM_VENDOR:-$HWM_CITUS_REPO/../shared/vendor}
+
+_hwm_citus_log() { printf '==> %s\n' "$*" >&2; }
+_hwm_citus_root() { if [[ $EUID -eq 0 ]]; then "$@"; else sudo -- "$@"; fi; }
+
+# Which Citus release supports this PostgreSQL major version.
+hwm_citus_version() {
+    case $1 in
+    15) echo 13.2.2 ;;
+    16) echo 13.2.2 ;;
+    17 | 18) echo 14.0.1 ;;
+    *) return 1 ;;
+    esac
+}
+
+# Debian packages Citus's configure and build need.
+HWM_CITUS_DEPS=(libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev
+    libselinux1-dev libpam0g-dev autoconf build-essential)
+
+_hwm_citus_deps() {
+    local p missing=()
+    for p in "${HWM_CITUS_DEPS[@]}"; do
+        [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"ok installed" ]] ||
+            missing+=("$p")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    _hwm_citus_log "installing Citus build dependencies: ${missing[*]}"
+    _hwm_citus_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    _hwm_citus_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# hwm_citus_dir PG_CONFIG: the cache directory for that PostgreSQL's major.
+hwm_citus_dir() {
+    local major version
+    major=$("$1" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+    version=$(hwm_citus_version "$major") || {
+        echo "no Citus release known for PostgreSQL $major" >&2
+        return 1
+    }
+    echo "${HWM_CACHE:-/var/cache/hwm}/citus-$version-pg$major"
+}
+
+# _hwm_citus_compile PG_CONFIG VERSION SRC STAGE: configure, make, and
+# install into the DESTDIR STAGE.
+_hwm_citus_compile() {
+    local pgc=$1 version=$2 src=$3 stage=$4
+    mkdir -p "$src" "$stage"
+    tar -C "$src" --strip-components=1 -xzf "$HWM_CITUS_VENDOR/citus-$version.tar.gz"
+    # Citus 13.2.2 defines a static have_createdb_privilege(), which
+    # PostgreSQL 15.20's commands/dbcommands.h now declares too: rename
+    # Citus's copy (its callers are in the same header's users).
+    grep -rl 'have_createdb_privilege' "$src/src" | xargs -r sed -i \
+        's/\bhave_createdb_privilege\b/citus_have_createdb_privilege/g'
+    (cd "$src" && ./configure PG_CONFIG="$pgc" --without-libcurl >"$src/configure.out" 2>&1) || {
+        tail -n 30 "$src/configure.out" >&2
+        return 1
+    }
+    # with_llvm=no: no JIT bitcode, which would double the build time
+    make -C "$src" -j"$(nproc)" -s with_llvm=no >"$src/make.out" 2>&1 || {
+        grep -E 'error|Error' "$src/make.out" | head -n 30 >&2
+        return 1
+    }
+    make -C "$src" -s install with_llvm=no DESTDIR="$stage" >"$src/install.out" 2>&1 || {
+        tail -n 30 "$src/install.out" >&2
+        return 1
+    }
+}
+
+# hwm_citus_build PG_CONFIG: build once into the cache; print its directory.
+hwm_citus_build() {
+    local pgc=$1 dir version tmp start
+    dir=$(hwm_citus_dir "$pgc") || return 1
+    if [[ -f $dir/stamp ]]; then
+        echo "$dir"
+        return 0
+    fi
+    version=${dir##*/citus-}
+    version=${version%-pg*}
+    (cd "$HWM_CITUS_VENDOR" && grep " citus-$version.tar.gz\$" SHA256SUMS | sha256sum -c --quiet -) || {
+        echo "checksum of citus-$version.tar.gz does not match SHA256SUMS" >&2
+        return 1
+    }
+    _hwm_citus_deps || return 1
+    _hwm_citus_root mkdir -p "$(dirname "$dir")"
+    _hwm_citus_root rm -rf "$dir"
+    tmp=$(mktemp -d /tmp/citus-build.XXXXXX)
+    start=$SECONDS
+    _hwm_citus_log "building Citus $version against $pgc in $tmp (a few minutes)"
+    if ! _hwm_citus_compile "$pgc" "$version" "$tmp/src" "$tmp/stage" >&2 ||
+        ! _hwm_citus_stage "$pgc" "$tmp" >&2; then
+        echo "Citus build failed; logs in $tmp/src/*.out" >&2
+        return 1
+    fi
+    _hwm_citus_root mv "$tmp/cache" "$dir"
+    echo "citus $version pg_config=$pgc built in $((SECONDS - start))s" |
+        _hwm_citus_root tee "$dir/stamp" >/dev/null
+    rm -rf "$tmp"
+    _hwm_citus_log "Citus $version built in $((SECONDS - start))s into $dir"
+    echo "$dir"
+}
+
+# _hwm_citus_stage PG_CONFIG TMP: move what `make install` put under the
+# DESTDIR into the location-independent tree TMP/cache/{lib,extension}.
+_hwm_citus_stage() {
+    local pgc=$1 tmp=$2
+    mkdir -p "$tmp/cache/lib" "$tmp/cache/extension"
+    cp -a "$tmp/stage$("$pgc" --pkglibdir)/." "$tmp/cache/lib/"
+    cp -a "$tmp/stage$("$pgc" --sharedir)/extension/." "$tmp/cache/extension/"
+    ls "$tmp/cache/lib/citus.so" >/dev/null
+}
+
+# hwm_citus_install PG_CONFIG: build if needed, copy into that PostgreSQL.
+hwm_citus_install() {
+    local pgc=$1 dir lib ext run=()
+    dir=$(hwm_citus_build "$pgc") || return 1
+    lib=$("$pgc" --pkglibdir)
+    ext=$("$pgc" --sharedir)/extension
+    [[ -w $lib && -w $ext ]] || run=(_hwm_citus_root)
+    "${run[@]}" cp -a "$dir/lib/." "$lib/"
+    "${run[@]}" cp -a "$dir/extension/." "$ext/"
+    _hwm_citus_log "Citus from $dir installed into $lib"
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    set -euo pipefail
+    hwm_citus_install "${1:-/usr/lib/postgresql/15/bin/pg_config}"
+fi
