@@ -39,6 +39,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=scripts/citus.sh
 source "$(dirname "${BASH_SOURCE[0]}")/citus.sh"
+# shellcheck source=scripts/peers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/peers.sh"
 
 passed=0 failed=0
 failed_steps=()
@@ -192,6 +194,11 @@ for v in "${versions[@]}"; do
         try hwm_citus_install "$PG_CONFIG"
         ((rc == 0)) || step_failed "[$tag] build and install Citus"
     fi
+    # pg_cron and pg_incremental for test/t/064_pg_incremental.pl (which
+    # skips without them): where Debian has pg_cron for this PostgreSQL
+    hwm_log "pg_cron and pg_incremental"
+    try hwm_peers_install "$PG_CONFIG" "$v"
+    ((rc == 0)) || step_failed "[$tag] install pg_cron and pg_incremental"
 
     # TAP tests (TAP_TESTS = 1, PROVE_TESTS = test/t/*.pl in the Makefile);
     # --verbose makes prove print the ok / not ok lines counted.
