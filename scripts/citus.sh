@@ -22,9 +22,9 @@
 
 HWM_CITUS_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HWM_CITUS_VENDOR=${HWM_VENDOR:-$HWM_CITUS_REPO/../shared/vendor}
-
-_hwm_citus_log() { printf '==> %s\n' "$*" >&2; }
-_hwm_citus_root() { if [[ $EUID -eq 0 ]]; then "$@"; else sudo -- "$@"; fi; }
+# logging, root and apt helpers (when run alone, or sourced before lib.sh)
+# shellcheck source=scripts/lib.sh
+declare -F hwm_apt_install >/dev/null || source "$HWM_CITUS_REPO/scripts/lib.sh"
 
 # Which Citus release supports this PostgreSQL major version.
 hwm_citus_version() {
@@ -40,18 +40,7 @@ hwm_citus_version() {
 HWM_CITUS_DEPS=(libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev
     libselinux1-dev libpam0g-dev autoconf build-essential)
 
-_hwm_citus_deps() {
-    local p missing=()
-    for p in "${HWM_CITUS_DEPS[@]}"; do
-        [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"ok installed" ]] ||
-            missing+=("$p")
-    done
-    ((${#missing[@]} == 0)) && return 0
-    _hwm_citus_log "installing Citus build dependencies: ${missing[*]}"
-    _hwm_citus_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    _hwm_citus_root env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+_hwm_citus_deps() { hwm_apt_install "${HWM_CITUS_DEPS[@]}"; }
 
 # hwm_citus_dir PG_CONFIG: the cache directory for that PostgreSQL's major.
 hwm_citus_dir() {
@@ -105,21 +94,21 @@ hwm_citus_build() {
         return 1
     }
     _hwm_citus_deps || return 1
-    _hwm_citus_root mkdir -p "$(dirname "$dir")"
-    _hwm_citus_root rm -rf "$dir"
+    hwm_as_root mkdir -p "$(dirname "$dir")"
+    hwm_as_root rm -rf "$dir"
     tmp=$(mktemp -d /tmp/citus-build.XXXXXX)
     start=$SECONDS
-    _hwm_citus_log "building Citus $version against $pgc in $tmp (a few minutes)"
+    hwm_log "building Citus $version against $pgc in $tmp (a few minutes)"
     if ! _hwm_citus_compile "$pgc" "$version" "$tmp/src" "$tmp/stage" >&2 ||
         ! _hwm_citus_stage "$pgc" "$tmp" >&2; then
         echo "Citus build failed; logs in $tmp/src/*.out" >&2
         return 1
     fi
-    _hwm_citus_root mv "$tmp/cache" "$dir"
+    hwm_as_root mv "$tmp/cache" "$dir"
     echo "citus $version pg_config=$pgc built in $((SECONDS - start))s" |
-        _hwm_citus_root tee "$dir/stamp" >/dev/null
+        hwm_as_root tee "$dir/stamp" >/dev/null
     rm -rf "$tmp"
-    _hwm_citus_log "Citus $version built in $((SECONDS - start))s into $dir"
+    hwm_log "Citus $version built in $((SECONDS - start))s into $dir"
     echo "$dir"
 }
 
@@ -139,10 +128,10 @@ hwm_citus_install() {
     dir=$(hwm_citus_build "$pgc") || return 1
     lib=$("$pgc" --pkglibdir)
     ext=$("$pgc" --sharedir)/extension
-    [[ -w $lib && -w $ext ]] || run=(_hwm_citus_root)
+    [[ -w $lib && -w $ext ]] || run=(hwm_as_root)
     "${run[@]}" cp -a "$dir/lib/." "$lib/"
     "${run[@]}" cp -a "$dir/extension/." "$ext/"
-    _hwm_citus_log "Citus from $dir installed into $lib"
+    hwm_log "Citus from $dir installed into $lib"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
