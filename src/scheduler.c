@@ -403,6 +403,7 @@ static void
 start_claimed_runs(void)
 {
 	HwmRunSlot *slots = palloc(sizeof(HwmRunSlot) * hwm_slots_count());
+	MemoryContext old;
 
 	shortage = false;
 	hwm_slots_read(slots);
@@ -429,11 +430,14 @@ start_claimed_runs(void)
 			log_shortage("a scheduled run");
 			break;
 		}
-		w = MemoryContextAlloc(TopMemoryContext, sizeof(LaunchedWorker));
+		/* the list outlives the loop's memory, which is reset every turn */
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		w = palloc(sizeof(LaunchedWorker));
 		w->slotno = i;
 		w->generation = slots[i].generation;
 		w->handle = handle;
 		launched = lappend(launched, w);
+		MemoryContextSwitchTo(old);
 	}
 	pfree(slots);
 }
