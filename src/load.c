@@ -110,9 +110,10 @@ wm_result(const LoadRun *r, Datum *value)
 
 /*
  * Step 1: the slice above the stored watermark, up to W0; false when there
- * is nothing above it.  A batch ends at the batch_size-th value above the
- * watermark and takes every row with that value, so rows that share one
- * value are never split between two batches.
+ * is nothing above it.  A batch ends at the batch_size-th value above where
+ * reading starts (the watermark, or the bound the last run remembered) and
+ * takes every row with that value, so rows that share one value are never
+ * split between two batches.
  */
 static bool
 find_slice(LoadRun *r)
