@@ -160,11 +160,18 @@ settle_watermark(LoadRun *r)
 		r->wm_after = hwm_value_out(&r->plan->wm, r->w0);
 }
 
-/* Step 3: upsert everything visible above the old watermark (up to W0 in a batch) */
+/*
+ * Step 3: upsert everything visible above the old watermark (up to W0 in a
+ * batch).  Before the first watermark, a run that knows where to start
+ * reading reads up to W0 too: "from R up to W0" is a range the planner
+ * sends to the index even without statistics, where "from R on" may become
+ * a scan of the whole source; rows above W0 are read by the next run, which
+ * starts at or below W0.
+ */
 static void
 load_slice(LoadRun *r)
 {
-	if (r->capped)
+	if (r->capped || (r->p->watermark == NULL && r->has_reread))
 		wm_exec(r, HWM_WM_UPSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
 	else
 		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
