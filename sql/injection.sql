@@ -2,9 +2,10 @@
 -- reach SQL quoted and every value as a parameter.  A table named
 -- x"; DROP TABLE t; -- loads like any other and nothing is dropped; values
 -- that look like SQL are only values; and names with quotes, semicolons,
--- spaces, upper case, Unicode, dots, a newline, format directives, reserved
--- words and the maximum length (63 bytes) work as ordinary names for
--- schemas, tables, columns and pipelines, through every function.
+-- spaces, upper case, Unicode, dots, format directives, reserved words and
+-- the maximum length (63 bytes) work as ordinary names for schemas, tables,
+-- columns and pipelines, through every function.  (A pipeline name with a
+-- control character, such as a newline, is refused: see the end.)
 SET datestyle = ISO;
 SET timezone = 'UTC';
 -- (the results say what each call did; its NOTICE would only repeat it)
@@ -139,7 +140,6 @@ SELECT kind, octet_length(base) + 1 AS name_bytes, r.*
                ('upper case', 'MixedCase'),
                ('unicode', 'zählér_ü€_日本'),
                ('dots', 'public.t.'),
-               ('newline', E'new\nline'),
                ('format directives', '$1 %s %I %L'),
                ('backslash', 'back\slash'),
                ('reserved word', 'select'),
@@ -151,6 +151,16 @@ SELECT kind, octet_length(base) + 1 AS name_bytes, r.*
 -- (PostgreSQL would silently truncate an identifier that long)
 SELECT hwm.create_pipeline(repeat('m', 64), 'inj.codes_src', 'inj.codes', '{code}', 'code');
 \echo :LAST_ERROR_SQLSTATE
+
+-- a pipeline name is shown in logs, notifications and hwm.status: control
+-- characters and names of spaces only are refused (22023), nothing is created
+SELECT hwm.create_pipeline(E'new\nline', 'inj.codes_src', 'inj.codes', '{code}', 'code');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline(E'tab\there', 'inj.codes_src', 'inj.codes', '{code}', 'code');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('   ', 'inj.codes_src', 'inj.codes', '{code}', 'code');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS pipelines FROM hwm.state;
 
 -- and still nothing was dropped
 SELECT (SELECT count(*) FROM public.t) AS public_t, (SELECT count(*) FROM inj.t) AS inj_t;

@@ -296,7 +296,12 @@ backfill_start(Backfill *bf)
 		values[2] = CStringGetTextDatum(bf->to_text);
 		values[3] = Int32GetDatum(bf->batch_size);
 		values[4] = run_by;
-		hwm_spi_exec("INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+		hwm_spi_exec(hwm_catalog_version() >= 12 ?
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by, owner)"
+					 " SELECT $1, $2, $3, $4, 'running', $5, s.owner FROM hwm.state AS s"
+					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
 					 " batch_size, status, run_by)"
 					 " VALUES ($1, $2, $3, $4, 'running', $5) RETURNING backfill_id",
 					 5, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
@@ -353,7 +358,7 @@ backfill_fail(Backfill *bf, ErrorData *edata, TimestampTz started_at)
 
 	values[0] = Int64GetDatum(bf->id);
 	values[1] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
-	values[2] = CStringGetTextDatum(edata->message ? edata->message : "unknown error");
+	values[2] = CStringGetTextDatum(hwm_clip_error(edata->message ? edata->message : "unknown error"));
 	values[3] = CStringGetTextDatum(bf->in_progress ? bf->in_progress : "");
 	if (bf->in_progress == NULL)
 		nulls[3] = 'n';
@@ -365,11 +370,19 @@ backfill_fail(Backfill *bf, ErrorData *edata, TimestampTz started_at)
 				 " error_sqlstate = $2, error = $3"
 				 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 				 5, argtypes, values, nulls, SPI_OK_UPDATE);
-	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+	hwm_spi_exec(hwm_catalog_is_1_0() ?
+				 "INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 				 " from_partition, to_partition, run_by, error_sqlstate, error)"
 				 " SELECT b.pipeline, 'backfill', $5, pg_catalog.clock_timestamp(), 'failed',"
 				 " $4, $4, b.run_by, $2, $3"
-				 " FROM hwm.backfills AS b WHERE b.backfill_id OPERATOR(pg_catalog.=) $1",
+				 " FROM hwm.backfills AS b WHERE b.backfill_id OPERATOR(pg_catalog.=) $1" :
+				 "INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+				 " from_partition, to_partition, run_by, error_sqlstate, error, owner)"
+				 " SELECT b.pipeline, 'backfill', $5, pg_catalog.clock_timestamp(), 'failed',"
+				 " $4, $4, b.run_by, $2, $3, s.owner"
+				 " FROM hwm.backfills AS b JOIN hwm.state AS s"
+				 "  ON s.pipeline OPERATOR(pg_catalog.=) b.pipeline"
+				 " WHERE b.backfill_id OPERATOR(pg_catalog.=) $1",
 				 5, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
 }
@@ -452,6 +465,21 @@ backfill_batch(Backfill *bf)
 	return finished;
 }
 
+/* One batch, for hwm_try_subxact */
+typedef struct BatchStep
+{
+	Backfill   *bf;
+	bool		finished;
+} BatchStep;
+
+static void
+batch_step(void *arg)
+{
+	BatchStep  *b = arg;
+
+	b->finished = backfill_batch(b->bf);
+}
+
 /*
  * Run one batch in its own subtransaction of the current transaction, so
  * that a failure can be recorded in hwm.backfills and committed before it
@@ -460,29 +488,10 @@ backfill_batch(Backfill *bf)
 static ErrorData *
 backfill_batch_guarded(Backfill *bf, bool *finished)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	ErrorData  *volatile edata = NULL;
+	BatchStep	b = {.bf = bf};
+	ErrorData  *edata = hwm_try_subxact(batch_step, &b, bf->cxt);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-	PG_TRY();
-	{
-		*finished = backfill_batch(bf);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(bf->cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_END_TRY();
+	*finished = b.finished;
 	return edata;
 }
 

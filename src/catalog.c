@@ -47,12 +47,42 @@ static void check_may_manage(HwmPipeline *p, bool orphan_ok);
  * issue 16: copy pipelines run as in 1.0 (reading from the watermark), and
  * the rest is refused until the update.
  */
+int
+hwm_catalog_version(void)
+{
+	Oid			nsp = get_namespace_oid("hwm", false);
+	Oid			relid = get_relname_relid("state", nsp);
+
+	if (OidIsValid(get_relname_relid("homes", nsp)))
+		return 12;
+	return OidIsValid(relid) && get_attnum(relid, "command") == InvalidAttrNumber ? 10 : 11;
+}
+
 bool
 hwm_catalog_is_1_0(void)
 {
-	Oid			relid = get_relname_relid("state", get_namespace_oid("hwm", false));
+	return hwm_catalog_version() == 10;
+}
 
-	return OidIsValid(relid) && get_attnum(relid, "command") == InvalidAttrNumber;
+/*
+ * Pipeline name is declared, or resumed, in this database: its row of
+ * hwm.homes says so (the scheduler leaves alone a pipeline whose row names
+ * another database: it came with a copy of that database).  Nothing on a
+ * catalog older than 1.2, which has no hwm.homes.
+ */
+void
+hwm_pipeline_set_home(const char *name)
+{
+	Oid			argtypes[2] = {TEXTOID, OIDOID};
+	Datum		values[2];
+
+	if (hwm_catalog_version() < 12)
+		return;
+	values[0] = CStringGetTextDatum(name);
+	values[1] = ObjectIdGetDatum(MyDatabaseId);
+	hwm_catalog_exec("INSERT INTO hwm.homes (pipeline, dboid) VALUES ($1, $2)"
+					 " ON CONFLICT (pipeline) DO UPDATE SET dboid = EXCLUDED.dboid",
+					 2, argtypes, values, NULL, SPI_OK_INSERT);
 }
 
 /*
@@ -77,6 +107,23 @@ hwm_catalog_owner(void)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/*
+ * Run a statement on hwm's catalog as its owner (to whom row security does
+ * not apply), with hwm_spi_exec's checks; the caller's SPI connection and
+ * role are kept.  Every read and write of hwm.state, hwm.runs,
+ * hwm.backfills and hwm.homes on the caller's behalf goes through here.
+ */
+void
+hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+				 const char *nulls, int expected)
+{
+	HwmRoleSwitch sw;
+
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec(sql, nargs, argtypes, values, nulls, expected);
+	hwm_unbecome(&sw);
 }
 
 /*

@@ -68,11 +68,16 @@ extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
 
 extern Oid	hwm_catalog_owner(void);
+extern void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes,
+							 Datum *values, const char *nulls, int expected);
+/* the catalog's version: 10, 11 or 12 (1.0, 1.1, 1.2), whatever the library's */
+extern int	hwm_catalog_version(void);
 extern bool hwm_catalog_is_1_0(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);
 extern bool hwm_pipeline_exists(const char *name);
+extern void hwm_pipeline_set_home(const char *name);
 extern void hwm_check_may_manage(HwmPipeline *p);
 extern void hwm_spec_for(const HwmPipeline *p, bool with_watermark,
 						 bool with_partition, struct HwmPlanSpec *spec);

@@ -52,6 +52,7 @@
 
 #include "catalog.h"
 #include "dispatch.h"
+#include "grid.h"
 #include "privilege.h"
 #include "schedule.h"
 #include "slots.h"
@@ -146,11 +147,47 @@ notify_outcome(const char *pipeline, const char *status, int64 run_id,
  */
 
 /*
+ * After a failure: the next run waits for the backoff of the grid
+ * (grid.c), or, when no time can be represented, is not scheduled again.
+ */
+static void
+back_off(const char *pipeline, TimestampTz finished)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	bool		isnull;
+	Interval   *every;
+	int			failures;
+	TimestampTz next;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	hwm_catalog_exec("SELECT schedule, consecutive_failures FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND schedule IS NOT NULL",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	every = DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	failures = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (hwm_grid_retry_at(finished, every, failures, &next))
+		values[1] = TimestampTzGetDatum(next);
+	else
+	{
+		nulls[1] = 'n';
+		ereport(LOG,
+				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: no retry time after its failure can be represented",
+						pipeline)));
+	}
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
  * Finish a 'running' row of hwm.runs with status 'failed' or 'skipped'; for
  * 'failed' also count the failure in hwm.state and back off the next run;
  * notify listeners at commit.  Nothing happens when the row is no longer
- * 'running'.  Runs as the catalog owner; the caller is inside a transaction
- * with SPI.
+ * 'running'.  The error is stored cut to HWM_ERROR_MAX bytes.  Runs as the
+ * catalog owner; the caller is inside a transaction with SPI.
  */
 static void
 record_outcome(int64 run_id, const char *status, const char *sqlstate,
@@ -159,7 +196,9 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	HwmRoleSwitch sw;
+	bool		isnull;
+	char	   *pipeline;
+	TimestampTz finished;
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = CStringGetTextDatum(status);
@@ -168,35 +207,31 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 	else
 		nulls[2] = 'n';
 	if (error)
-		values[3] = CStringGetTextDatum(error);
+		values[3] = CStringGetTextDatum(hwm_clip_error(error));
 	else
 		nulls[3] = 'n';
 
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("WITH r AS ("
-				 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
-				 "  error_sqlstate = $3, error = $4"
-				 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
-				 " RETURNING pipeline, run_id, started_at, finished_at),"
-				 " s_upd AS (UPDATE hwm.state AS s SET"
-				 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
-				 "  last_run_finished_at = r.finished_at,"
-				 "  last_status = $2, last_rows = NULL, last_error = $4,"
-				 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-				 "  next_run_at = CASE WHEN s.schedule IS NOT NULL THEN"
-				 "   r.finished_at OPERATOR(pg_catalog.+)"
-				 "   LEAST(s.schedule OPERATOR(pg_catalog.*)"
-				 "          pg_catalog.power(2::pg_catalog.float8,"
-				 "                           LEAST(s.consecutive_failures, 20)::pg_catalog.float8),"
-				 "         GREATEST(s.schedule, '1 hour'::pg_catalog.interval)) END"
-				 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-				 "  AND $2 OPERATOR(pg_catalog.=) 'failed')"
-				 " SELECT pipeline FROM r",
-				 4, argtypes, values, nulls, SPI_OK_SELECT);
-	hwm_unbecome(&sw);
-	if (SPI_processed > 0)
-		notify_outcome(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-					   status, run_id, sqlstate);
+	hwm_catalog_exec("WITH r AS ("
+					 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
+					 "  error_sqlstate = $3, error = $4"
+					 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
+					 " RETURNING pipeline, run_id, started_at, finished_at),"
+					 " s_upd AS (UPDATE hwm.state AS s SET"
+					 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
+					 "  last_run_finished_at = r.finished_at,"
+					 "  last_status = $2, last_rows = NULL, last_error = $4,"
+					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1"
+					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+					 "  AND $2 OPERATOR(pg_catalog.=) 'failed')"
+					 " SELECT pipeline, finished_at FROM r",
+					 4, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	finished = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (strcmp(status, "failed") == 0)
+		back_off(pipeline, finished);
+	notify_outcome(pipeline, status, run_id, sqlstate);
 }
 
 /*
@@ -210,11 +245,9 @@ sweep_interrupted(void)
 {
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		values[1];
-	HwmRoleSwitch sw;
 
 	values[0] = hwm_slots_live_run_ids(MyDatabaseId);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("WITH r AS ("
+	hwm_catalog_exec("WITH r AS ("
 				 " UPDATE hwm.runs SET status = 'interrupted', finished_at = pg_catalog.clock_timestamp(),"
 				 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
 				 " WHERE status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
@@ -227,7 +260,6 @@ sweep_interrupted(void)
 				 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
 				 " SELECT pipeline, run_id FROM r",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
-	hwm_unbecome(&sw);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
@@ -285,64 +317,105 @@ owner_problem(Oid owner, const char **sqlstate)
 }
 
 /*
- * The enabled, scheduled pipelines with no run of theirs in
- * progress, oldest next_run_at first, at most limit of them, left in
- * SPI_tuptable as (pipeline, owner, next_run_at, schedule, anchor, timeout).
- * Their rows are locked for the claim; a row locked by a run in progress
- * (by hand) is skipped, not waited for.
+ * What makes a pipeline the dispatcher's to run: enabled, scheduled, no run
+ * of the scheduler's in progress, and at home in this database (not a copy
+ * that came with CREATE DATABASE ... TEMPLATE: see hwm.homes, which a
+ * catalog older than 1.2 lacks).
  */
-static void
-select_due(int limit)
-{
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1];
-	HwmRoleSwitch sw;
+#define SCHEDULABLE \
+	" s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL" \
+	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
+	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
+	"   AND r.status OPERATOR(pg_catalog.=) 'running'" \
+	"   AND r.kind OPERATOR(pg_catalog.=) 'load')"
+#define AT_HOME \
+	" AND NOT EXISTS (SELECT FROM hwm.homes AS h" \
+	"  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
+	"   AND h.dboid OPERATOR(pg_catalog.<>) $2)"
 
-	values[0] = Int32GetDatum(limit);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
-				 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
-				 " FROM hwm.state AS s"
-				 " WHERE s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL"
-				 "  AND NOT EXISTS (SELECT FROM hwm.runs AS r"
-				 "   WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
-				 "    AND r.status OPERATOR(pg_catalog.=) 'running'"
-				 "    AND r.kind OPERATOR(pg_catalog.=) 'load')"
-				 " ORDER BY s.next_run_at, s.pipeline LIMIT $1"
-				 " FOR UPDATE OF s SKIP LOCKED",
-				 1, argtypes, values, NULL, SPI_OK_SELECT);
-	hwm_unbecome(&sw);
+/* SCHEDULABLE, and at home where the catalog knows homes */
+static const char *
+schedulable(void)
+{
+	return hwm_catalog_version() >= 12 ? SCHEDULABLE AT_HOME : SCHEDULABLE;
 }
 
 /*
- * The catalog writes of a claim: move the pipeline's next_run_at to
- * next (the first slot on the grid after now) and insert its 'running' row;
- * returns the row's run_id.
+ * The due pipelines (next_run_at <= now), at most limit of them, in turns
+ * between owners: every owner's most overdue pipeline first, then every
+ * owner's second, and so on, so that one owner's many pipelines never hold
+ * back another's.  Left in SPI_tuptable as (pipeline, owner, next_run_at,
+ * schedule, anchor, timeout).  Their rows are locked for the claim; a row
+ * locked by a run in progress (by hand) is skipped, not waited for.
+ */
+static void
+select_due(int limit, TimestampTz now)
+{
+	Oid			argtypes[3] = {INT4OID, OIDOID, TIMESTAMPTZOID};
+	Datum		values[3];
+
+	values[0] = Int32GetDatum(limit);
+	values[1] = ObjectIdGetDatum(MyDatabaseId);
+	values[2] = TimestampTzGetDatum(now);
+	hwm_catalog_exec(psprintf("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
+							  " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
+							  " FROM (SELECT s.pipeline, pg_catalog.row_number() OVER"
+							  "        (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
+							  "       FROM hwm.state AS s"
+							  "       WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3) AS d"
+							  " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
+							  " ORDER BY d.turn, s.next_run_at, s.pipeline LIMIT $1"
+							  " FOR UPDATE OF s SKIP LOCKED", schedulable()),
+					 3, argtypes, values, NULL, SPI_OK_SELECT);
+}
+
+/* When the next pipeline is due (DT_NOEND: none is scheduled) */
+static TimestampTz
+next_due_at(void)
+{
+	Oid			argtypes[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
+	Datum		next;
+
+	/* ($1 is select_due's limit, unused here) */
+	hwm_catalog_exec(psprintf("SELECT pg_catalog.min(s.next_run_at) FROM hwm.state AS s"
+							  " WHERE %s", schedulable()),
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	return hwm_spi_first(&next) ? DatumGetTimestampTz(next) : DT_NOEND;
+}
+
+/*
+ * The catalog writes of a claim: move the pipeline's next_run_at to next
+ * (the first slot on the grid after now; none: no longer scheduled) and
+ * insert its 'running' row, with its owner; returns the row's run_id.
  */
 static int64
-insert_running_row(const char *pipeline, Oid owner, TimestampTz next)
+insert_running_row(const char *pipeline, Oid owner, const TimestampTz *next)
 {
 	char	   *owner_name = GetUserNameFromId(owner, true);
-	Oid			argtypes[3] = {TEXTOID, NAMEOID, TIMESTAMPTZOID};
-	Datum		values[3];
-	HwmRoleSwitch sw;
+	Oid			argtypes[4] = {TEXTOID, NAMEOID, TIMESTAMPTZOID, OIDOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 	bool		isnull;
-	int64		run_id;
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
-	values[2] = TimestampTzGetDatum(next);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 3, argtypes, values, NULL, SPI_OK_UPDATE);
-	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
-				 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
-				 " RETURNING run_id",
-				 2, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
-	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
-	hwm_unbecome(&sw);
-	return run_id;
+	values[2] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
+	nulls[2] = next ? ' ' : 'n';
+	values[3] = ObjectIdGetDatum(owner);
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_catalog_exec(hwm_catalog_is_1_0() ?
+					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+					 " RETURNING run_id" :
+					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by, owner)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2,"
+					 "  $4::pg_catalog.regrole)"
+					 " RETURNING run_id",
+					 4, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 
@@ -365,33 +438,44 @@ record_orphans(void)
 }
 
 
+/* One due row of select_due, copied out of SPI's result */
+typedef struct DueRun
+{
+	char	   *pipeline;
+	Oid			owner;
+	Interval   *every;
+	TimestampTz anchor;
+	int32		timeout_ms;
+} DueRun;
+
+/* set when a claim found no free slot: the dispatch stops claiming */
+static bool no_free_slot = false;
+
 /*
- * Claim the run of one due row of select_due: its 'running' row, its next
- * slot on the grid, a run slot for the launcher.  A run whose owner cannot
- * run it is recorded as a failure at once.
+ * Claim one due run: its 'running' row, its next slot on the grid, a run
+ * slot for the launcher.  A run whose owner cannot run it is recorded as a
+ * failure at once.
  */
 static void
-claim_run(HeapTuple tup, TupleDesc desc, TimestampTz now)
+claim_run(const DueRun *due, TimestampTz now)
 {
-	bool		isnull;
-	char	   *pipeline = SPI_getvalue(tup, desc, 1);
-	Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-	Interval   *every = DatumGetIntervalP(SPI_getbinval(tup, desc, 4, &isnull));
-	TimestampTz anchor = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
-	bool		no_timeout;
-	Datum		timeout = SPI_getbinval(tup, desc, 6, &no_timeout);
-	int32		timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
 	const char *sqlstate = NULL;
 	const char *problem;
+	TimestampTz next;
+	bool		has_next = hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
 	int64		run_id;
 
-	run_id = insert_running_row(pipeline, owner, hwm_schedule_next(anchor, every, now, false));
-	problem = owner_problem(owner, &sqlstate);
+	if (!has_next)
+		ereport(LOG,
+				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
+						due->pipeline)));
+	run_id = insert_running_row(due->pipeline, due->owner, has_next ? &next : NULL);
+	problem = owner_problem(due->owner, &sqlstate);
 	if (problem)
 	{
 		/* it cannot run at all: a failure, recorded now */
 		ereport(LOG,
-				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", pipeline, problem)));
+				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", due->pipeline, problem)));
 		record_outcome(run_id, "failed", sqlstate, problem);
 		return;
 	}
@@ -400,42 +484,142 @@ claim_run(HeapTuple tup, TupleDesc desc, TimestampTz now)
 	 * none free, the error rolls the claims back; slots taken for them are
 	 * started, find no 'running' row and end.
 	 */
-	if (hwm_slot_claim(MyDatabaseId, owner, timeout_ms, run_id) < 0)
-		elog(ERROR, "hwm: no free scheduler slot for pipeline \"%s\"", pipeline);
+	if (hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id) < 0)
+	{
+		no_free_slot = true;
+		elog(ERROR, "hwm: no free scheduler slot for pipeline \"%s\"", due->pipeline);
+	}
+}
+
+/*
+ * A claim that failed for a reason of its pipeline's row: recorded against
+ * that pipeline alone (a failed run with the error, and its next run an hour
+ * away), so that the others are claimed as if nothing happened.
+ */
+static void
+claim_failed(const DueRun *due, ErrorData *edata)
+{
+	Oid			argtypes[5] = {TEXTOID, NAMEOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[5];
+	char	   *owner_name = GetUserNameFromId(due->owner, true);
+	char	   *error = psprintf("the scheduler could not claim the run: %s",
+								 hwm_clip_error(edata->message ? edata->message : "unknown error"));
+	bool		with_owner = !hwm_catalog_is_1_0();
+
+	ereport(LOG,
+			(errcode(edata->sqlerrcode),
+			 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", due->pipeline, error)));
+	values[0] = CStringGetTextDatum(due->pipeline);
+	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
+	values[2] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+	values[3] = CStringGetTextDatum(error);
+	values[4] = ObjectIdGetDatum(due->owner);
+	hwm_catalog_exec(psprintf("WITH r AS ("
+							  " INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+							  "  run_by, error_sqlstate, error%s)"
+							  " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+							  "  'failed', $2, $3, $4%s)"
+							  " RETURNING run_id, started_at, finished_at)"
+							  " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
+							  "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
+							  "  last_status = 'failed', last_rows = NULL, last_error = $4,"
+							  "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
+							  "  next_run_at = r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval"
+							  " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
+							  with_owner ? ", owner" : "",
+							  with_owner ? ", $5::pg_catalog.regrole" : ""),
+					 5, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* One claim, and the recording of one that failed, for hwm_try_subxact */
+typedef struct ClaimStep
+{
+	const DueRun *due;
+	TimestampTz now;
+	ErrorData  *edata;
+} ClaimStep;
+
+static void
+claim_step(void *arg)
+{
+	ClaimStep  *c = arg;
+
+	claim_run(c->due, c->now);
+}
+
+static void
+claim_failed_step(void *arg)
+{
+	ClaimStep  *c = arg;
+
+	claim_failed(c->due, c->edata);
+}
+
+/* Copy row i of select_due's result */
+static void
+read_due(SPITupleTable *tt, uint64 i, DueRun *due)
+{
+	HeapTuple	tup = tt->vals[i];
+	bool		isnull;
+	bool		no_timeout;
+	Datum		timeout;
+
+	due->pipeline = SPI_getvalue(tup, tt->tupdesc, 1);
+	due->owner = DatumGetObjectId(SPI_getbinval(tup, tt->tupdesc, 2, &isnull));
+	due->every = DatumGetIntervalP(SPI_datumTransfer(SPI_getbinval(tup, tt->tupdesc, 4, &isnull),
+													 false, -1));
+	due->anchor = DatumGetTimestampTz(SPI_getbinval(tup, tt->tupdesc, 5, &isnull));
+	timeout = SPI_getbinval(tup, tt->tupdesc, 6, &no_timeout);
+	due->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
 }
 
 /*
  * Claim up to quota due runs; returns when the next unclaimed pipeline is
- * due (now when more are due, DT_NOEND when none is scheduled).
+ * due (now when more are due, DT_NOEND when none is scheduled).  Each claim
+ * runs in a subtransaction of its own: whatever one pipeline's row makes
+ * fail (its next time, its claim) is recorded against that pipeline alone,
+ * logged with its name, and the others are claimed all the same.  Only a
+ * failure of the scheduler itself (no free slot, the catalog unreadable)
+ * ends the dispatch.
  */
 static TimestampTz
 claim_due_runs(int quota)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	TimestampTz next_due = DT_NOEND;
-	SPITupleTable *due;
+	MemoryContext cxt = CurrentMemoryContext;
+	SPITupleTable *tt;
 	uint64		ndue;
 	int			claimed = 0;
+	DueRun	   *due;
 
-	select_due(quota + 1);
-	due = SPI_tuptable;
+	select_due(quota + 1, now);
+	tt = SPI_tuptable;
 	ndue = SPI_processed;
+	due = palloc0(sizeof(DueRun) * (ndue + 1));
 	for (uint64 i = 0; i < ndue; i++)
+		read_due(tt, i, &due[i]);
+	for (uint64 i = 0; i < ndue && claimed < quota; i++)
 	{
-		bool		isnull;
-		TimestampTz next_run_at = DatumGetTimestampTz(SPI_getbinval(due->vals[i], due->tupdesc,
-																	3, &isnull));
+		ClaimStep	c = {.due = &due[i], .now = now};
+		ErrorData  *edata2;
 
-		if (next_run_at > now || claimed >= quota)
+		c.edata = hwm_try_subxact(claim_step, &c, cxt);
+		if (c.edata == NULL)
 		{
-			/* not due yet, or due with no room: that is when to look again */
-			next_due = Max(next_run_at, now);
-			break;
+			claimed++;
+			continue;
 		}
-		claim_run(due->vals[i], due->tupdesc, now);
-		claimed++;
+		if (no_free_slot)
+			ReThrowError(c.edata);	/* the scheduler's fault, not the pipeline's */
+		edata2 = hwm_try_subxact(claim_failed_step, &c, cxt);
+		if (edata2 != NULL)
+			ereport(LOG,
+					(errmsg("hwm: could not record the failed claim of pipeline \"%s\": %s",
+							due[i].pipeline, edata2->message)));
 	}
-	return next_due;
+	if (ndue > (uint64) quota)
+		return now;				/* more are due than this dispatch may claim */
+	return next_due_at();
 }
 
 /* Steps 2 and 3 in one transaction; false when hwm is not installed here */
@@ -556,15 +740,12 @@ read_run_pipeline(MemoryContext cxt)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1];
-	HwmRoleSwitch sw;
 	char	   *pipeline = NULL;
 
 	values[0] = Int64GetDatum(my_args.run_id);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
-				 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
-				 1, argtypes, values, NULL, SPI_OK_SELECT);
-	hwm_unbecome(&sw);
+	hwm_catalog_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 	{
 		MemoryContext old = MemoryContextSwitchTo(cxt);
@@ -599,7 +780,6 @@ run_pipeline(const char *pipeline)
 	Datum		runvals[1];
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1];
-	HwmRoleSwitch sw;
 	int			timeout_ms = worker_timeout_ms();
 
 	pgstat_report_appname(psprintf("hwm: %s", pipeline));
@@ -615,10 +795,8 @@ run_pipeline(const char *pipeline)
 	notify_success(pipeline);
 
 	values[0] = Int64GetDatum(my_args.run_id);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
-				 1, argtypes, values, NULL, SPI_OK_DELETE);
-	hwm_unbecome(&sw);
+	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
 }
 
 /*
@@ -652,6 +830,7 @@ worker_record_failure(ErrorData *edata)
 			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
 		else
 			error = edata->message ? edata->message : "unknown error";
+		error = (char *) hwm_clip_error(error);
 		ereport(LOG,
 				(errcode(edata->sqlerrcode),
 				 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s",

@@ -14,6 +14,7 @@
 #include "catalog.h"
 #include "dispatch.h"
 #include "exchange.h"
+#include "owners.h"
 #include "privilege.h"
 #include "scheduler.h"
 #include "wakeup.h"
@@ -121,5 +122,6 @@ _PG_init(void)
 							   PGC_SIGHUP, 0,
 							   hwm_notify_channel_check, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
+	hwm_owners_init();
 	hwm_scheduler_init();
 }

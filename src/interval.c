@@ -25,6 +25,7 @@
 
 #include "catalog.h"
 #include "command.h"
+#include "grid.h"
 #include "interval.h"
 #include "plan.h"
 #include "privilege.h"
@@ -42,12 +43,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-/* The grid of one pipeline */
+/* The grid of one pipeline, in UTC, and the column's type */
 typedef struct Grid
 {
 	const HwmValueType *vt;
-	Timestamp	anchor;
-	const Interval *step;
+	HwmGrid		g;
 } Grid;
 
 /* A value of the time column as a UTC timestamp */
@@ -81,26 +81,29 @@ from_ts(const HwmValueType *vt, Timestamp t)
 static Timestamp
 boundary(const Grid *g, int64 k)
 {
-	Datum		kstep = DirectFunctionCall2(interval_mul, IntervalPGetDatum(g->step),
-											Float8GetDatum((float8) k));
+	Timestamp	t;
 
-	return DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval,
-												 TimestampGetDatum(g->anchor), kstep));
+	if (!hwm_grid_point(&g->g, k, &t))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("an interval of this pipeline's grid ends past the range of timestamps"),
+				 errdetail("Interval number " INT64_FORMAT " from the anchor cannot be represented.", k),
+				 errhint("Keep the time column's values within the range PostgreSQL's timestamps cover.")));
+	return t;
 }
 
 /* The number of the interval that holds t */
 static int64
 index_of(const Grid *g, Timestamp t)
 {
-	int64		len = hwm_interval_usecs(g->step);
-	int64		k = (t - g->anchor) / len;
+	int64		k;
 
-	if ((t - g->anchor) % len < 0)
-		k--;
-	while (boundary(g, k) > t)
-		k--;
-	while (boundary(g, k + 1) <= t)
-		k++;
+	if (!hwm_grid_index(&g->g, t, &k))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("a time is too far from the anchor of this pipeline's grid"),
+				 errdetail("More intervals than a bigint can count lie between them."),
+				 errhint("Choose an anchor closer to the column's values, or a longer interval.")));
 	return k;
 }
 
@@ -109,8 +112,8 @@ static void
 grid_init(Grid *g, const HwmPlan *plan, const Interval *step, const char *anchor)
 {
 	g->vt = &plan->wm;
-	g->step = step;
-	g->anchor = as_ts(&plan->wm, hwm_value_in(&plan->wm, anchor, "anchor"));
+	hwm_grid_init(&g->g, as_ts(&plan->wm, hwm_value_in(&plan->wm, anchor, "anchor")),
+				  step, false);
 }
 
 /* Refuse a value that is not a boundary of the grid */
@@ -160,7 +163,7 @@ hwm_interval_check(const HwmPlan *plan, const Interval *step, const char *anchor
 				 errmsg("time column of an interval pipeline must be of type timestamptz, timestamp or date"),
 				 errdetail("The column has type %s.", format_type_be(plan->wm.type)),
 				 errhint("Use hwm.create_command_pipeline for ranges of other types.")));
-	if (step->month < 0 || step->day < 0 || step->time < 0 || hwm_interval_usecs(step) <= 0)
+	if (hwm_grid_step_problem(step) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("time_interval must be positive, with no negative part"),
@@ -503,8 +506,8 @@ rerun_find(Rerun *rr, Oid *argtypes, Datum *values)
 static bool
 rerun_start(Rerun *rr, bool create)
 {
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, NAMEOID};
+	Datum		values[4];
 	HwmRoleSwitch sw;
 	bool		found;
 	bool		isnull;
@@ -512,14 +515,22 @@ rerun_start(Rerun *rr, bool create)
 	values[0] = CStringGetTextDatum(rr->pipeline);
 	values[1] = CStringGetTextDatum(rr->from_text);
 	values[2] = CStringGetTextDatum(rr->to_text);
+	/* the caller, whose rights asked for the rerun (not the catalog owner's) */
+	values[3] = DirectFunctionCall1(namein,
+									CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	hwm_become(hwm_catalog_owner(), false, &sw);
 	found = rerun_find(rr, argtypes, values);
 	if (!found && create)
 	{
-		hwm_spi_exec("INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-					 " batch_size, status) VALUES ($1, $2, $3, 1, 'running')"
+		hwm_spi_exec(hwm_catalog_version() >= 12 ?
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by, owner)"
+					 " SELECT $1, $2, $3, 1, 'running', $4, s.owner FROM hwm.state AS s"
+					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by) VALUES ($1, $2, $3, 1, 'running', $4)"
 					 " RETURNING backfill_id",
-					 3, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+					 4, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
 		rr->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
 		rr->done_through = NULL;
@@ -556,6 +567,40 @@ rerun_save(const Rerun *rr, bool finished)
 				 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 				 5, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_unbecome(&sw);
+}
+
+/* The rerun stopped on an error: its row says so (cut to HWM_ERROR_MAX) */
+static void
+rerun_fail(const Rerun *rr, ErrorData *edata)
+{
+	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(rr->id);
+	values[1] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+	values[2] = CStringGetTextDatum(hwm_clip_error(edata->message ? edata->message : "unknown error"));
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'failed',"
+					 " finished_at = pg_catalog.clock_timestamp(),"
+					 " error_sqlstate = $2, error = $3"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* One interval, for hwm_try_subxact */
+typedef struct RerunStep
+{
+	Rerun	   *rr;
+	bool		more;
+} RerunStep;
+
+static bool rerun_step(Rerun *rr);
+
+static void
+rerun_step_guarded(void *arg)
+{
+	RerunStep  *st = arg;
+
+	st->more = rerun_step(st->rr);
 }
 
 /*
@@ -616,6 +661,8 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	bool		atomic = hwm_call_is_atomic(fcinfo);
 	Rerun	   *rr;
 	MemoryContext cxt;
+	RerunStep	st = {0};
+	ErrorData  *edata;
 
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
@@ -656,7 +703,20 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 				SPI_commit();
 				SPI_start_transaction();
 			}
-			if (!rerun_step(rr))
+			st.rr = rr;
+			edata = hwm_try_subxact(rerun_step_guarded, &st, rr->cxt);
+			if (edata != NULL)
+			{
+				/* recorded, and kept (outside a transaction block), then raised */
+				rerun_fail(rr, edata);
+				if (!atomic)
+				{
+					SPI_commit();
+					SPI_start_transaction();
+				}
+				ReThrowError(edata);
+			}
+			if (!st.more)
 				break;
 			CHECK_FOR_INTERRUPTS();
 		}

@@ -117,10 +117,29 @@ static const RunArgPos interval_pos = {9, 6, 10, -1};
 static void
 check_pipeline_name(const char *name)
 {
+	bool		blank = true;
+
 	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("pipeline name must not be empty"),
+				 errhint("Name the pipeline after what it loads, for example 'orders'.")));
+	for (const unsigned char *c = (const unsigned char *) name; *c; c++)
+	{
+		if (*c < 0x20 || *c == 0x7f)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("pipeline name must not contain control characters"),
+					 errdetail("The name holds the character with code %d at byte %d.",
+							   *c, (int) (c - (const unsigned char *) name) + 1),
+					 errhint("Use letters, digits, spaces and punctuation: the name is shown in logs, notifications and hwm.status.")));
+		if (*c != ' ')
+			blank = false;
+	}
+	if (blank)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pipeline name must not be only spaces"),
 				 errhint("Name the pipeline after what it loads, for example 'orders'.")));
 	if (strlen(name) >= NAMEDATALEN)
 		ereport(ERROR,
@@ -290,6 +309,7 @@ insert_pipeline(const CreateArgs *a)
 						  old ? "" : ", $14, $15, $16, $17, $18"),
 				 old ? 13 : 18, argtypes, values, nulls, SPI_OK_INSERT);
 	hwm_unbecome(&sw);
+	hwm_pipeline_set_home(a->name);
 }
 
 /*

@@ -1,8 +1,8 @@
 /*
  * schedule.c
  *		Declaring when a pipeline runs: hwm.schedule, hwm.unschedule,
- *		hwm.pause, hwm.resume and hwm.set_timeout, and the anchored arithmetic
- *		that turns a schedule into the next run time.
+ *		hwm.pause, hwm.resume and hwm.set_timeout; the anchored arithmetic
+ *		that turns a schedule into run times is grid.c's.
  *
  * A schedule is an interval and an anchor: runs are due at anchor + k *
  * every (k = 0, 1, 2, ...).  hwm.state.next_run_at holds the next slot; the
@@ -15,11 +15,13 @@
  * that the caller may manage the pipeline) and, when what the launcher
  * schedules changed, ring its doorbell for when the transaction commits
  * (wakeup.c).  Nothing here calls into the launcher: it reads the catalog,
- * and calls hwm_schedule_next here for the next slot.
+ * and the dispatcher computes the next slot with grid.c.  A schedule is
+ * refused when its first run, or the one after, cannot be represented.
  */
 #include "postgres.h"
 
 #include "catalog.h"
+#include "grid.h"
 #include "privilege.h"
 #include "schedule.h"
 #include "util.h"
@@ -73,53 +75,6 @@ hwm_check_schedule(const Interval *every, const char *what)
 				 errhint("Pass for example '5 minutes'; the scheduler does not run pipelines more often than once a second.")));
 }
 
-/* anchor + k * every */
-static TimestampTz
-grid_point(TimestampTz anchor, const Interval *every, int64 k)
-{
-	Datum		step;
-
-	step = DirectFunctionCall2(interval_mul, IntervalPGetDatum(every),
-							   Float8GetDatum((double) k));
-	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-												   TimestampTzGetDatum(anchor),
-												   step));
-}
-
-/*
- * The first slot anchor + k * every (k >= 0) that is after `after` (or at
- * it, with inclusive).  k is estimated from the interval's nominal length
- * (months of 30 days) and then corrected, so months and daylight saving time
- * are stepped through exactly as timestamptz + interval does.
- */
-TimestampTz
-hwm_schedule_next(TimestampTz anchor, const Interval *every, TimestampTz after,
-				  bool inclusive)
-{
-	int64		span = hwm_interval_usecs(every);
-	int64		k;
-	TimestampTz t;
-
-#define HWM_PAST(t) (inclusive ? (t) >= after : (t) > after)
-	if (HWM_PAST(anchor) || span <= 0)
-		return anchor;
-	k = (after - anchor) / span;
-	if (k > 0)
-		k--;
-	/* step back over an overestimate (months shorter than 30 days) */
-	while (k > 0 && HWM_PAST(grid_point(anchor, every, k - 1)))
-		k--;
-	for (;;)
-	{
-		t = grid_point(anchor, every, k);
-		if (HWM_PAST(t))
-			break;
-		k++;
-	}
-#undef HWM_PAST
-	return t;
-}
-
 /* Run an UPDATE of one pipeline's hwm.state row as the catalog owner */
 static void
 update_state(const char *sql, int nargs, Oid *argtypes, Datum *values,
@@ -164,11 +119,22 @@ TimestampTz
 hwm_schedule_set(const char *pipeline, const Interval *every,
 				 TimestampTz start_at)
 {
-	TimestampTz next = hwm_schedule_next(start_at, every,
-										 GetCurrentTransactionStartTimestamp(),
-										 true);
+	TimestampTz next;
+	TimestampTz second;
 	Oid			argtypes[4] = {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		values[4];
+
+	/* the first run, and one after it, must be times PostgreSQL can hold */
+	if (!hwm_grid_schedule_next(start_at, every, GetCurrentTransactionStartTimestamp(),
+								true, &next) ||
+		!hwm_grid_schedule_next(start_at, every, next, false, &second))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("schedule of pipeline \"%s\" is too long: its runs would fall after the last time PostgreSQL can store", pipeline),
+				 errdetail("Run times are timestamptz values, which end in the year 294276; every %s from %s reaches past that within two runs.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(every))),
+						   DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(start_at)))),
+				 errhint("Pass an interval of at most a few thousand years, such as '1 day' or '1 year'.")));
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = IntervalPGetDatum(every);
@@ -252,6 +218,9 @@ set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	values[1] = BoolGetDatum(enabled);
 	update_state("UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, NULL);
+	/* resumed here by its owner: a pipeline copied from elsewhere is at home */
+	if (enabled)
+		hwm_pipeline_set_home(name);
 	SPI_finish();
 	hwm_wakeup_at_commit();
 }

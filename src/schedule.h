@@ -3,8 +3,7 @@
  *		When a pipeline runs: the checks and anchored arithmetic of a
  *		schedule, and storing one (schedule.c, which also holds hwm.schedule,
  *		hwm.unschedule, hwm.pause, hwm.resume and hwm.set_timeout).  Called
- *		by manage.c (create_pipeline's schedule) and by the launcher
- *		(scheduler.c) for the next slot; schedule.c calls neither.
+ *		by manage.c (create_pipeline's schedule); the next slot is grid.c's.
  */
 #ifndef HWM_SCHEDULE_H
 #define HWM_SCHEDULE_H
@@ -15,10 +14,6 @@
 
 /* refuse a schedule with a negative part or shorter than a second */
 extern void hwm_check_schedule(const Interval *every, const char *what);
-
-/* the first slot anchor + k * every (k >= 0) after `after` (or at it) */
-extern TimestampTz hwm_schedule_next(TimestampTz anchor, const Interval *every,
-									 TimestampTz after, bool inclusive);
 
 /* store a schedule and its first run time; returns that time */
 extern TimestampTz hwm_schedule_set(const char *pipeline, const Interval *every,

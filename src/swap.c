@@ -36,6 +36,7 @@
 
 #include "catalog.h"
 #include "citus.h"
+#include "grid.h"
 #include "privilege.h"
 #include "storage.h"
 #include "util.h"

@@ -9,12 +9,14 @@
 #include "access/xact.h"
 #include "catalog/pg_operator.h"
 #include "executor/spi.h"
+#include "mb/pg_wchar.h"
 #include "nodes/parsenodes.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -144,12 +146,44 @@ hwm_operator_sql(Oid opno)
 	return result;
 }
 
-/* Microseconds of an interval, with months of 30 days */
-int64
-hwm_interval_usecs(const Interval *iv)
+const char *
+hwm_clip_error(const char *message)
 {
-	return iv->time + iv->day * USECS_PER_DAY +
-		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	size_t		len = strlen(message);
+	int			keep;
+
+	if (len <= HWM_ERROR_MAX)
+		return message;
+	keep = pg_mbcliplen(message, (int) len, HWM_ERROR_MAX - 64);
+	return psprintf("%.*s... (cut: %zu of %zu bytes shown)", keep, message,
+					(size_t) keep, len);
+}
+
+ErrorData *
+hwm_try_subxact(void (*fn) (void *), void *arg, MemoryContext errcxt)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(errcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
+	return edata;
 }
 
 /*

@@ -12,12 +12,21 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "utils/elog.h"
+#include "utils/palloc.h"
 
 /* SPI: run a statement with $n parameters and insist on its SPI_OK_* code */
 extern void hwm_spi_exec(const char *sql, int nargs, Oid *argtypes,
 						 Datum *values, const char *nulls, int expected);
 /* the first column of the first row of the last SPI result (NULL: none) */
 extern bool hwm_spi_first(Datum *value);
+
+/*
+ * An error message as hwm stores, logs and sends it: at most HWM_ERROR_MAX
+ * bytes, a longer one cut (at a character boundary) and marked as cut.
+ */
+#define HWM_ERROR_MAX 8192
+extern const char *hwm_clip_error(const char *message);
 
 /* SQL-callable functions' arguments */
 extern void hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
@@ -28,9 +37,6 @@ extern bool hwm_call_is_atomic(FunctionCallInfo fcinfo);
 extern char *hwm_qualified_name(Oid relid);
 extern char *hwm_operator_sql(Oid opno);
 
-/* microseconds of an interval, months counted as 30 days */
-extern int64 hwm_interval_usecs(const Interval *iv);
-
 /*
  * Take an ACCESS EXCLUSIVE lock on relid, waiting at most ms milliseconds;
  * when it is not granted in time, fail with ERRCODE_LOCK_NOT_AVAILABLE,
@@ -38,6 +44,14 @@ extern int64 hwm_interval_usecs(const Interval *iv);
  */
 extern void hwm_lock_within(Oid relid, int64 ms, const char *what,
 							const char *detail, const char *hint);
+
+/*
+ * fn(arg) in a subtransaction of the current transaction: NULL when it
+ * succeeded, else its work is rolled back and its error, copied into
+ * errcxt, returned (the caller records it, and re-throws it or not).
+ */
+extern ErrorData *hwm_try_subxact(void (*fn) (void *), void *arg,
+								  MemoryContext errcxt);
 
 /* one transaction of a background worker, with SPI and a snapshot */
 extern void hwm_bgw_begin(void);

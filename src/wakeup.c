@@ -18,8 +18,10 @@
  *
  * Getting out of the way: a command that needs a database to itself (DROP
  * DATABASE, ALTER DATABASE RENAME or SET TABLESPACE, CREATE DATABASE ...
- * TEMPLATE) first marks the database as leaving for a few seconds, so that
- * the launcher starts nothing in it; DROP DATABASE also terminates hwm's
+ * TEMPLATE) marks the database as leaving while it runs (at most a few
+ * seconds), so that the launcher starts nothing in it, but only when
+ * PostgreSQL's checks of rights would let the command go ahead: a command
+ * it refuses never disturbs the scheduler; DROP DATABASE also terminates hwm's
  * processes connected to it (its dispatcher, its runs in progress, which
  * roll back), as PostgreSQL terminates autovacuum workers there.  Each of
  * hwm's processes registers here, before connecting, the database it enters.
@@ -36,6 +38,7 @@
 #include <signal.h>
 
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
@@ -47,6 +50,7 @@
 #include "storage/spin.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
@@ -337,7 +341,7 @@ hwm_wakeup_enter_database(Oid dboid)
  * in it.  The mark comes first: a process that registers after the scan
  * below sees it and does not connect.
  */
-static void
+static Oid
 make_way(const char *dbname, bool terminate)
 {
 	Oid			dboid = dbname ? get_database_oid(dbname, true) : InvalidOid;
@@ -347,7 +351,7 @@ make_way(const char *dbname, bool terminate)
 	int			oldest = 0;
 
 	if (wakeup == NULL || !OidIsValid(dboid))
-		return;
+		return InvalidOid;
 	pids = palloc(sizeof(pid_t) * (wakeup->nprocs + 1));
 	SpinLockAcquire(&wakeup->mutex);
 	for (int i = 0; i < HWM_MAX_LEAVING; i++)
@@ -369,21 +373,91 @@ make_way(const char *dbname, bool terminate)
 	for (int i = 0; i < npids; i++)
 		(void) kill(pids[i], SIGTERM);
 	pfree(pids);
+	return dboid;
 }
 
-/* May the current user drop database dbname?  (Else dropdb refuses it.) */
-static bool
-may_drop_database(const char *dbname)
+/* The command that needed dboid to itself has ended: hwm may go back */
+static void
+clear_way(Oid dboid)
 {
-	Oid			dboid = get_database_oid(dbname, true);
+	if (wakeup == NULL || !OidIsValid(dboid))
+		return;
+	SpinLockAcquire(&wakeup->mutex);
+	for (int i = 0; i < HWM_MAX_LEAVING; i++)
+		if (wakeup->leaving[i].dboid == dboid)
+			wakeup->leaving[i].dboid = InvalidOid;
+	SpinLockRelease(&wakeup->mutex);
+}
 
-	if (!OidIsValid(dboid))
-		return false;
+/* Does the current user own database dboid? */
+static bool
+owns_database(Oid dboid)
+{
 #if PG_VERSION_NUM >= 160000
 	return object_ownercheck(DatabaseRelationId, dboid, GetUserId());
 #else
 	return pg_database_ownercheck(dboid, GetUserId());
 #endif
+}
+
+/* Has the current user CREATEDB (or is a superuser)? */
+static bool
+may_create_databases(void)
+{
+	HeapTuple	tup;
+	bool		result;
+
+	if (superuser())
+		return true;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(GetUserId()));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_authid) GETSTRUCT(tup))->rolcreatedb;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/* Is database dboid marked as a template (anyone with CREATEDB may copy it)? */
+static bool
+is_template(Oid dboid)
+{
+	HeapTuple	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(dboid));
+	bool		result;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	result = ((Form_pg_database) GETSTRUCT(tup))->datistemplate;
+	ReleaseSysCache(tup);
+	return result;
+}
+
+/*
+ * Would PostgreSQL let the current user run this command on database
+ * dbname, as far as rights go?  The same checks it makes before it looks
+ * for other sessions in the database, so that a command it refuses for want
+ * of rights never gets hwm out of the way: DROP DATABASE and ALTER DATABASE
+ * SET TABLESPACE need its owner, RENAME its owner with CREATEDB, a copy
+ * (CREATE DATABASE ... TEMPLATE) CREATEDB and a template or its owner.
+ */
+static bool
+may_disturb(const char *dbname, NodeTag command)
+{
+	Oid			dboid = dbname ? get_database_oid(dbname, true) : InvalidOid;
+
+	if (!OidIsValid(dboid))
+		return false;
+	switch (command)
+	{
+		case T_DropdbStmt:
+		case T_AlterDatabaseStmt:
+			return owns_database(dboid);
+		case T_RenameStmt:
+			return owns_database(dboid) && may_create_databases();
+		case T_CreatedbStmt:
+			return may_create_databases() && (is_template(dboid) || owns_database(dboid));
+		default:
+			return false;
+	}
 }
 
 /* The TEMPLATE of a CREATE DATABASE, or TABLESPACE of an ALTER DATABASE */
@@ -404,39 +478,40 @@ db_option(List *options, const char *name)
 
 /*
  * Statements about databases: the launcher reads pg_database again at
- * commit; those that need a database to themselves get hwm out of the way.
+ * commit; those that need a database to themselves get hwm out of the way,
+ * when PostgreSQL's checks of rights would let them, and only while they
+ * run.  Returns the database made way for (InvalidOid: none).
  */
-static void
+static Oid
 database_statement(Node *stmt, bool top_level)
 {
+	const char *dbname = NULL;
+	bool		terminate = false;
+
 	if (IsA(stmt, DropdbStmt))
 	{
-		DropdbStmt *drop = (DropdbStmt *) stmt;
-
 		/* the checks dropdb makes first, so that a refused DROP ends nothing */
 		PreventInTransactionBlock(top_level, "DROP DATABASE");
-		if (may_drop_database(drop->dbname))
-			make_way(drop->dbname, true);
-		wake_all_at_commit = true;
+		dbname = ((DropdbStmt *) stmt)->dbname;
+		terminate = true;
 	}
 	else if (IsA(stmt, CreatedbStmt))
-	{
-		make_way(db_option(((CreatedbStmt *) stmt)->options, "template"), false);
-		wake_all_at_commit = true;
-	}
+		dbname = db_option(((CreatedbStmt *) stmt)->options, "template");
 	else if (IsA(stmt, AlterDatabaseStmt))
 	{
 		AlterDatabaseStmt *alter = (AlterDatabaseStmt *) stmt;
 
 		if (db_option(alter->options, "tablespace") != NULL)
-			make_way(alter->dbname, false);
-		wake_all_at_commit = true;
+			dbname = alter->dbname;
 	}
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
-	{
-		make_way(((RenameStmt *) stmt)->subname, false);
-		wake_all_at_commit = true;
-	}
+		dbname = ((RenameStmt *) stmt)->subname;
+	else
+		return InvalidOid;
+	wake_all_at_commit = true;
+	if (dbname == NULL || !may_disturb(dbname, nodeTag(stmt)))
+		return InvalidOid;
+	return make_way(dbname, terminate);
 }
 
 /* CREATE, ALTER and DROP EXTENSION and DATABASE wake the launcher at commit */
@@ -447,18 +522,27 @@ wakeup_process_utility(PlannedStmt *pstmt, const char *queryString,
 					   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
+	volatile Oid made_way;
 
 	if (IsA(stmt, CreateExtensionStmt) || IsA(stmt, AlterExtensionStmt) ||
 		(IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION))
 		wake_at_commit = true;
-	database_statement(stmt, context == PROCESS_UTILITY_TOPLEVEL);
+	made_way = database_statement(stmt, context == PROCESS_UTILITY_TOPLEVEL);
 
-	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-								  params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	PG_TRY();
+	{
+		if (prev_process_utility_hook)
+			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+									  params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		clear_way(made_way);
+	}
+	PG_END_TRY();
 }
 
 /*

@@ -1,0 +1,117 @@
+/* hwm--1.1--1.2.sql: upgrade hwm 1.1 to 1.2 */
+
+\echo Use "ALTER EXTENSION hwm UPDATE TO '1.2'" to load this file. \quit
+
+-- ---------------------------------------------------------------------------
+-- 1.2: owners are contained (issue 20).  The same block ends hwm--1.2.sql
+-- (where hwm.status is created with its 1.2 columns instead).
+--
+-- Every row of hwm.runs and hwm.backfills belongs to the role whose
+-- pipeline it is (or who ran it, without a pipeline), written with the row;
+-- nobody else sees it.  Rows written by 1.1's scheduler have no owner: the
+-- role named in run_by (the pipeline's owner, for the scheduler's runs) is
+-- the best record of it there is.
+UPDATE hwm.runs AS r SET owner = x.oid::pg_catalog.regrole
+  FROM pg_catalog.pg_roles AS x
+ WHERE r.owner IS NULL AND x.rolname OPERATOR(pg_catalog.=) r.run_by;
+DROP POLICY runs_visible_to_owner ON hwm.runs;
+CREATE POLICY runs_visible_to_owner ON hwm.runs FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner::pg_catalog.oid, 'USAGE'));
+COMMENT ON POLICY runs_visible_to_owner ON hwm.runs IS
+'A user sees the runs made with the rights of roles whose privileges they have; the owner is written with the row, so a pipeline dropped and declared again by another role shows nothing of the old one.';
+
+ALTER TABLE hwm.backfills ADD COLUMN owner regrole;
+COMMENT ON COLUMN hwm.backfills.owner IS
+'Owner of the pipeline when the backfill or rerun was started. Decides who sees the row.';
+UPDATE hwm.backfills AS b SET owner = s.owner
+  FROM hwm.state AS s
+ WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline;
+ALTER TABLE hwm.backfills ENABLE ROW LEVEL SECURITY;
+CREATE POLICY backfills_visible_to_owner ON hwm.backfills FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner::pg_catalog.oid, 'USAGE'));
+COMMENT ON POLICY backfills_visible_to_owner ON hwm.backfills IS
+'A user sees the backfills and reruns of pipelines owned by roles whose privileges they have.';
+
+-- Where each pipeline was declared.  Not dumped: a restore (by a superuser,
+-- who creates the extension) declares the pipelines anew in the database it
+-- restores into, and a pipeline without a row is at home.  A file-level
+-- copy of the database (CREATE DATABASE ... TEMPLATE) carries the rows with
+-- the old database's OID, and the scheduler leaves those pipelines alone
+-- until their owner or a superuser calls hwm.resume in the copy.
+-- ALTER DATABASE ... RENAME keeps the OID: not a copy.
+CREATE TABLE hwm.homes (
+    pipeline text          NOT NULL PRIMARY KEY
+                           REFERENCES hwm.state (pipeline) ON DELETE CASCADE,
+    dboid    pg_catalog.oid NOT NULL
+);
+COMMENT ON TABLE hwm.homes IS
+'The database (by OID) each pipeline was declared or last resumed in. A pipeline whose row names another database came with a copy of that database, and is not scheduled here until hwm.resume is called here.';
+INSERT INTO hwm.homes (pipeline, dboid)
+SELECT s.pipeline, d.oid
+  FROM hwm.state AS s, pg_catalog.pg_database AS d
+ WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+REVOKE ALL ON hwm.homes FROM PUBLIC;
+GRANT SELECT ON hwm.homes TO PUBLIC;
+ALTER TABLE hwm.homes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY homes_visible_to_owner ON hwm.homes FOR SELECT TO PUBLIC
+    USING (EXISTS (SELECT FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) homes.pipeline));
+COMMENT ON POLICY homes_visible_to_owner ON hwm.homes IS
+'A user sees where the pipelines they can see were declared.';
+
+-- hwm.status gets a column: dropped and created again (see 1.1).
+DROP VIEW hwm.status;
+CREATE VIEW hwm.status WITH (security_invoker = true) AS
+SELECT s.pipeline,
+       s.owner,
+       s.source,
+       s.target,
+       s.watermark_column,
+       s.watermark,
+       CASE WHEN s.watermark IS NOT NULL
+             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+                    FROM pg_catalog.pg_type AS t
+                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
+                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
+       END AS lag,
+       s.partition_column,
+       s.lookback,
+       s.enabled,
+       s.schedule,
+       s.next_run_at,
+       s.timeout,
+       (SELECT pg_catalog.min(r.started_at) FROM hwm.runs AS r
+         WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
+           AND r.status OPERATOR(pg_catalog.=) 'running') AS running_since,
+       s.last_run_id,
+       s.last_run_started_at,
+       s.last_run_finished_at,
+       s.last_status,
+       s.last_rows,
+       s.consecutive_failures,
+       s.last_error,
+       s.held_by_pid,
+       s.held_by_application,
+       pg_catalog.now() OPERATOR(pg_catalog.-) s.held_since AS held_for,
+       s.null_watermarks,
+       CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
+            WHEN s.command IS NOT NULL THEN 'command'
+            ELSE 'copy' END AS kind,
+       CASE WHEN s.schedule IS NULL THEN NULL
+            WHEN EXISTS (SELECT FROM hwm.homes AS h
+                          WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
+                            AND h.dboid OPERATOR(pg_catalog.<>)
+                                (SELECT d.oid FROM pg_catalog.pg_database AS d
+                                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+            THEN 'declared in another database and copied into this one: its owner or a superuser must call hwm.resume here before the scheduler runs it'
+            WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
+            THEN 'its owner role no longer exists: drop the pipeline'
+            WHEN NOT s.enabled THEN 'paused: hwm.resume starts it again'
+            WHEN s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
+       END AS not_scheduled_because
+  FROM hwm.state AS s;
+
+GRANT SELECT ON hwm.status TO PUBLIC;
+COMMENT ON VIEW hwm.status IS
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler.';
+-- End of 1.2.

@@ -1,0 +1,606 @@
+/* hwm--1.2.sql: schema, catalog, history, status view and functions of hwm 1.2 (a fresh install; hwm--1.0--1.1.sql and hwm--1.1--1.2.sql upgrade older versions) */
+
+\echo Use "CREATE EXTENSION hwm" to load this file. \quit
+
+COMMENT ON SCHEMA hwm IS
+'hwm: high-water-mark incremental loads, partition overwrite, backfill and atomic swap';
+
+-- Anyone may declare and run pipelines over the tables they can use; the
+-- functions check the rights of the caller and of the pipeline's owner.
+GRANT USAGE ON SCHEMA hwm TO PUBLIC;
+
+-- The catalog: one row per pipeline.  Written only by hwm's C functions,
+-- which switch to the catalog's owner for the write; ordinary users may read
+-- it but not change it directly (see the REVOKE below).
+CREATE TABLE hwm.state (
+    pipeline             text        NOT NULL PRIMARY KEY
+                                     CHECK (pipeline OPERATOR(pg_catalog.<>) ''),
+    source               regclass    NOT NULL,
+    target               regclass    NOT NULL,
+    unique_key           name[]      NOT NULL,
+    watermark_column     name        NOT NULL,
+    watermark_type       regtype     NOT NULL,
+    partition_column     name,
+    lookback             integer     NOT NULL DEFAULT 0 CHECK (lookback OPERATOR(pg_catalog.>=) 0),
+    delay                interval,
+    batch_size           bigint      CHECK (batch_size OPERATOR(pg_catalog.>) 0),
+    schedule             interval,
+    next_run_at          timestamptz,
+    schedule_anchor      timestamptz,
+    timeout              interval,
+    watermark            text,
+    owner                regrole     NOT NULL,
+    enabled              boolean     NOT NULL DEFAULT true,
+    created_at           timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    last_run_id          bigint,
+    last_run_started_at  timestamptz,
+    last_run_finished_at timestamptz,
+    last_status          text,
+    last_rows            bigint,
+    consecutive_failures integer     NOT NULL DEFAULT 0,
+    last_error           text
+);
+
+COMMENT ON TABLE hwm.state IS
+'hwm catalog: one row per pipeline (source, target, business key, watermark, partition column, lookback, owner, last run). Change it only through the hwm functions.';
+COMMENT ON COLUMN hwm.state.watermark IS
+'High-water mark: the greatest watermark_column value loaded so far, in the column type''s text form (NULL: nothing loaded yet).';
+COMMENT ON COLUMN hwm.state.delay IS
+'Settle time for application-supplied timestamps: the watermark never moves past now() - delay (NULL: none).';
+COMMENT ON COLUMN hwm.state.batch_size IS
+'Most rows one run loads (NULL: no cap); rows sharing one watermark value are never split. CALL hwm.catch_up runs batch after batch.';
+COMMENT ON COLUMN hwm.state.lookback IS
+'Number of newest source partitions that every run re-overwrites to catch late-arriving rows (0: none).';
+
+-- Run history: one row per run, overwrite, backfill step, swap or manual
+-- watermark change.
+CREATE TABLE hwm.runs (
+    run_id                bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    pipeline              text,
+    kind                  text        NOT NULL
+                                      CHECK (kind OPERATOR(pg_catalog.=) ANY
+                                             (ARRAY['load', 'overwrite', 'backfill', 'swap', 'set_watermark'])),
+    started_at            timestamptz NOT NULL,
+    finished_at           timestamptz,
+    status                text        NOT NULL
+                                      CHECK (status OPERATOR(pg_catalog.=) ANY
+                                             (ARRAY['running', 'succeeded', 'failed', 'interrupted', 'skipped'])),
+    rows_upserted         bigint,
+    partitions_overwritten integer,
+    rows_deleted          bigint,
+    rows_inserted         bigint,
+    watermark_before      text,
+    watermark_after       text,
+    from_partition        text,
+    to_partition          text,
+    run_by                name        NOT NULL DEFAULT CURRENT_USER,
+    error_sqlstate        text,
+    error                 text,
+    method                text
+                                      CHECK (method OPERATOR(pg_catalog.=) ANY
+                                             (ARRAY['diff', 'exchange', 'exchange+diff']))
+);
+
+CREATE INDEX runs_pipeline_idx ON hwm.runs (pipeline, run_id);
+-- The scheduler's runs in progress (see src/scheduler.c).
+CREATE INDEX runs_running_idx ON hwm.runs (pipeline) WHERE status OPERATOR(pg_catalog.=) 'running';
+
+COMMENT ON TABLE hwm.runs IS
+'hwm run history: one row per load, overwrite, backfill, swap or manual watermark change, with row counts and the watermark before and after.';
+COMMENT ON COLUMN hwm.runs.method IS
+'How an overwrite or backfill step rewrote its range: diff (delete what the source lacks, upsert the rest), exchange (whole partitions exchanged, see hwm.partition_exchange) or exchange+diff; NULL for other runs.';
+
+-- pg_dump keeps the pipelines, their watermarks and the history.
+SELECT pg_catalog.pg_extension_config_dump('hwm.state', '');
+SELECT pg_catalog.pg_extension_config_dump('hwm.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('hwm.runs_run_id_seq', '');
+
+-- Nobody but the catalog owner writes these tables directly: the functions
+-- below do it on the caller's behalf after checking who is asking.
+REVOKE ALL ON hwm.state, hwm.runs FROM PUBLIC;
+GRANT SELECT ON hwm.state, hwm.runs TO PUBLIC;
+
+-- Row security: everyone sees the pipelines, and the run history, of the
+-- roles whose rights they have (their own, and those of roles they are
+-- members of); superusers and roles with BYPASSRLS see everything.  hwm's
+-- functions read and write these tables as their owner, to whom row security
+-- does not apply (it is not forced), so they see every pipeline.
+ALTER TABLE hwm.runs ADD COLUMN owner regrole;
+COMMENT ON COLUMN hwm.runs.owner IS
+'Role whose rights the run used: the pipeline''s owner, or the caller of a run without a pipeline. Decides who sees the row.';
+ALTER TABLE hwm.state ENABLE ROW LEVEL SECURITY;
+ALTER TABLE hwm.runs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY state_visible_to_owner ON hwm.state FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner::pg_catalog.oid, 'USAGE'));
+COMMENT ON POLICY state_visible_to_owner ON hwm.state IS
+'A user sees the pipelines owned by roles whose privileges they have.';
+-- (A row written without an owner counts as its pipeline's.)
+CREATE POLICY runs_visible_to_owner ON hwm.runs FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER,
+               COALESCE(owner, (SELECT s.owner FROM hwm.state AS s
+                                 WHERE s.pipeline OPERATOR(pg_catalog.=) runs.pipeline))::pg_catalog.oid,
+               'USAGE'));
+COMMENT ON POLICY runs_visible_to_owner ON hwm.runs IS
+'A user sees the runs made with the rights of roles whose privileges they have (for a row without an owner: its pipeline''s owner).';
+
+-- hwm.status is created at the end, once hwm.state and hwm.homes have all of its columns.
+
+CREATE FUNCTION hwm.create_pipeline(
+    pipeline          text,
+    source            regclass,
+    target            regclass,
+    unique_key        text[],
+    watermark_column  name,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT 0,
+    schedule          interval DEFAULT NULL,
+    initial_watermark text     DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
+
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run. Everything is validated up front.';
+
+CREATE FUNCTION hwm.drop_pipeline(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_drop_pipeline';
+
+COMMENT ON FUNCTION hwm.drop_pipeline(text) IS
+'Remove a pipeline from the catalog; its run history stays in hwm.runs.';
+
+CREATE FUNCTION hwm.run(
+    pipeline                   text,
+    nowait                     boolean DEFAULT false,
+    OUT rows_upserted          bigint,
+    OUT partitions_overwritten integer,
+    OUT rows_deleted           bigint,
+    OUT rows_inserted          bigint,
+    OUT watermark_before       text,
+    OUT watermark_after        text,
+    OUT run_id                 bigint)
+RETURNS record
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_run';
+
+COMMENT ON FUNCTION hwm.run(text, boolean) IS
+'One incremental run in the caller''s transaction: upsert the source rows newer than the watermark, advance the watermark no further than transactions still in flight allow, re-overwrite the lookback newest partitions, record the run. Waits for a concurrent run of the same pipeline, or fails at once with nowait. Returns one summary row.';
+
+CREATE PROCEDURE hwm.catch_up(pipeline text)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_catch_up';
+
+COMMENT ON PROCEDURE hwm.catch_up(text) IS
+'Run a pipeline batch after batch until its watermark stops moving; outside a transaction block each batch commits on its own, inside one they share the caller''s transaction.';
+
+CREATE FUNCTION hwm.overwrite(
+    pipeline           text,
+    from_partition     text,
+    to_partition       text,
+    nowait             boolean DEFAULT false,
+    OUT rows_deleted   bigint,
+    OUT rows_inserted  bigint,
+    OUT run_id         bigint)
+RETURNS record
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_overwrite';
+
+COMMENT ON FUNCTION hwm.overwrite(text, text, text, boolean) IS
+'Make the target''s partitions from_partition..to_partition (inclusive) equal to the source''s, in one transaction: delete what the source no longer has, upsert the rest. Idempotent.';
+
+CREATE FUNCTION hwm.overwrite_partition(
+    target             regclass,
+    source             regclass,
+    partition_column   name,
+    from_partition     text,
+    to_partition       text,
+    OUT rows_deleted   bigint,
+    OUT rows_inserted  bigint,
+    OUT run_id         bigint)
+RETURNS record
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_overwrite_partition';
+
+COMMENT ON FUNCTION hwm.overwrite_partition(regclass, regclass, name, text, text) IS
+'Partition overwrite without a pipeline: make target''s rows with partition_column in from_partition..to_partition equal to source''s, in one transaction, upserting on the target''s primary key when it has one.';
+
+CREATE FUNCTION hwm.set_watermark(pipeline text, watermark text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_set_watermark';
+
+COMMENT ON FUNCTION hwm.set_watermark(text, text) IS
+'Move a pipeline''s watermark by hand (NULL: the next run loads everything). The change is recorded in hwm.runs.';
+
+-- Backfills: one row per backfill of a pipeline's partition range, written
+-- by CALL hwm.backfill as it goes (committed after every batch when called
+-- outside a transaction block), so a stopped backfill can be resumed.
+CREATE TABLE hwm.backfills (
+    backfill_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    pipeline        text        NOT NULL,
+    from_partition  text        NOT NULL,
+    to_partition    text        NOT NULL,
+    batch_size      integer     NOT NULL CHECK (batch_size OPERATOR(pg_catalog.>=) 1),
+    done_through    text,
+    status          text        NOT NULL
+                                CHECK (status OPERATOR(pg_catalog.=) ANY
+                                       (ARRAY['running', 'succeeded', 'failed'])),
+    partitions_done integer     NOT NULL DEFAULT 0,
+    rows_deleted    bigint      NOT NULL DEFAULT 0,
+    rows_inserted   bigint      NOT NULL DEFAULT 0,
+    started_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    finished_at     timestamptz,
+    run_by          name        NOT NULL DEFAULT CURRENT_USER,
+    error_sqlstate  text,
+    error           text
+);
+
+CREATE INDEX backfills_range_idx ON hwm.backfills (pipeline, from_partition, to_partition, backfill_id);
+
+COMMENT ON TABLE hwm.backfills IS
+'hwm backfill progress: one row per backfill of a pipeline''s partition range (status running, succeeded or failed; done_through is the last partition committed). Calling the same backfill again resumes an unfinished one after done_through.';
+COMMENT ON COLUMN hwm.backfills.done_through IS
+'The last partition value overwritten and committed, in the partition column type''s text form (NULL: none yet).';
+
+SELECT pg_catalog.pg_extension_config_dump('hwm.backfills', '');
+SELECT pg_catalog.pg_extension_config_dump('hwm.backfills_backfill_id_seq', '');
+
+REVOKE ALL ON hwm.backfills FROM PUBLIC;
+GRANT SELECT ON hwm.backfills TO PUBLIC;
+
+-- No SET clause and not SECURITY DEFINER: either would make every CALL
+-- atomic, and the backfill could no longer commit between batches.
+CREATE PROCEDURE hwm.backfill(
+    pipeline       text,
+    from_partition text,
+    to_partition   text,
+    batch_size     integer DEFAULT 1,
+    dry_run        boolean DEFAULT false)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_backfill';
+
+COMMENT ON PROCEDURE hwm.backfill(text, text, text, integer, boolean) IS
+'Overwrite every partition value of the inclusive range (those the source or the target has), in ascending order. Outside a transaction block it commits after every batch_size partitions and records its progress in hwm.backfills; calling it again resumes an unfinished backfill. Inside a transaction block it runs in that transaction. With dry_run, it only reports (NOTICE) the partitions and row counts it would touch.';
+
+CREATE FUNCTION hwm.backfill_plan(
+    pipeline          text,
+    from_partition    text,
+    to_partition      text)
+RETURNS TABLE (partition text, source_rows bigint, target_rows bigint)
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_backfill_plan';
+
+COMMENT ON FUNCTION hwm.backfill_plan(text, text, text) IS
+'The partitions that a backfill of the inclusive range would overwrite, in order, with their row counts in the source and the target. Changes nothing.';
+
+-- Staging swap.  Not SECURITY DEFINER: the caller must own both tables.
+CREATE PROCEDURE hwm.swap(
+    target       regclass,
+    staging      regclass,
+    min_rows     bigint   DEFAULT NULL,
+    min_ratio    float8   DEFAULT NULL,
+    check_query  text     DEFAULT NULL,
+    lock_timeout interval DEFAULT '5s')
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_swap';
+
+COMMENT ON PROCEDURE hwm.swap(regclass, regclass, bigint, double precision, text, interval) IS
+'Validate staging (same columns, types and nullability; an index matching each of the target''s; the target''s CHECK constraints and foreign keys; at least min_rows rows and min_ratio times the target''s; check_query returns true), then exchange the storage of the two tables in one transaction. The target keeps its OID, so its views, grants, foreign keys, triggers, policies and publications stay attached; staging then holds the previous contents (swap again to restore them). Locks are waited for at most lock_timeout.';
+
+CREATE FUNCTION hwm.create_staging(target regclass)
+RETURNS regclass
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_staging';
+
+COMMENT ON FUNCTION hwm.create_staging(regclass) IS
+'Create <target>_hwm_staging next to the target with the same columns, defaults, constraints, indexes, persistence and owner (CREATE TABLE ... (LIKE target INCLUDING ALL)), ready to be loaded and swapped in with hwm.swap.';
+-- Scheduling (src/schedule.c; the background worker is src/scheduler.c).
+COMMENT ON COLUMN hwm.state.schedule IS
+'How often the background scheduler runs the pipeline (NULL: only on demand).';
+COMMENT ON COLUMN hwm.state.schedule_anchor IS
+'The instant the schedule counts from: runs are due at schedule_anchor + k * schedule, so they never drift.';
+COMMENT ON COLUMN hwm.state.next_run_at IS
+'When the scheduler runs the pipeline next (a missed slot after downtime becomes one catch-up run; after a failure, the backed-off retry time).';
+COMMENT ON COLUMN hwm.state.timeout IS
+'Longest a scheduled run may take before it is cancelled and recorded as failed (NULL: no limit).';
+
+CREATE FUNCTION hwm.schedule(
+    pipeline text,
+    every    interval,
+    start_at timestamptz DEFAULT pg_catalog.now())
+RETURNS timestamptz
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_schedule';
+
+COMMENT ON FUNCTION hwm.schedule(text, interval, timestamptz) IS
+'Run the pipeline every interval, at start_at + k * every (anchored: runs do not drift); start_at defaults to now(), which runs it at once. Returns the next run time. The background scheduler needs shared_preload_libraries = ''hwm''.';
+
+CREATE FUNCTION hwm.unschedule(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_unschedule';
+
+COMMENT ON FUNCTION hwm.unschedule(text) IS
+'Stop running the pipeline on a schedule; it still runs on demand with hwm.run. A run in progress finishes.';
+
+CREATE FUNCTION hwm.pause(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_pause';
+
+COMMENT ON FUNCTION hwm.pause(text) IS
+'Keep the scheduler from starting the pipeline (enabled = false) while keeping its schedule; hwm.run still works by hand.';
+
+CREATE FUNCTION hwm.resume(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_resume';
+
+COMMENT ON FUNCTION hwm.resume(text) IS
+'Let the scheduler run a paused pipeline again; slots missed while paused become one catch-up run.';
+
+CREATE FUNCTION hwm.set_timeout(pipeline text, timeout interval)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_set_timeout';
+
+COMMENT ON FUNCTION hwm.set_timeout(text, interval) IS
+'Cancel a scheduled run of the pipeline that takes longer than timeout and record it as failed (NULL: no limit).';
+
+-- The change test of the generated upserts (src/changed.c): called as
+-- hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b); not STRICT, since a NULL
+-- against a value is a change.
+CREATE FUNCTION hwm.changed(VARIADIC "any")
+RETURNS boolean
+LANGUAGE c IMMUTABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'hwm_changed';
+
+COMMENT ON FUNCTION hwm.changed(VARIADIC "any") IS
+'Used by the upserts hwm generates: whether the first half of the arguments differs from the second half, pair by pair, in binary image (what record_image_ne says of two rows: 1.0 and 1.00 differ, two NULLs are equal), without forming the rows.';
+
+-- A pipeline goes with its source or target table (src/manage.c).
+CREATE FUNCTION hwm.on_sql_drop()
+RETURNS event_trigger
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_on_sql_drop';
+
+COMMENT ON FUNCTION hwm.on_sql_drop() IS
+'Event trigger function: drops the pipelines whose source or target table was dropped, so the catalog never keeps the OID of a table that no longer exists.';
+
+CREATE EVENT TRIGGER hwm_sql_drop ON sql_drop
+    EXECUTE FUNCTION hwm.on_sql_drop();
+
+COMMENT ON EVENT TRIGGER hwm_sql_drop IS
+'Drops hwm pipelines together with their source or target table.';
+
+-- Issue 14: a run costs what is new.  What a load remembers for the next
+-- one (see src/watermark.c), and what held its watermark back.
+ALTER TABLE hwm.state
+    ADD COLUMN reread_from text,
+    ADD COLUMN reread_vxids text[],
+    ADD COLUMN reread_starts timestamptz[],
+    ADD COLUMN reread_epoch timestamptz,
+    ADD COLUMN held_by_pid integer,
+    ADD COLUMN held_by_application text,
+    ADD COLUMN held_since timestamptz,
+    ADD COLUMN null_watermarks bigint;
+COMMENT ON COLUMN hwm.state.reread_from IS
+'Where the next run starts reading (inclusive, in the watermark column''s text form): rows below it were either loaded or belong to a transaction listed in reread_vxids. NULL: read from the watermark.';
+COMMENT ON COLUMN hwm.state.reread_vxids IS
+'Transactions that were in flight at an earlier run and may still commit rows below reread_from (virtual transaction ids); when one has ended, the next run re-reads from its start.';
+COMMENT ON COLUMN hwm.state.reread_starts IS
+'Start times of the transactions in reread_vxids (NULL: unknown, such as a prepared transaction or a writer of a sequence-typed watermark: the next run after it ends re-reads from the watermark).';
+COMMENT ON COLUMN hwm.state.reread_epoch IS
+'Start time of the server when reread_vxids was recorded; after a restart the list means nothing and the next run re-reads from the watermark.';
+COMMENT ON COLUMN hwm.state.held_by_pid IS
+'The process whose transaction held the watermark back at the last run (the oldest such transaction), NULL: none.';
+COMMENT ON COLUMN hwm.state.held_by_application IS
+'application_name of held_by_pid at the last run.';
+COMMENT ON COLUMN hwm.state.held_since IS
+'Start of the transaction of held_by_pid: the watermark cannot pass it while it is open.';
+COMMENT ON COLUMN hwm.state.null_watermarks IS
+'Source rows whose watermark column is NULL, counted at the last run: an incremental run never loads them.';
+
+-- Issue 16's columns (command and interval pipelines, see its block
+-- below), added here so that hwm.status can show each pipeline's kind.
+ALTER TABLE hwm.state ALTER COLUMN target DROP NOT NULL;
+ALTER TABLE hwm.state ADD COLUMN command text;
+ALTER TABLE hwm.state ADD COLUMN time_interval interval;
+ALTER TABLE hwm.state ADD COLUMN interval_anchor text;
+ALTER TABLE hwm.state ADD COLUMN batched boolean NOT NULL DEFAULT false;
+ALTER TABLE hwm.state ADD COLUMN skip_empty boolean NOT NULL DEFAULT false;
+ALTER TABLE hwm.state ADD CONSTRAINT state_target_or_command
+    CHECK (target IS NOT NULL OR command IS NOT NULL);
+ALTER TABLE hwm.state ADD CONSTRAINT state_interval_has_command
+    CHECK (time_interval IS NULL OR command IS NOT NULL);
+
+COMMENT ON COLUMN hwm.state.command IS
+'Command and interval pipelines: the SQL command each run executes, $1 and $2 being the range it covers (NULL: a copy pipeline into target).';
+COMMENT ON COLUMN hwm.state.time_interval IS
+'Interval pipelines: the length of one interval of the time column (watermark_column); the watermark is the end (exclusive) of the last interval done. NULL: not an interval pipeline.';
+COMMENT ON COLUMN hwm.state.interval_anchor IS
+'Interval pipelines: a boundary of the interval grid, in the time column type''s text form; intervals start at interval_anchor + k * time_interval (counted in UTC).';
+COMMENT ON COLUMN hwm.state.batched IS
+'Interval pipelines: run the command once over all the finished intervals of the backlog instead of once per interval.';
+COMMENT ON COLUMN hwm.state.skip_empty IS
+'Interval pipelines: do not run the command for an interval in which the source has no rows (the watermark still moves past it).';
+
+-- The view reads hwm.state with the rights of whoever queries it, so that
+-- its row security applies (a view otherwise reads as its owner).
+-- hwm.status is created at the end, with its 1.2 columns.
+-- End of issue 14.
+
+
+-- ---------------------------------------------------------------------------
+-- Command and interval pipelines (issue 16; src/command.c, src/interval.c).
+-- The same block is in hwm--1.0--1.1.sql and hwm--1.1.sql.
+-- A command pipeline runs a SQL command over the range of watermark values
+-- each run settles ($1 exclusive, $2 inclusive); an interval pipeline runs
+-- it over each finished interval of a time column ($1 inclusive, $2
+-- exclusive).  Neither has a target: the command writes wherever it writes.
+-- (The columns of these pipelines are added above, before hwm.status,
+-- which shows each pipeline's kind.)
+
+CREATE FUNCTION hwm.create_command_pipeline(
+    pipeline          text,
+    source            regclass,
+    watermark_column  name,
+    command           text,
+    schedule          interval DEFAULT NULL,
+    initial_watermark text     DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_command_pipeline';
+
+COMMENT ON FUNCTION hwm.create_command_pipeline(text, regclass, name, text, interval, text, interval, bigint) IS
+'Declare a command pipeline: each run settles the new safe watermark as hwm.run does and, when the source has rows above the old one, runs command once with $1 = the old watermark (exclusive; NULL on the first run) and $2 = the new one (inclusive), both of the watermark column''s type, then stores the new watermark in the same transaction. The command runs as the pipeline''s owner with search_path pinned to pg_catalog, pg_temp, so it must qualify its names; it is parsed and its tables'' privileges checked now.';
+
+CREATE FUNCTION hwm.create_interval_pipeline(
+    pipeline      text,
+    source        regclass,
+    time_column   name,
+    time_interval interval,
+    command       text,
+    anchor        text     DEFAULT NULL,
+    start_at      text     DEFAULT NULL,
+    batched       boolean  DEFAULT false,
+    skip_empty    boolean  DEFAULT false,
+    schedule      interval DEFAULT NULL,
+    delay         interval DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_interval_pipeline';
+
+COMMENT ON FUNCTION hwm.create_interval_pipeline(text, regclass, name, interval, text, text, text, boolean, boolean, interval, interval) IS
+'Declare an interval pipeline: the time column is cut into intervals of time_interval from anchor (default 2000-01-01 00:00 UTC); once an interval has ended and no transaction still in flight can write into it (and delay has passed), a run executes command with $1 = its start (inclusive) and $2 = its end (exclusive). One interval per hwm.run (CALL hwm.catch_up commits each on its own), or the whole backlog in one command with batched; skip_empty skips intervals without rows. start_at is the first interval''s start (default: the interval of the oldest row).';
+
+-- Not SECURITY DEFINER and no SET clause, like hwm.backfill: it commits
+-- after every interval when called outside a transaction block.
+CREATE PROCEDURE hwm.rerun_intervals(
+    pipeline  text,
+    from_time text,
+    to_time   text)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_rerun_intervals';
+
+COMMENT ON PROCEDURE hwm.rerun_intervals(text, text, text) IS
+'Run an interval pipeline''s command again over every interval from from_time (inclusive) to to_time (exclusive), both interval boundaries no later than its watermark, one interval per transaction outside a transaction block; progress is recorded in hwm.backfills and calling it again resumes an unfinished rerun. The watermark does not move.';
+-- End of command and interval pipelines.
+-- ---------------------------------------------------------------------------
+
+-- ---------------------------------------------------------------------------
+-- 1.2: owners are contained (issue 20).  The same block ends hwm--1.2.sql
+-- (where hwm.status is created with its 1.2 columns instead).
+--
+-- Every row of hwm.runs and hwm.backfills belongs to the role whose
+-- pipeline it is (or who ran it, without a pipeline), written with the row;
+-- nobody else sees it.  Rows written by 1.1's scheduler have no owner: the
+-- role named in run_by (the pipeline's owner, for the scheduler's runs) is
+-- the best record of it there is.
+UPDATE hwm.runs AS r SET owner = x.oid::pg_catalog.regrole
+  FROM pg_catalog.pg_roles AS x
+ WHERE r.owner IS NULL AND x.rolname OPERATOR(pg_catalog.=) r.run_by;
+DROP POLICY runs_visible_to_owner ON hwm.runs;
+CREATE POLICY runs_visible_to_owner ON hwm.runs FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner::pg_catalog.oid, 'USAGE'));
+COMMENT ON POLICY runs_visible_to_owner ON hwm.runs IS
+'A user sees the runs made with the rights of roles whose privileges they have; the owner is written with the row, so a pipeline dropped and declared again by another role shows nothing of the old one.';
+
+ALTER TABLE hwm.backfills ADD COLUMN owner regrole;
+COMMENT ON COLUMN hwm.backfills.owner IS
+'Owner of the pipeline when the backfill or rerun was started. Decides who sees the row.';
+UPDATE hwm.backfills AS b SET owner = s.owner
+  FROM hwm.state AS s
+ WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline;
+ALTER TABLE hwm.backfills ENABLE ROW LEVEL SECURITY;
+CREATE POLICY backfills_visible_to_owner ON hwm.backfills FOR SELECT TO PUBLIC
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner::pg_catalog.oid, 'USAGE'));
+COMMENT ON POLICY backfills_visible_to_owner ON hwm.backfills IS
+'A user sees the backfills and reruns of pipelines owned by roles whose privileges they have.';
+
+-- Where each pipeline was declared.  Not dumped: a restore (by a superuser,
+-- who creates the extension) declares the pipelines anew in the database it
+-- restores into, and a pipeline without a row is at home.  A file-level
+-- copy of the database (CREATE DATABASE ... TEMPLATE) carries the rows with
+-- the old database's OID, and the scheduler leaves those pipelines alone
+-- until their owner or a superuser calls hwm.resume in the copy.
+-- ALTER DATABASE ... RENAME keeps the OID: not a copy.
+CREATE TABLE hwm.homes (
+    pipeline text          NOT NULL PRIMARY KEY
+                           REFERENCES hwm.state (pipeline) ON DELETE CASCADE,
+    dboid    pg_catalog.oid NOT NULL
+);
+COMMENT ON TABLE hwm.homes IS
+'The database (by OID) each pipeline was declared or last resumed in. A pipeline whose row names another database came with a copy of that database, and is not scheduled here until hwm.resume is called here.';
+INSERT INTO hwm.homes (pipeline, dboid)
+SELECT s.pipeline, d.oid
+  FROM hwm.state AS s, pg_catalog.pg_database AS d
+ WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+REVOKE ALL ON hwm.homes FROM PUBLIC;
+GRANT SELECT ON hwm.homes TO PUBLIC;
+ALTER TABLE hwm.homes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY homes_visible_to_owner ON hwm.homes FOR SELECT TO PUBLIC
+    USING (EXISTS (SELECT FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) homes.pipeline));
+COMMENT ON POLICY homes_visible_to_owner ON hwm.homes IS
+'A user sees where the pipelines they can see were declared.';
+
+CREATE VIEW hwm.status WITH (security_invoker = true) AS
+SELECT s.pipeline,
+       s.owner,
+       s.source,
+       s.target,
+       s.watermark_column,
+       s.watermark,
+       CASE WHEN s.watermark IS NOT NULL
+             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+                    FROM pg_catalog.pg_type AS t
+                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
+                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
+       END AS lag,
+       s.partition_column,
+       s.lookback,
+       s.enabled,
+       s.schedule,
+       s.next_run_at,
+       s.timeout,
+       (SELECT pg_catalog.min(r.started_at) FROM hwm.runs AS r
+         WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
+           AND r.status OPERATOR(pg_catalog.=) 'running') AS running_since,
+       s.last_run_id,
+       s.last_run_started_at,
+       s.last_run_finished_at,
+       s.last_status,
+       s.last_rows,
+       s.consecutive_failures,
+       s.last_error,
+       s.held_by_pid,
+       s.held_by_application,
+       pg_catalog.now() OPERATOR(pg_catalog.-) s.held_since AS held_for,
+       s.null_watermarks,
+       CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
+            WHEN s.command IS NOT NULL THEN 'command'
+            ELSE 'copy' END AS kind,
+       CASE WHEN s.schedule IS NULL THEN NULL
+            WHEN EXISTS (SELECT FROM hwm.homes AS h
+                          WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
+                            AND h.dboid OPERATOR(pg_catalog.<>)
+                                (SELECT d.oid FROM pg_catalog.pg_database AS d
+                                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+            THEN 'declared in another database and copied into this one: its owner or a superuser must call hwm.resume here before the scheduler runs it'
+            WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
+            THEN 'its owner role no longer exists: drop the pipeline'
+            WHEN NOT s.enabled THEN 'paused: hwm.resume starts it again'
+            WHEN s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
+       END AS not_scheduled_because
+  FROM hwm.state AS s;
+
+GRANT SELECT ON hwm.status TO PUBLIC;
+COMMENT ON VIEW hwm.status IS
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler.';
+-- End of 1.2.

@@ -1,0 +1,109 @@
+-- owners: what one owner can do to another (issue 20).  Each case here
+-- failed before 1.2: a schedule that no run time can follow is refused when
+-- declared; hwm.backfills and hwm.runs show a role only its own rows,
+-- written with their owner, so a name dropped and declared again by another
+-- role shows nothing of the old pipeline; a rerun records who ran it and
+-- its failure; a stored error is cut to 8 kB; DROP ROLE, REASSIGN OWNED and
+-- DROP OWNED treat pipelines as the role's objects; names that no one means
+-- are refused.  (The scheduler's side is test/t/049_hostile_owners.pl.)
+SET datestyle = ISO;
+SET timezone = 'UTC';
+SET client_min_messages = warning;
+CREATE ROLE regress_hwm_own_a;
+CREATE ROLE regress_hwm_own_b;
+CREATE SCHEMA own;
+GRANT USAGE, CREATE ON SCHEMA own TO regress_hwm_own_a, regress_hwm_own_b;
+
+SET ROLE regress_hwm_own_a;
+CREATE TABLE own.src (id int PRIMARY KEY, day date NOT NULL, ts timestamptz NOT NULL, note text);
+INSERT INTO own.src SELECT g, DATE '2026-01-01' + g % 3, TIMESTAMPTZ '2026-01-01 00:00+00' + g * INTERVAL '1 minute', 'n' || g
+  FROM generate_series(1, 9) g;
+CREATE TABLE own.tgt (LIKE own.src INCLUDING ALL);
+-- a trigger that refuses a row, quoting what it holds, as real ones do
+CREATE FUNCTION own.guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.note = 'n5' THEN
+        RAISE EXCEPTION 'refusing row with secret SSN-123-45-6789';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER guard BEFORE INSERT OR UPDATE ON own.tgt FOR EACH ROW EXECUTE FUNCTION own.guard();
+SELECT hwm.create_pipeline('a_pipe', 'own.src', 'own.tgt', '{id}', 'ts', partition_column => 'day');
+
+-- 1. a schedule that no run time can follow is refused, and nothing changes
+-- (terse: the detail names the current time)
+\set VERBOSITY terse
+SELECT hwm.schedule('a_pipe', '292260 years');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.schedule('a_pipe', '9223372036854775807 microseconds');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.schedule('a_pipe', '106751992 days');
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+SELECT schedule, next_run_at FROM hwm.state WHERE pipeline = 'a_pipe';
+-- a long one that fits is fine
+SELECT hwm.schedule('a_pipe', '1000 years', '2026-01-01') AS next_run;
+SELECT hwm.unschedule('a_pipe');
+
+-- 2. a backfill that fails on the trigger, whose error quotes row data:
+-- recorded with its owner (an error of 8 kB or more is stored cut, see
+-- test/t/049_hostile_owners.pl, which fails a scheduled run with 9 MB)
+CALL hwm.backfill('a_pipe', '2026-01-01', '2026-01-03');
+SELECT status, error_sqlstate, error, owner, run_by
+  FROM hwm.backfills WHERE pipeline = 'a_pipe';
+SELECT kind, status, error, owner FROM hwm.runs WHERE pipeline = 'a_pipe' ORDER BY run_id;
+RESET ROLE;
+
+-- 3. another owner sees none of it: not the backfill, not the runs
+SET ROLE regress_hwm_own_b;
+SELECT count(*) AS backfills_seen FROM hwm.backfills;
+SELECT count(*) AS runs_seen FROM hwm.runs;
+SELECT count(*) AS pipelines_seen FROM hwm.status;
+RESET ROLE;
+
+-- 4. the name dropped, and declared again by b: b sees only its own history
+SET ROLE regress_hwm_own_a;
+SELECT hwm.drop_pipeline('a_pipe');
+GRANT SELECT ON own.src TO regress_hwm_own_b;
+RESET ROLE;
+SET ROLE regress_hwm_own_b;
+CREATE TABLE own.b_tgt (LIKE own.src INCLUDING ALL);
+SELECT hwm.create_pipeline('a_pipe', 'own.src', 'own.b_tgt', '{id}', 'ts');
+SELECT rows_upserted FROM hwm.run('a_pipe');
+SELECT kind, status, owner FROM hwm.runs WHERE pipeline = 'a_pipe' ORDER BY run_id;
+SELECT count(*) AS backfills_seen FROM hwm.backfills WHERE pipeline = 'a_pipe';
+RESET ROLE;
+
+-- 5. DROP ROLE is refused while the role owns pipelines here, like any
+-- object (before PostgreSQL's own check, which would name the grants);
+-- REASSIGN OWNED moves them, DROP OWNED drops them
+DROP ROLE regress_hwm_own_b;
+\echo :LAST_ERROR_SQLSTATE
+SELECT pipeline, owner FROM hwm.state ORDER BY 1;
+REASSIGN OWNED BY regress_hwm_own_b TO regress_hwm_own_a;
+SELECT pipeline, owner FROM hwm.state ORDER BY 1;
+DROP OWNED BY regress_hwm_own_a;
+SELECT count(*) AS pipelines_left FROM hwm.state;
+
+-- 6. a pipeline resumed here is at home here; a copy's row (another
+-- database's OID) keeps the scheduler off it until then
+SET ROLE regress_hwm_own_b;
+CREATE TABLE own.c_src (id int PRIMARY KEY, ts timestamptz NOT NULL);
+CREATE TABLE own.c_tgt (LIKE own.c_src INCLUDING ALL);
+SELECT hwm.create_pipeline('c_pipe', 'own.c_src', 'own.c_tgt', '{id}', 'ts', schedule => '1 hour');
+SELECT dboid = (SELECT oid FROM pg_database WHERE datname = current_database()) AS at_home FROM hwm.homes;
+SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'c_pipe';
+RESET ROLE;
+-- (what a copy of the database looks like: the row names another database)
+UPDATE hwm.homes SET dboid = 1 WHERE pipeline = 'c_pipe';
+SET ROLE regress_hwm_own_b;
+SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'c_pipe';
+SELECT hwm.resume('c_pipe');
+SELECT not_scheduled_because IS NULL AS scheduled FROM hwm.status WHERE pipeline = 'c_pipe';
+SELECT hwm.pause('c_pipe');
+SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'c_pipe';
+RESET ROLE;
+
+DROP OWNED BY regress_hwm_own_a, regress_hwm_own_b;
+DROP SCHEMA own CASCADE;
+DROP ROLE regress_hwm_own_a, regress_hwm_own_b;

@@ -1,0 +1,203 @@
+/*
+ * owners.c
+ *		What PostgreSQL's commands about roles do to the pipelines those
+ *		roles own, in the database where the command runs: pipelines are
+ *		rows of hwm.state, not objects PostgreSQL tracks, so hwm applies to
+ *		them what PostgreSQL applies to a role's tables.
+ *
+ *	- DROP ROLE r is refused while r owns pipelines here, as PostgreSQL
+ *	  refuses it while r owns a table ("some objects depend on it"), with
+ *	  the way out in the hint;
+ *	- REASSIGN OWNED BY r TO s makes s the owner of r's pipelines here;
+ *	- DROP OWNED BY r drops r's pipelines here (with their schedules).
+ *
+ * Each acts only once PostgreSQL's own processing of the command has
+ * succeeded (so its checks of rights apply first), or, for DROP ROLE, before
+ * it and only to refuse.  PostgreSQL checks a role's objects in every
+ * database of the server through pg_shdepend; hwm sees only the database
+ * the command runs in, so DROP ROLE run elsewhere leaves this database's
+ * pipelines of that role without an owner: the scheduler no longer runs
+ * them, hwm.status says so, and a superuser drops them.  The hook is set
+ * in every backend that loads hwm, which with shared_preload_libraries is
+ * every backend.  Calls go down into catalog.c and util.c.
+ */
+#include "postgres.h"
+
+#include "catalog.h"
+#include "owners.h"
+#include "util.h"
+
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+
+/* The OIDs of the roles a statement names (those that exist), as oid[] */
+static Datum
+role_array(List *roles)
+{
+	Datum	   *oids = palloc(sizeof(Datum) * (list_length(roles) + 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, roles)
+	{
+		RoleSpec   *spec = lfirst(lc);
+		HeapTuple	tup = get_rolespec_tuple(spec);
+
+		if (tup == NULL)
+			continue;
+		oids[n++] = ObjectIdGetDatum(((Form_pg_authid) GETSTRUCT(tup))->oid);
+		ReleaseSysCache(tup);
+	}
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/* Does this database have hwm's catalog? */
+static bool
+has_pipelines_here(void)
+{
+	return IsTransactionState() && OidIsValid(get_extension_oid("hwm", true));
+}
+
+/*
+ * Run fn with SPI and a snapshot (a utility statement may have none).
+ */
+static void
+with_spi(void (*fn) (void *), void *arg)
+{
+	bool		pushed = false;
+
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	SPI_connect();
+	fn(arg);
+	SPI_finish();
+	if (pushed)
+		PopActiveSnapshot();
+}
+
+/* DROP ROLE: refuse it while a role named owns pipelines here */
+static void
+refuse_drop_role(void *arg)
+{
+	DropRoleStmt *stmt = arg;
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1];
+	HeapTuple	tup;
+	char	   *role;
+	int64		n;
+	bool		isnull;
+
+	values[0] = role_array(stmt->roles);
+	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
+					 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
+					 "                       ORDER BY s.pipeline)"
+					 " FROM hwm.state AS s WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+					 " GROUP BY 1 ORDER BY 1 LIMIT 1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	tup = SPI_tuptable->vals[0];
+	role = GetUserNameFromId(DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull)), false);
+	n = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("role \"%s\" cannot be dropped because some objects depend on it", role),
+			 errdetail("owner of " INT64_FORMAT " hwm pipeline%s in database \"%s\": %s",
+					   n, n == 1 ? "" : "s", get_database_name(MyDatabaseId),
+					   hwm_clip_error(SPI_getvalue(tup, SPI_tuptable->tupdesc, 3))),
+			 errhint("Run REASSIGN OWNED BY %s TO another role, or DROP OWNED BY %s, in this database (and in every other database where the role owns hwm pipelines) first.",
+					 quote_identifier(role), quote_identifier(role))));
+}
+
+/* REASSIGN OWNED BY ... TO new: the pipelines go with the tables */
+static void
+reassign_pipelines(void *arg)
+{
+	ReassignOwnedStmt *stmt = arg;
+	Oid			argtypes[2] = {OIDARRAYOID, OIDOID};
+	Datum		values[2];
+	HeapTuple	tup = get_rolespec_tuple(stmt->newrole);
+	Oid			newrole;
+
+	if (tup == NULL)
+		return;
+	newrole = ((Form_pg_authid) GETSTRUCT(tup))->oid;
+	ReleaseSysCache(tup);
+	values[0] = role_array(stmt->roles);
+	values[1] = ObjectIdGetDatum(newrole);
+	hwm_catalog_exec("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
+					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed > 0 && superuser_arg(newrole))
+		ereport(WARNING,
+				(errmsg("%d hwm pipeline%s now owned by superuser \"%s\", which hwm does not run",
+						(int) SPI_processed, SPI_processed == 1 ? " is" : "s are",
+						GetUserNameFromId(newrole, false)),
+				 errhint("Pipelines run with their owner's rights, never a superuser's: reassign them to an ordinary role.")));
+}
+
+/* DROP OWNED BY ...: the pipelines go with the tables */
+static void
+drop_pipelines(void *arg)
+{
+	DropOwnedStmt *stmt = arg;
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1];
+
+	values[0] = role_array(stmt->roles);
+	hwm_catalog_exec("DELETE FROM hwm.state"
+					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	if (SPI_processed > 0)
+		ereport(NOTICE,
+				(errmsg("hwm: dropped %d pipeline%s owned by the role%s dropped",
+						(int) SPI_processed, SPI_processed == 1 ? "" : "s",
+						list_length(stmt->roles) == 1 ? "" : "s")));
+}
+
+static void
+owners_process_utility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (IsA(stmt, DropRoleStmt) && has_pipelines_here())
+		with_spi(refuse_drop_role, stmt);
+
+	if (prev_process_utility_hook)
+		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+								  params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	if (IsA(stmt, ReassignOwnedStmt) && has_pipelines_here())
+		with_spi(reassign_pipelines, stmt);
+	else if (IsA(stmt, DropOwnedStmt) && has_pipelines_here())
+		with_spi(drop_pipelines, stmt);
+}
+
+void
+hwm_owners_init(void)
+{
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = owners_process_utility;
+}
