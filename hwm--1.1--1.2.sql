@@ -38,10 +38,11 @@ COMMENT ON POLICY backfills_visible_to_owner ON hwm.backfills IS
 -- copy of the database (CREATE DATABASE ... TEMPLATE) carries the rows with
 -- the old database's OID, and the scheduler leaves those pipelines alone
 -- until their owner or a superuser calls hwm.resume in the copy.
--- ALTER DATABASE ... RENAME keeps the OID: not a copy.
+-- ALTER DATABASE ... RENAME keeps the OID: not a copy.  (A row left by a
+-- dropped pipeline matches nothing, and a pipeline declared again under its
+-- name takes it over.)
 CREATE TABLE hwm.homes (
-    pipeline text          NOT NULL PRIMARY KEY
-                           REFERENCES hwm.state (pipeline) ON DELETE CASCADE,
+    pipeline text          NOT NULL PRIMARY KEY,
     dboid    pg_catalog.oid NOT NULL
 );
 COMMENT ON TABLE hwm.homes IS
