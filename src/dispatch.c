@@ -451,6 +451,14 @@ typedef struct DueRun
 /* set when a claim found no free slot: the dispatch stops claiming */
 static bool no_free_slot = false;
 
+/* a claimed run whose owner cannot run it, recorded after its claim */
+static struct
+{
+	int64		run_id;
+	const char *sqlstate;
+	const char *problem;
+}			cannot_run;
+
 /*
  * Claim one due run: its 'running' row, its next slot on the grid, a run
  * slot for the launcher.  A run whose owner cannot run it is recorded as a
@@ -473,10 +481,12 @@ claim_run(const DueRun *due, TimestampTz now)
 	problem = owner_problem(due->owner, &sqlstate);
 	if (problem)
 	{
-		/* it cannot run at all: a failure, recorded now */
+		/* it cannot run at all: a failure, recorded by the caller */
 		ereport(LOG,
 				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", due->pipeline, problem)));
-		record_outcome(run_id, "failed", sqlstate, problem);
+		cannot_run.run_id = run_id;
+		cannot_run.sqlstate = sqlstate;
+		cannot_run.problem = problem;
 		return;
 	}
 	/*
@@ -603,7 +613,13 @@ claim_due_runs(int quota)
 		ClaimStep	c = {.due = &due[i], .now = now};
 		ErrorData  *edata2;
 
+		cannot_run.run_id = 0;
 		c.edata = hwm_try_subxact(claim_step, &c, cxt);
+		if (c.edata == NULL && cannot_run.run_id != 0)
+		{
+			record_outcome(cannot_run.run_id, "failed", cannot_run.sqlstate, cannot_run.problem);
+			continue;
+		}
 		if (c.edata == NULL)
 		{
 			claimed++;
