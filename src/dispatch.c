@@ -576,8 +576,8 @@ read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 
 	due->pipeline = SPI_getvalue(tup, tt->tupdesc, 1);
 	due->owner = DatumGetObjectId(SPI_getbinval(tup, tt->tupdesc, 2, &isnull));
-	due->every = DatumGetIntervalP(SPI_datumTransfer(SPI_getbinval(tup, tt->tupdesc, 4, &isnull),
-													 false, -1));
+	due->every = palloc(sizeof(Interval));
+	*due->every = *DatumGetIntervalP(SPI_getbinval(tup, tt->tupdesc, 4, &isnull));
 	due->anchor = DatumGetTimestampTz(SPI_getbinval(tup, tt->tupdesc, 5, &isnull));
 	timeout = SPI_getbinval(tup, tt->tupdesc, 6, &no_timeout);
 	due->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
