@@ -78,15 +78,25 @@ _hwm_citus_patch() {
     : >"$src/patches"
     inc=$("$pgc" --includedir-server)
     if grep -qE '\<have_createdb_privilege[[:space:]]*\(' "$inc/commands/dbcommands.h" 2>/dev/null &&
-        printf '#include "postgres.h"\n#include "pg_version_compat.h"\n' |
-        # shellcheck disable=SC2046 # --cppflags is a list of options
-        gcc -E -P $("$pgc" --cppflags) -I"$src/src/include" -I"$inc" -x c - 2>/dev/null |
-        awk '/^[[:space:]]*have_createdb_privilege[[:space:]]*\([[:space:]]*void[[:space:]]*\)[[:space:]]*$/ { f = 1; next }
-             f && /^[[:space:]]*\{/ { found = 1 } { f = 0 } END { exit !found }'; then
+        _hwm_citus_defines "$pgc" "$src" have_createdb_privilege; then
         grep -rlw 'have_createdb_privilege' "$src/src" | xargs -r sed -i \
             's/\bhave_createdb_privilege\b/citus_have_createdb_privilege/g'
         echo "renamed Citus's static have_createdb_privilege (PostgreSQL's dbcommands.h declares it too)" >>"$src/patches"
     fi
+}
+
+# _hwm_citus_defines PG_CONFIG SRC NAME: whether Citus's pg_version_compat.h,
+# preprocessed against that server's headers, defines a function NAME(void).
+_hwm_citus_defines() {
+    local pgc=$1 src=$2 name=$3 cppflags
+    read -r -a cppflags <<<"$("$pgc" --cppflags)"
+    printf '#include "postgres.h"\n#include "pg_version_compat.h"\n' |
+        gcc -E -P "${cppflags[@]}" -I"$src/src/include" -I"$("$pgc" --includedir-server)" -x c - 2>/dev/null |
+        awk -v name="$name" '
+            $0 ~ "^[[:space:]]*" name "[[:space:]]*\\([[:space:]]*void[[:space:]]*\\)[[:space:]]*$" { f = 1; next }
+            f && /^[[:space:]]*\{/ { found = 1 }
+            { f = 0 }
+            END { exit !found }'
 }
 
 # _hwm_citus_compile PG_CONFIG VERSION SRC STAGE: configure, make, and
