@@ -132,10 +132,12 @@ my ($hand_tasks) = $explain =~ /Task Count: (\d+)/;
 
 sub median { my @s = sort { $a <=> $b } @_; return $s[int(@s / 2)]; }
 my ($mh, $mb) = (median(@t_hwm), median(@t_hand));
-my $report = sprintf(<<'MD', $rows, $slice, $reps, $mh * 1000, (sort { $a <=> $b } @t_hwm)[0] * 1000, (sort { $a <=> $b } @t_hwm)[-1] * 1000, $mb * 1000, (sort { $a <=> $b } @t_hand)[0] * 1000, (sort { $a <=> $b } @t_hand)[-1] * 1000, $mh / $mb, scalar(keys %pairs), join(', ', sort keys %pairs), $hand_tasks // '?', $diff);
+my $versions = $coord->safe_psql('postgres', q{
+SELECT substring(citus_version() from '^Citus [0-9.]+') || ', PostgreSQL ' || current_setting('server_version')});
+my $report = sprintf(<<'MD', $versions, $rows, $slice, $reps, $mh * 1000, (sort { $a <=> $b } @t_hwm)[0] * 1000, (sort { $a <=> $b } @t_hwm)[-1] * 1000, $mb * 1000, (sort { $a <=> $b } @t_hand)[0] * 1000, (sort { $a <=> $b } @t_hand)[-1] * 1000, $mh / $mb, scalar(keys %pairs), join(', ', sort keys %pairs), $hand_tasks // '?', $diff);
 # Citus: a slice loaded by hwm.run against the hand-written upsert
 
-Coordinator and two workers (Citus 13.2.2, PostgreSQL 15) on one machine,
+Coordinator and two workers (%s) on one machine,
 source and targets distributed on `id`, co-located, 4 shards; %d rows, then
 slices of %d new rows, %d repetitions alternating which goes first. Times
 are the client's round trip of one call (the hand's includes moving its mark).

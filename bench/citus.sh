@@ -4,14 +4,16 @@
 # coordinator and two workers (bench/citus.pl); writes bench/CITUS.md.
 #
 # hwm must be installed in that PostgreSQL (make install PG_CONFIG=...);
-# Citus is built and installed by scripts/citus.sh if missing.  The clusters
-# run as postgres in a temp dir, deleted at the end.
+# scripts/citus.sh installs the Citus release for that PostgreSQL (built once
+# per machine; 13.2.2 on 15 and 17, 14.0.1 on 18), and the report names the
+# versions it ran.  The clusters run as postgres in a temp dir, deleted at
+# the end.
 set -euo pipefail
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PGC=${1:-/usr/lib/postgresql/15/bin/pg_config}
 # shellcheck source=scripts/citus.sh
 source "$BENCH/../scripts/citus.sh"
-[[ -f $("$PGC" --sharedir)/extension/citus.control ]] || hwm_citus_install "$PGC"
+hwm_citus_install "$PGC"
 
 tmp=$(mktemp -d /tmp/hwm-citus-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
