@@ -343,8 +343,9 @@ schedulable(void)
 /*
  * The due pipelines (next_run_at <= now), at most limit of them, in turns
  * between owners: every owner's most overdue pipeline first, then every
- * owner's second, and so on, so that one owner's many pipelines never hold
- * back another's.  Left in SPI_tuptable as (pipeline, owner, next_run_at,
+ * owner's second, and so on, and within a turn the owner whose pipelines
+ * started a run longest ago first, so that one owner's many pipelines never
+ * hold back another's (a dispatch often claims a single run).  Left in SPI_tuptable as (pipeline, owner, next_run_at,
  * schedule, anchor, timeout).  Their rows are locked for the claim; a row
  * locked by a run in progress (by hand) is skipped, not waited for.
  */
@@ -359,12 +360,16 @@ select_due(int limit, TimestampTz now)
 	values[2] = TimestampTzGetDatum(now);
 	hwm_catalog_exec(psprintf("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
 							  " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
-							  " FROM (SELECT s.pipeline, pg_catalog.row_number() OVER"
-							  "        (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
+							  " FROM (SELECT s.pipeline, s.owner,"
+							  "        pg_catalog.row_number() OVER"
+							  "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
 							  "       FROM hwm.state AS s"
 							  "       WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3) AS d"
+							  " JOIN (SELECT o.owner, pg_catalog.max(o.last_run_started_at) AS served"
+							  "       FROM hwm.state AS o GROUP BY o.owner) AS w"
+							  "  ON w.owner OPERATOR(pg_catalog.=) d.owner"
 							  " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
-							  " ORDER BY d.turn, s.next_run_at, s.pipeline LIMIT $1"
+							  " ORDER BY d.turn, w.served NULLS FIRST, s.next_run_at, s.pipeline LIMIT $1"
 							  " FOR UPDATE OF s SKIP LOCKED", schedulable()),
 					 3, argtypes, values, NULL, SPI_OK_SELECT);
 }

@@ -1,0 +1,246 @@
+# Hostile owners against the live scheduler (issue 20): what one owner
+# declares, schedules, names or fails at does not stop, slow or reveal
+# another owner's pipelines.  Each case failed on 1.1:
+#  1. schedules no run time can follow (written as 1.1 let them be) stopped
+#     every schedule of the database; now only that pipeline stops;
+#  2. a fault in claiming one pipeline's run stopped the dispatch; now it is
+#     recorded against that pipeline and the others run;
+#  3. a refused ALTER DATABASE ... RENAME froze the database's schedule;
+#  4. a 9 MB error was stored, logged and sent whole; now cut to 8 kB;
+#  5. one owner's 300 due pipelines halved another's run rate;
+#  6. a template copy ran its pipelines as their owners in the new database;
+#     now they wait for hwm.resume there;
+#  7. a name dropped and declared again by another owner showed the old
+#     scheduled runs (written without an owner).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('hostile');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'hwm'
+hwm.database = '*'
+hwm.max_workers = 2
+max_worker_processes = 12
+});
+$node->start;
+
+sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
+
+# runs of pipeline $p that succeeded within the last $secs seconds
+sub recent_runs
+{
+	my ($db, $p, $secs) = @_;
+	return sql($db, qq{
+		SELECT count(*) FROM hwm.runs WHERE pipeline = '$p' AND status = 'succeeded'
+		   AND started_at > now() - interval '$secs seconds'});
+}
+
+sql('postgres', q{
+CREATE ROLE alice LOGIN;
+CREATE ROLE bob LOGIN;
+CREATE ROLE mallory LOGIN;
+CREATE DATABASE app OWNER alice;
+});
+sql('app', q{
+CREATE EXTENSION hwm;
+GRANT CREATE ON SCHEMA public TO alice, bob, mallory;
+CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text);
+INSERT INTO src (v) SELECT 'r' || g FROM generate_series(1, 5) g;
+GRANT SELECT ON src TO alice, bob, mallory;
+SET ROLE alice;
+CREATE TABLE alice_tgt (id bigint PRIMARY KEY, v text);
+SELECT hwm.create_pipeline('alice_1s', 'src', 'alice_tgt', '{id}', 'id', schedule => '1 second');
+RESET ROLE;
+});
+ok($node->poll_query_until('app', q{
+	SELECT count(*) >= 2 FROM hwm.runs WHERE pipeline = 'alice_1s' AND status = 'succeeded'}),
+	"alice's 1-second pipeline runs");
+
+# --- 1. schedules that no run time can follow --------------------------------
+# hwm.schedule refuses them now (sql/owners.sql); 1.1 stored them, so they are
+# written here as the catalog's owner, as an upgraded catalog may hold them.
+sql('app', q{
+CREATE TABLE msrc (id bigint PRIMARY KEY, v text);
+INSERT INTO msrc VALUES (1, 'a');
+GRANT SELECT ON msrc TO mallory;
+SET ROLE mallory;
+CREATE TABLE m1 (id bigint PRIMARY KEY, v text);
+CREATE TABLE m2 (id bigint PRIMARY KEY, v text);
+CREATE TABLE m3 (id bigint PRIMARY KEY, v text);
+SELECT hwm.create_pipeline('m_years', 'src', 'm1', '{id}', 'id');
+SELECT hwm.create_pipeline('m_usecs', 'src', 'm2', '{id}', 'id');
+SELECT hwm.create_pipeline('m_days', 'msrc', 'm3', '{id}', 'id');
+RESET ROLE;
+REVOKE SELECT ON msrc FROM mallory;   -- m_days fails, and backs off
+UPDATE hwm.state SET schedule = v.every, schedule_anchor = now() - interval '1 second',
+                     next_run_at = now() - interval '1 second'
+  FROM (VALUES ('m_years', interval '292260 years'),
+               ('m_usecs', interval '9223372036854775807 microseconds'),
+               ('m_days', interval '106751992 days')) AS v(p, every)
+ WHERE pipeline = v.p;
+});
+ok($node->poll_query_until('app', q{
+	SELECT count(*) = 3 FROM hwm.runs WHERE pipeline LIKE 'm\_%' AND status <> 'running'}),
+	'each of the three pipelines with a schedule out of range was run (or tried) once');
+sleep 4;
+cmp_ok(recent_runs('app', 'alice_1s', 4), '>=', 2,
+	"alice's pipeline kept running meanwhile");
+is(sql('app', q{SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs WHERE pipeline LIKE 'm\_%'}),
+	'm_days failed, m_usecs succeeded, m_years succeeded',
+	'their runs are recorded: the failed one as failed, not interrupted');
+is(sql('app', q{SELECT string_agg(pipeline || ' ' || coalesce((next_run_at - last_run_finished_at > interval '59 minutes')::text, 'none'),
+                                  ', ' ORDER BY pipeline)
+                  FROM hwm.state WHERE pipeline LIKE 'm\_%'}),
+	'm_days true, m_usecs none, m_years none',
+	'the two that ran are not scheduled again (no next run time can be represented); the failed one retries in an hour');
+my $log = slurp_file($node->logfile);
+like($log, qr/pipeline "m_years" is no longer scheduled/, 'the server log names the pipeline');
+unlike($log, qr/timestamp out of range/, 'and no dispatch failed on "timestamp out of range"');
+
+# --- 2. a fault while claiming one pipeline's run ----------------------------
+# (a trigger on hwm.runs, planted by the catalog's owner, makes the claim of
+# 'boom' fail: whatever the reason, the others are claimed)
+sql('app', q{
+SET ROLE mallory;
+CREATE TABLE boom_tgt (id bigint PRIMARY KEY, v text);
+SELECT hwm.create_pipeline('boom', 'src', 'boom_tgt', '{id}', 'id');
+RESET ROLE;
+CREATE FUNCTION public.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.pipeline = 'boom' AND NEW.status = 'running' THEN
+    RAISE EXCEPTION 'planted fault in claiming boom';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_boom BEFORE INSERT ON hwm.runs FOR EACH ROW EXECUTE FUNCTION public.refuse_boom();
+SELECT hwm.schedule('boom', '1 second');
+});
+ok($node->poll_query_until('app', q{
+	SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'boom' AND status = 'failed'}),
+	'the failed claim is recorded against its pipeline');
+is(sql('app', q{SELECT last_status || ' ' || (next_run_at > now() + interval '30 minutes') FROM hwm.state WHERE pipeline = 'boom'}),
+	'failed true', '... which waits an hour before the next try');
+like(sql('app', q{SELECT error FROM hwm.runs WHERE pipeline = 'boom' AND status = 'failed' ORDER BY run_id DESC LIMIT 1}),
+	qr/could not claim the run: planted fault in claiming boom/, '... with the error');
+sleep 3;
+cmp_ok(recent_runs('app', 'alice_1s', 3), '>=', 1, "alice's pipeline still runs");
+sql('app', 'DROP TRIGGER refuse_boom ON hwm.runs; DROP FUNCTION public.refuse_boom()');
+
+# --- 3. a refused ALTER DATABASE does not freeze the database ----------------
+my $before = recent_runs('app', 'alice_1s', 3600);
+my $refused = 0;
+for my $i (1 .. 12)
+{
+	my ($rc, $out, $err) = $node->psql('postgres', 'ALTER DATABASE app RENAME TO stolen',
+		extra_params => [ '-U', 'mallory' ]);
+	$refused++ if $err =~ /must be owner of database app/;
+	($rc, $out, $err) = $node->psql('postgres', 'ALTER DATABASE app SET TABLESPACE pg_default',
+		extra_params => [ '-U', 'mallory' ]);
+	$refused++ if $err =~ /must be owner of database app/;
+	select(undef, undef, undef, 0.5);
+}
+is($refused, 24, 'mallory was refused 24 renames and tablespace moves of app');
+cmp_ok(recent_runs('app', 'alice_1s', 3600) - $before, '>=', 3,
+	"alice's 1-second pipeline ran on through them");
+
+# --- 4. an error of 9 MB is stored, logged and sent cut to 8 kB -------------
+sql('app', q{
+SET ROLE bob;
+CREATE TABLE huge_tgt (id bigint PRIMARY KEY, v text);
+CREATE FUNCTION huge_error() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'big: %', repeat('x', 9000000); END $$;
+CREATE TRIGGER huge BEFORE INSERT ON huge_tgt FOR EACH ROW EXECUTE FUNCTION huge_error();
+SELECT hwm.create_pipeline('huge', 'src', 'huge_tgt', '{id}', 'id', schedule => '1 hour');
+RESET ROLE;
+});
+my $log_size = -s $node->logfile;
+ok($node->poll_query_until('app', q{
+	SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'huge' AND status = 'failed'}),
+	'the pipeline whose trigger raises 9 MB fails');
+is(sql('app', q{
+	SELECT octet_length(r.error) <= 8192 AND r.error LIKE '%(cut: % bytes shown)'
+	   AND octet_length(s.last_error) <= 8192
+	  FROM hwm.runs r JOIN hwm.state s USING (pipeline)
+	 WHERE r.pipeline = 'huge' AND r.status = 'failed'}),
+	't', 'hwm.runs.error and hwm.state.last_error are cut to 8 kB, marked as cut');
+cmp_ok((-s $node->logfile) - $log_size, '<', 1_000_000, 'the server log did not get the 9 MB');
+
+# --- 5. turns between owners --------------------------------------------------
+sql('app', q{
+SET ROLE mallory;
+DO $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    EXECUTE format('CREATE TABLE flood_%s (id bigint PRIMARY KEY, v text)', i);
+  END LOOP;
+END $$;
+RESET ROLE;
+GRANT SELECT ON src TO mallory;
+SET ROLE mallory;
+DO $$
+BEGIN
+  FOR i IN 1..300 LOOP
+    PERFORM hwm.create_pipeline('flood_' || i, 'src', format('flood_%s', i)::regclass, '{id}', 'id',
+                                schedule => '1 second');
+  END LOOP;
+END $$;
+RESET ROLE;
+});
+ok($node->poll_query_until('app', q{
+	SELECT count(*) > 100 FROM hwm.state WHERE pipeline LIKE 'flood\_%' AND next_run_at < now() - interval '2 seconds'}),
+	"mallory's 300 one-second pipelines make a backlog");
+sleep 10;
+my $alice_rate = recent_runs('app', 'alice_1s', 10);
+diag("alice's pipeline ran $alice_rate times in the last 10 s of mallory's backlog");
+cmp_ok($alice_rate, '>=', 6, "alice's 1-second pipeline keeps (nearly) its rate: the due runs take turns between owners");
+ok(sql('app', q{SELECT count(*) > 100 FROM hwm.state WHERE pipeline LIKE 'flood\_%' AND next_run_at < now() - interval '2 seconds'}) eq 't',
+	'while the backlog was still there');
+sql('app', q{DELETE FROM hwm.state WHERE pipeline LIKE 'flood\_%'});
+
+# --- 6. a template copy waits for its owner ---------------------------------
+# (the scheduler serves no template database; a copy of one is served)
+sql('postgres', 'CREATE DATABASE tmpl');
+sql('tmpl', q{
+CREATE EXTENSION hwm;
+CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text);
+INSERT INTO src (v) VALUES ('a');
+CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
+GRANT SELECT ON src TO alice;
+GRANT SELECT, INSERT, UPDATE ON tgt TO alice;
+SET ROLE alice;
+SELECT hwm.create_pipeline('tp', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
+RESET ROLE;
+});
+ok($node->poll_query_until('tmpl', q{SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'tp' AND status = 'succeeded'}),
+	'the pipeline runs in its database');
+sql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE true; ALTER ROLE mallory CREATEDB');
+$node->safe_psql('postgres', 'CREATE DATABASE copy TEMPLATE tmpl', extra_params => [ '-U', 'mallory' ]);
+my $copy_runs = sql('copy', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'tp'});
+sleep 4;
+is(sql('copy', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'tp'}), $copy_runs,
+	'in the copy of it that mallory made, the scheduler does not run it');
+like(sql('copy', q{SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'tp'}),
+	qr/copied into this one/, 'hwm.status says why');
+$node->safe_psql('copy', q{SELECT hwm.resume('tp')}, extra_params => [ '-U', 'alice' ]);
+ok($node->poll_query_until('copy', qq{SELECT count(*) > $copy_runs FROM hwm.runs WHERE pipeline = 'tp' AND status = 'succeeded'}),
+	'once alice resumes it in the copy, it runs there');
+
+# --- 7. a name dropped and declared again shows nothing of the old one ------
+$node->safe_psql('app', q{SELECT hwm.drop_pipeline('huge')}, extra_params => [ '-U', 'bob' ]);
+$node->safe_psql('app', q{
+CREATE TABLE huge2 (id bigint PRIMARY KEY, v text);
+SELECT hwm.create_pipeline('huge', 'src', 'huge2', '{id}', 'id');
+SELECT * FROM hwm.run('huge');
+}, extra_params => [ '-U', 'alice' ]);
+is($node->safe_psql('app', q{SELECT string_agg(status, ',' ORDER BY run_id) FROM hwm.runs WHERE pipeline = 'huge'},
+		extra_params => [ '-U', 'alice' ]),
+	'succeeded', "the new owner sees only its own run, none of bob's scheduled failures");
+is(sql('app', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'huge' AND owner IS NULL}), '0',
+	'every row has its owner (the scheduler wrote them with it)');
+
+$node->stop;
+done_testing();
