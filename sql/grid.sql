@@ -118,4 +118,24 @@ SELECT label, grid.check(anchor, m, d, us, t, local) AS outcome, (grid.probe(anc
 SELECT * FROM grid.probe(now(), INTERVAL '0 seconds', now(), true);
 SELECT * FROM grid.probe(now(), INTERVAL '1 day -1 second', now(), true);
 
+-- 4. an interval pipeline on a 1-microsecond grid, far from its anchor, with
+-- skip_empty: CALL hwm.catch_up runs the command once per interval that
+-- holds rows (one probe jumps over the empty ones), each interval exactly
+-- 1 microsecond wide, and returns
+CREATE TABLE grid.ev (id int PRIMARY KEY, t timestamptz NOT NULL);
+CREATE INDEX ON grid.ev (t);
+INSERT INTO grid.ev SELECT g, TIMESTAMPTZ '2026-03-01 00:00+00' + g * INTERVAL '29.000003 seconds'
+  FROM generate_series(1, 20) g;
+CREATE TABLE grid.seen (s timestamptz PRIMARY KEY, e timestamptz NOT NULL, n bigint NOT NULL);
+SELECT hwm.create_interval_pipeline('micro', 'grid.ev', 't', '1 microsecond', $$
+    INSERT INTO grid.seen SELECT $1, $2, count(*) FROM grid.ev WHERE t >= $1 AND t < $2
+$$, skip_empty => true, start_at => '2026-03-01 00:00:00+00');
+-- (the newest interval is not ready until a later row or its end is safe)
+CALL hwm.catch_up('micro');
+SELECT count(*) AS commands, count(*) FILTER (WHERE e - s = INTERVAL '1 microsecond') AS one_usec_wide,
+       sum(n) AS rows_seen
+  FROM grid.seen;
+SELECT count(*) AS load_runs FROM hwm.runs WHERE pipeline = 'micro';
+SELECT hwm.drop_pipeline('micro');
+
 DROP SCHEMA grid CASCADE;

@@ -74,6 +74,22 @@ SELECT kind, status, owner FROM hwm.runs WHERE pipeline = 'a_pipe' ORDER BY run_
 SELECT count(*) AS backfills_seen FROM hwm.backfills WHERE pipeline = 'a_pipe';
 RESET ROLE;
 
+-- 4b. a rerun records who ran it, and its failure (it stayed 'running' with
+-- no error): the command inserts into a table with a key, so running it
+-- again over an interval already done fails
+CREATE TABLE own.hourly (h timestamptz PRIMARY KEY, n bigint NOT NULL);
+GRANT INSERT ON own.hourly TO regress_hwm_own_b;
+SET ROLE regress_hwm_own_b;
+SELECT hwm.create_interval_pipeline('b_hourly', 'own.src', 'ts', '1 hour', $$
+    INSERT INTO own.hourly SELECT $1, count(*) FROM own.src WHERE ts >= $1 AND ts < $2
+$$, start_at => '2026-01-01 00:00+00');
+SELECT hwm.set_watermark('b_hourly', '2026-01-01 01:00+00');
+RESET ROLE;
+INSERT INTO own.hourly VALUES ('2026-01-01 00:00+00', 9);
+CALL hwm.rerun_intervals('b_hourly', '2026-01-01 00:00+00', '2026-01-01 01:00+00');
+SELECT status, error_sqlstate, error, run_by, owner FROM hwm.backfills WHERE pipeline = 'b_hourly';
+SELECT hwm.drop_pipeline('b_hourly');
+
 -- 5. DROP ROLE is refused while the role owns pipelines here, like any
 -- object (before PostgreSQL's own check, which would name the grants);
 -- REASSIGN OWNED moves them, DROP OWNED drops them

@@ -222,6 +222,26 @@ find_start(IntervalRun *r)
 }
 
 /*
+ * CALL hwm.catch_up repeats hwm.run until the watermark stops moving.  On
+ * an interval grid the end of what is ready follows the clock, so with short
+ * intervals it would never stop: within a catch-up, runs go no further than
+ * the end the first of them found ready (its horizon).
+ */
+static struct
+{
+	bool		active;
+	bool		has_horizon;
+	Timestamp	horizon;
+}			catch_up;
+
+void
+hwm_interval_catch_up(bool active)
+{
+	catch_up.active = active;
+	catch_up.has_horizon = false;
+}
+
+/*
  * The greatest boundary that no transaction in flight can write below.  An
  * interval pipeline keeps no load memory (its range is the grid, not what
  * the last run read), so no remembered transaction is carried.
@@ -236,6 +256,14 @@ find_ready_end(IntervalRun *r)
 	if (bound.hold || !bound.has_limit)
 		return false;
 	r->ready_end = boundary(&r->grid, index_of(&r->grid, as_ts(&r->plan->wm, bound.limit)));
+	/* within CALL hwm.catch_up: no further than what was ready at its first run */
+	if (catch_up.active && catch_up.has_horizon)
+		r->ready_end = Min(r->ready_end, catch_up.horizon);
+	else if (catch_up.active)
+	{
+		catch_up.horizon = r->ready_end;
+		catch_up.has_horizon = true;
+	}
 	return r->ready_end > r->start;
 }
 

@@ -425,34 +425,21 @@ hwm_run(PG_FUNCTION_ARGS)
 	return result;
 }
 
-PG_FUNCTION_INFO_V1(hwm_catch_up);
-
 /*
- * CALL hwm.catch_up(pipeline): run the pipeline again and again until its
- * watermark stops moving.  Called outside a transaction block, each run (one
- * batch of at most batch_size rows) commits on its own, so a large backlog
- * never makes one long transaction and a stop in the middle keeps every batch
- * done so far.  Inside a transaction block, the runs share the caller's
- * transaction.
+ * Run pipeline name until its watermark stops moving; the runs and rows
+ * upserted into *runs and *total.  Each run's result is freed as it goes: a
+ * long catch-up holds no more memory than one run.
  */
-Datum
-hwm_catch_up(PG_FUNCTION_ARGS)
+static void
+catch_up_loop(const char *name, bool atomic, int *runs, int64 *total)
 {
-	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	bool		atomic = hwm_call_is_atomic(fcinfo);
 	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-	int64		total = 0;
-	int			runs = 0;
+	Datum		args[1] = {CStringGetTextDatum(name)};
 
-	args[0] = CStringGetTextDatum(name);
-	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
-	(void) hwm_pipeline_fetch(name, false, false);	/* exists, and may be run by us */
 	for (;;)
 	{
 		bool		isnull;
 		bool		moved;
-
 		char	   *before;
 		char	   *after;
 
@@ -463,18 +450,57 @@ hwm_catch_up(PG_FUNCTION_ARGS)
 		hwm_spi_exec("SELECT r.rows_upserted, r.watermark_before, r.watermark_after"
 					 " FROM hwm.run($1) AS r",
 					 1, argtypes, args, NULL, SPI_OK_SELECT);
-		total += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		*total += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		before = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		after = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
 		moved = (before == NULL) != (after == NULL) ||
 			(before != NULL && strcmp(before, after) != 0);
-		runs++;
+		SPI_freetuptable(SPI_tuptable);
+		if (before)
+			pfree(before);
+		if (after)
+			pfree(after);
+		(*runs)++;
 		if (!atomic)
 			SPI_commit();
 		if (!moved)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+PG_FUNCTION_INFO_V1(hwm_catch_up);
+
+/*
+ * CALL hwm.catch_up(pipeline): run the pipeline again and again until its
+ * watermark stops moving.  Called outside a transaction block, each run (one
+ * batch of at most batch_size rows) commits on its own, so a large backlog
+ * never makes one long transaction and a stop in the middle keeps every batch
+ * done so far.  Inside a transaction block, the runs share the caller's
+ * transaction.  An interval pipeline goes no further than the intervals
+ * that were ready at its first run (else, with intervals shorter than a run,
+ * it would chase the clock for ever).
+ */
+Datum
+hwm_catch_up(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	bool		atomic = hwm_call_is_atomic(fcinfo);
+	int64		total = 0;
+	int			runs = 0;
+
+	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
+	(void) hwm_pipeline_fetch(name, false, false);	/* exists, and may be run by us */
+	hwm_interval_catch_up(true);
+	PG_TRY();
+	{
+		catch_up_loop(name, atomic, &runs, &total);
+	}
+	PG_FINALLY();
+	{
+		hwm_interval_catch_up(false);
+	}
+	PG_END_TRY();
 	SPI_finish();
 
 	ereport(NOTICE,
