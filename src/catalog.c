@@ -5,15 +5,13 @@
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;
- * who may act on which pipeline is decided by hwm_check_may_manage() before
+ * who may act on which pipeline is decided by check_may_manage() before
  * anything is changed.  All statements go through SPI with $n parameters;
  * the caller must have called SPI_connect().
  */
 #include "postgres.h"
 
 #include "catalog.h"
-#include "plan.h"
-#include "privilege.h"
 #include "util.h"
 
 #include "access/htup_details.h"
@@ -133,17 +131,14 @@ hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 bool
 hwm_pipeline_exists(const char *name)
 {
-	HwmRoleSwitch sw;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
 	bool		found;
 
 	values[0] = CStringGetTextDatum(name);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("SELECT 1 FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	hwm_catalog_exec("SELECT 1 FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	found = SPI_processed > 0;
-	hwm_unbecome(&sw);
 	return found;
 }
 
@@ -230,7 +225,6 @@ memory_read(HwmLoadMemory *mem, HeapTuple tup, TupleDesc desc, int first)
 static HwmPipeline *
 pipeline_read(const char *name)
 {
-	HwmRoleSwitch sw;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
 	HwmPipeline *p;
@@ -240,8 +234,7 @@ pipeline_read(const char *name)
 	Datum		d;
 
 	values[0] = CStringGetTextDatum(name);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
+	hwm_catalog_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 						  " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 						  " partition_column::pg_catalog.text, lookback, watermark,"
 						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s"
@@ -254,7 +247,6 @@ pipeline_read(const char *name)
 						  "reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
 						  " command, time_interval, interval_anchor, batched, skip_empty"),
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
-	hwm_unbecome(&sw);
 	if (SPI_processed == 0)
 		return NULL;
 
@@ -311,7 +303,7 @@ hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 /*
  * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
  * was dropped, provided the caller is a superuser: such a pipeline runs for
- * nobody, and only a superuser may remove it (see hwm_check_may_manage).
+ * nobody, and only a superuser may remove it (see check_may_manage).
  */
 HwmPipeline *
 hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
@@ -338,24 +330,6 @@ hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 	return p;
 }
 
-/*
- * What to build a stored pipeline's plan from: its tables and key, and the
- * watermark and partition columns when the caller needs those statements.
- */
-void
-hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
-			 HwmPlanSpec *spec)
-{
-	memset(spec, 0, sizeof(*spec));
-	spec->source = p->source;
-	spec->target = p->target;
-	spec->source_only = p->command != NULL;
-	spec->unique_key = p->unique_key;
-	spec->watermark_column = with_watermark ? p->watermark_column : NULL;
-	spec->partition_column = with_partition ? p->partition_column : NULL;
-	spec->pipeline = p->name;
-	spec->stored = true;
-}
 
 /*
  * Only the pipeline's owner, a member of the owner role, or a superuser may
@@ -387,11 +361,6 @@ check_may_manage(HwmPipeline *p, bool orphan_ok)
 				 errhint("Only the pipeline's owner, a member of its owner role, or a superuser can run or change it.")));
 }
 
-void
-hwm_check_may_manage(HwmPipeline *p)
-{
-	check_may_manage(p, false);
-}
 
 /*
  * Append a successful run to hwm.runs, with every fact in its first write,
@@ -401,16 +370,18 @@ hwm_check_may_manage(HwmPipeline *p)
 int64
 hwm_record_run(const HwmRunFacts *run)
 {
-	Oid			argtypes[14] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
-		INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID, TEXTOID};
-	Datum		values[14];
-	char		nulls[14];
-	HwmRoleSwitch sw;
+	Oid			argtypes[17] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
+		INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID, TEXTOID,
+	TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[17];
+	char		nulls[17];
 	bool		isnull;
 	int64		run_id;
 	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
-		run->watermark_after, run->from_partition, run->to_partition, run->method};
-	const int	strargs[] = {0, 1, 7, 8, 9, 10, 13};
+		run->watermark_after, run->from_partition, run->to_partition, run->method,
+		run->status ? run->status : "succeeded", run->error_sqlstate,
+	run->error ? hwm_clip_error(run->error) : NULL};
+	const int	strargs[] = {0, 1, 7, 8, 9, 10, 13, 14, 15, 16};
 	const int64 counts[] = {run->rows_upserted, run->partitions, run->rows_deleted,
 		run->rows_inserted};
 
@@ -434,24 +405,23 @@ hwm_record_run(const HwmRunFacts *run)
 									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	values[12] = ObjectIdGetDatum(GetUserId());
 
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	/*
 	 * owner (who may see the row, see the row security policy on hwm.runs):
 	 * the pipeline's owner, or the caller for a run without a pipeline.
 	 */
-	hwm_spi_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
-				 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
-				 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
-				 " owner, method)"
-				 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), 'succeeded',"
-				 " $4, $5, $6, $7, $8, $9, $10, $11, $12,"
-				 " COALESCE((SELECT s.owner FROM hwm.state AS s"
-				 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14)"
-				 " RETURNING run_id",
-				 14, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+	hwm_catalog_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+					 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
+					 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
+					 " owner, method, error_sqlstate, error)"
+					 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), $15,"
+					 " $4, $5, $6, $7, $8, $9, $10, $11, $12,"
+					 " COALESCE((SELECT s.owner FROM hwm.state AS s"
+					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14,"
+					 " $16, $17)"
+					 " RETURNING run_id",
+					 17, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
-	hwm_unbecome(&sw);
 	if (run->pipeline && run_id % PRUNE_EVERY == 0)
 		hwm_prune_runs(run->pipeline);
 	return run_id;
@@ -462,8 +432,9 @@ hwm_record_run(const HwmRunFacts *run)
  * one pipeline (pipeline NULL: of all, and of runs without a pipeline),
  * every kind of run alike.  Never deleted: runs in progress, and the
  * backfill runs of a pipeline with an unfinished backfill, so that its
- * history stays whole until the backfill ends.  Runs by hand prune their own pipeline's
- * history every PRUNE_EVERY runs; the scheduler's launcher prunes all of it.
+ * history stays whole until the backfill ends.  Runs by hand prune their
+ * own pipeline's history every PRUNE_EVERY runs; each database's dispatcher
+ * prunes all of it (dispatch.c, every 10 seconds at most).
  */
 void
 hwm_prune_runs(const char *pipeline)
@@ -476,15 +447,13 @@ hwm_prune_runs(const char *pipeline)
 	Oid			argtypes[2] = {INT4OID, TEXTOID};
 	Datum		values[2];
 	int			nargs = pipeline ? 2 : 1;
-	HwmRoleSwitch sw;
 
 	if (pipeline)
 		values[1] = CStringGetTextDatum(pipeline);
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	if (hwm_history_days > 0)
 	{
 		values[0] = Int32GetDatum(hwm_history_days);
-		hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r"
+		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
 							  " WHERE r.started_at OPERATOR(pg_catalog.<) pg_catalog.now()"
 							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1)%s%s",
 							  pipeline ? " AND r.pipeline OPERATOR(pg_catalog.=) $2" : "", keep),
@@ -494,21 +463,20 @@ hwm_prune_runs(const char *pipeline)
 	{
 		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
 		if (pipeline)
-			hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r"
+			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
 								  " WHERE r.pipeline OPERATOR(pg_catalog.=) $2"
 								  " AND r.run_id OPERATOR(pg_catalog.<=) (SELECT x.run_id FROM hwm.runs AS x"
 								  "  WHERE x.pipeline OPERATOR(pg_catalog.=) $2"
 								  "  ORDER BY x.run_id DESC OFFSET $1 LIMIT 1)%s", keep),
 						 2, argtypes, values, NULL, SPI_OK_DELETE);
 		else
-			hwm_spi_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
 								  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
 								  "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
 								  "  FROM hwm.runs) AS x"
 								  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep),
 						 1, argtypes, values, NULL, SPI_OK_DELETE);
 	}
-	hwm_unbecome(&sw);
 }
 
 /*
@@ -581,7 +549,6 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 	TEXTOID, INT8OID, BOOLOID};
 	Datum		values[7 + MEMORY_NARGS];
 	char		nulls[7 + MEMORY_NARGS];
-	HwmRoleSwitch sw;
 	bool		old;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -597,10 +564,9 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 	values[6] = BoolGetDatum(memory != NULL);
 	memory_args(memory, argtypes + 7, values + 7, nulls + 7);
 
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	/* a 1.0 catalog has no memory columns: the facts only */
 	old = hwm_catalog_is_1_0();
-	hwm_spi_exec(psprintf("UPDATE hwm.state SET"
+	hwm_catalog_exec(psprintf("UPDATE hwm.state SET"
 						  " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
 						  " last_run_id = $2, last_run_started_at = $3,"
 						  " last_run_finished_at = pg_catalog.clock_timestamp(),"
@@ -617,5 +583,274 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 						  " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
 						  " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"),
 				 old ? 6 : 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
-	hwm_unbecome(&sw);
+}
+
+/* ------------------------------------------------------------------------
+ * The scheduler's rows (dispatch.c)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * What makes a pipeline the dispatcher's to run: enabled, scheduled, no run
+ * of the scheduler's in progress, and at home in this database (not a copy
+ * that came with CREATE DATABASE ... TEMPLATE: see hwm.homes, which a
+ * catalog older than 1.2 lacks; $2 is this database).
+ */
+#define SCHEDULABLE \
+	" s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL" \
+	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
+	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
+	"   AND r.status OPERATOR(pg_catalog.=) 'running'" \
+	"   AND r.kind OPERATOR(pg_catalog.=) 'load')"
+#define AT_HOME \
+	" AND NOT EXISTS (SELECT FROM hwm.homes AS h" \
+	"  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
+	"   AND h.dboid OPERATOR(pg_catalog.<>) $2)"
+
+static const char *
+schedulable(void)
+{
+	return hwm_catalog_version() >= 12 ? SCHEDULABLE AT_HOME : SCHEDULABLE;
+}
+
+void
+hwm_state_select_due(int limit, TimestampTz now)
+{
+	Oid			argtypes[3] = {INT4OID, OIDOID, TIMESTAMPTZOID};
+	Datum		values[3];
+
+	values[0] = Int32GetDatum(limit);
+	values[1] = ObjectIdGetDatum(MyDatabaseId);
+	values[2] = TimestampTzGetDatum(now);
+	hwm_catalog_exec(psprintf("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
+							  " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
+							  " FROM (SELECT s.pipeline, s.owner,"
+							  "        pg_catalog.row_number() OVER"
+							  "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
+							  "       FROM hwm.state AS s"
+							  "       WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3) AS d"
+							  " JOIN (SELECT o.owner, pg_catalog.max(o.last_run_started_at) AS served"
+							  "       FROM hwm.state AS o GROUP BY o.owner) AS w"
+							  "  ON w.owner OPERATOR(pg_catalog.=) d.owner"
+							  " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
+							  " ORDER BY d.turn, w.served NULLS FIRST, s.next_run_at, s.pipeline LIMIT $1"
+							  " FOR UPDATE OF s SKIP LOCKED", schedulable()),
+					 3, argtypes, values, NULL, SPI_OK_SELECT);
+}
+
+TimestampTz
+hwm_state_next_due(void)
+{
+	Oid			argtypes[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
+	Datum		next;
+
+	/* ($1 is hwm_state_select_due's limit, unused here) */
+	hwm_catalog_exec(psprintf("SELECT pg_catalog.min(s.next_run_at) FROM hwm.state AS s"
+							  " WHERE %s", schedulable()),
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	return hwm_spi_first(&next) ? DatumGetTimestampTz(next) : DT_NOEND;
+}
+
+/* The name the scheduler records as run_by: the owner's ("?" when gone) */
+static Datum
+owner_name_datum(Oid owner)
+{
+	char	   *name = GetUserNameFromId(owner, true);
+
+	return DirectFunctionCall1(namein, CStringGetDatum(name ? name : "?"));
+}
+
+int64
+hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
+{
+	Oid			argtypes[4] = {TEXTOID, NAMEOID, TIMESTAMPTZOID, OIDOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = owner_name_datum(owner);
+	values[2] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
+	nulls[2] = next ? ' ' : 'n';
+	values[3] = ObjectIdGetDatum(owner);
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_catalog_exec(hwm_catalog_is_1_0() ?
+					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+					 " RETURNING run_id" :
+					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by, owner)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2,"
+					 "  $4::pg_catalog.regrole)"
+					 " RETURNING run_id",
+					 4, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+bool
+hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
+				const char *error, char **pipeline, TimestampTz *finished)
+{
+	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+
+	values[0] = Int64GetDatum(run_id);
+	values[1] = CStringGetTextDatum(status);
+	values[2] = sqlstate ? CStringGetTextDatum(sqlstate) : (Datum) 0;
+	nulls[2] = sqlstate ? ' ' : 'n';
+	values[3] = error ? CStringGetTextDatum(hwm_clip_error(error)) : (Datum) 0;
+	nulls[3] = error ? ' ' : 'n';
+	hwm_catalog_exec("WITH r AS ("
+					 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
+					 "  error_sqlstate = $3, error = $4"
+					 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
+					 " RETURNING pipeline, run_id, started_at, finished_at),"
+					 " s_upd AS (UPDATE hwm.state AS s SET"
+					 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
+					 "  last_run_finished_at = r.finished_at,"
+					 "  last_status = $2, last_rows = NULL, last_error = $4,"
+					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1"
+					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+					 "  AND $2 OPERATOR(pg_catalog.=) 'failed')"
+					 " SELECT pipeline, finished_at FROM r",
+					 4, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	*pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	*finished = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return true;
+}
+
+bool
+hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(pipeline)};
+	bool		isnull;
+
+	hwm_catalog_exec("SELECT schedule, consecutive_failures FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND schedule IS NOT NULL",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	*every = *DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*failures = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	return true;
+}
+
+void
+hwm_state_set_next_run(const char *pipeline, const TimestampTz *next)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
+	nulls[1] = next ? ' ' : 'n';
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+uint64
+hwm_runs_sweep_interrupted(Datum live_run_ids)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1] = {live_run_ids};
+
+	hwm_catalog_exec("WITH r AS ("
+					 " UPDATE hwm.runs SET status = 'interrupted', finished_at = pg_catalog.clock_timestamp(),"
+					 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
+					 " WHERE status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+					 "  AND run_id OPERATOR(pg_catalog.<>) ALL ($1)"
+					 " RETURNING pipeline, run_id, started_at, error),"
+					 " s_upd AS (UPDATE hwm.state AS s SET last_run_id = r.run_id, last_run_started_at = r.started_at,"
+					 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = 'interrupted',"
+					 "  last_rows = NULL, last_error = r.error"
+					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+					 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
+					 " SELECT pipeline, run_id FROM r",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed;
+}
+
+void
+hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
+					  const char *error)
+{
+	Oid			argtypes[5] = {TEXTOID, NAMEOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[5];
+	bool		with_owner = !hwm_catalog_is_1_0();
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = owner_name_datum(owner);
+	values[2] = CStringGetTextDatum(sqlstate);
+	values[3] = CStringGetTextDatum(hwm_clip_error(error));
+	values[4] = ObjectIdGetDatum(owner);
+	hwm_catalog_exec(psprintf("WITH r AS ("
+							  " INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+							  "  run_by, error_sqlstate, error%s)"
+							  " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+							  "  'failed', $2, $3, $4%s)"
+							  " RETURNING run_id, started_at, finished_at)"
+							  " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
+							  "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
+							  "  last_status = 'failed', last_rows = NULL, last_error = $4,"
+							  "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
+							  "  next_run_at = r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval"
+							  " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
+							  with_owner ? ", owner" : "",
+							  with_owner ? ", $5::pg_catalog.regrole" : ""),
+					 5, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+char *
+hwm_runs_running_pipeline(int64 run_id)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	hwm_catalog_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+void
+hwm_runs_delete(int64 run_id)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(run_id)};
+
+	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * Refuse to overwrite or backfill (verb) partitions of a pipeline that has
+ * none: a command or interval pipeline (no target), or one declared without
+ * a partition column; detail, when given, says why a partition column is
+ * needed.
+ */
+void
+hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
+								const char *detail)
+{
+	if (p->command)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("pipeline \"%s\" runs a command and has no target to %s", p->name, verb),
+				 errhint("To run the command again over a range: hwm.rerun_intervals for an interval pipeline, hwm.set_watermark back then hwm.run for a command pipeline.")));
+	if (p->partition_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" has no partition column", p->name),
+				 detail ? errdetail("%s", detail) : 0,
+				 errhint("Drop the pipeline and create it again with partition_column => '...' to %s partitions.", verb)));
 }

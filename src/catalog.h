@@ -10,9 +10,29 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
-#include "watermark.h"
 
-struct HwmPlanSpec;
+/* A transaction in flight that may still commit rows a run did not see */
+typedef struct HwmXact
+{
+	char	   *vxid;			/* "backend/local xid" */
+	TimestampTz start;			/* 0: unknown */
+} HwmXact;
+
+/*
+ * What a load remembers for the next one, so that the next one reads only
+ * what can have changed (see the file header of watermark.c).
+ */
+typedef struct HwmLoadMemory
+{
+	char	   *reread_from;	/* NULL: no memory; read from the watermark */
+	List	   *xacts;			/* HwmXact *: not yet seen to end */
+	TimestampTz epoch;			/* server start when recorded */
+	/* what held the watermark back at the run, for hwm.status */
+	int			held_by_pid;	/* 0: nothing known */
+	char	   *held_by_application;
+	TimestampTz held_since;
+	int64		null_watermarks;	/* -1: not counted */
+} HwmLoadMemory;
 
 /* One pipeline, as stored in hwm.state. */
 typedef struct HwmPipeline
@@ -56,6 +76,9 @@ typedef struct HwmRunFacts
 	const char *from_partition;
 	const char *to_partition;
 	const char *method;			/* overwrites: diff, exchange, exchange+diff */
+	const char *status;			/* NULL: succeeded */
+	const char *error_sqlstate; /* a failed run's error (stored cut to 8 kB) */
+	const char *error;
 } HwmRunFacts;
 
 /* a run's facts with every count "not applicable" */
@@ -78,14 +101,38 @@ extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);
 extern bool hwm_pipeline_exists(const char *name);
 extern void hwm_pipeline_set_home(const char *name);
-extern void hwm_check_may_manage(HwmPipeline *p);
-extern void hwm_spec_for(const HwmPipeline *p, bool with_watermark,
-						 bool with_partition, struct HwmPlanSpec *spec);
+extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
+											const char *detail);
 extern int64 hwm_record_run(const HwmRunFacts *run);
 extern void hwm_prune_runs(const char *pipeline);
 extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,
 									   int64 rows, const HwmLoadMemory *memory);
+
+/*
+ * The scheduler's rows (dispatch.c).  The due pipelines, oldest first in
+ * turns between owners (the owner served longest ago first within a turn),
+ * at most limit, locked, left in SPI_tuptable as (pipeline, owner,
+ * next_run_at, schedule, anchor, timeout); when the next one is due
+ * (DT_NOEND: none); a claimed run's 'running' row and its next slot (NULL:
+ * none); its end (false: no longer 'running'), with the pipeline and the
+ * time; a pipeline's schedule and failure count, and its next run time;
+ * the 'running' rows no live run holds, made 'interrupted' (left in
+ * SPI_tuptable as (pipeline, run_id)); a claim that failed; the pipeline of
+ * a 'running' row (NULL: not running); a row removed.
+ */
+extern void hwm_state_select_due(int limit, TimestampTz now);
+extern TimestampTz hwm_state_next_due(void);
+extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
+extern bool hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
+							const char *error, char **pipeline, TimestampTz *finished);
+extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);
+extern void hwm_state_set_next_run(const char *pipeline, const TimestampTz *next);
+extern uint64 hwm_runs_sweep_interrupted(Datum live_run_ids);
+extern void hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
+								  const char *error);
+extern char *hwm_runs_running_pipeline(int64 run_id);
+extern void hwm_runs_delete(int64 run_id);
 
 #endif							/* HWM_CATALOG_H */

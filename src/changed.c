@@ -28,9 +28,6 @@
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 
-#include "postgres.h"
-
-
 /* what datum_image_eq needs to know of each pair, cached per call site */
 typedef struct ChangedPair
 {

@@ -46,8 +46,8 @@ dist_partition_relid(void)
 	return get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
 }
 
-bool
-hwm_citus_present(void)
+static bool
+citus_present(void)
 {
 	return OidIsValid(dist_partition_relid());
 }
@@ -144,7 +144,7 @@ hwm_citus_successor(const char *nspname, const char *relname)
 	HeapTuple	tup;
 	bool		created_now;
 
-	if (!OidIsValid(nsp) || !hwm_citus_present() ||
+	if (!OidIsValid(nsp) || !citus_present() ||
 		strlen(relname) >= NAMEDATALEN - strlen(suffix))
 		return InvalidOid;
 	name = psprintf("%s%s", relname, suffix);

@@ -39,8 +39,6 @@ typedef struct HwmCitusRemote
 	int64		prepared;		/* prepared transactions on the other nodes */
 } HwmCitusRemote;
 
-/* true when the citus extension is installed in this database */
-extern bool hwm_citus_present(void);
 /* what Citus makes of relid (a partition: that of its partitioned table) */
 extern void hwm_citus_table(Oid relid, HwmCitusTable *t);
 /* shorthand: is relid a Citus table of any kind */

@@ -3,7 +3,7 @@
  *		The scheduler's processes inside one database: the dispatcher,
  *		which claims that database's due runs, and the worker, which runs one.
  *
- * The launcher (scheduler.c) is connected to no database; for each database
+ * The launcher (launcher.c) is connected to no database; for each database
  * it serves it starts, one at a time and only when there is something to do,
  * a short-lived dispatcher connected to that database as the bootstrap
  * superuser, telling it how many runs it may claim (its fair share of the
@@ -53,7 +53,6 @@
 #include "catalog.h"
 #include "dispatch.h"
 #include "grid.h"
-#include "privilege.h"
 #include "schedule.h"
 #include "slots.h"
 #include "util.h"
@@ -153,82 +152,38 @@ notify_outcome(const char *pipeline, const char *status, int64 run_id,
 static void
 back_off(const char *pipeline, TimestampTz finished)
 {
-	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
-	bool		isnull;
-	Interval   *every;
+	Interval	every;
 	int			failures;
 	TimestampTz next;
 
-	values[0] = CStringGetTextDatum(pipeline);
-	hwm_catalog_exec("SELECT schedule, consecutive_failures FROM hwm.state"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND schedule IS NOT NULL",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!hwm_state_schedule_of(pipeline, &every, &failures))
 		return;
-	every = DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	failures = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	if (hwm_grid_retry_at(finished, every, failures, &next))
-		values[1] = TimestampTzGetDatum(next);
-	else
+	if (hwm_grid_retry_at(finished, &every, failures, &next))
 	{
-		nulls[1] = 'n';
-		ereport(LOG,
-				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: no retry time after its failure can be represented",
-						pipeline)));
+		hwm_state_set_next_run(pipeline, &next);
+		return;
 	}
-	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+	ereport(LOG,
+			(errmsg("hwm: pipeline \"%s\" is no longer scheduled: no retry time after its failure can be represented",
+					pipeline)));
+	hwm_state_set_next_run(pipeline, NULL);
 }
 
 /*
  * Finish a 'running' row of hwm.runs with status 'failed' or 'skipped'; for
  * 'failed' also count the failure in hwm.state and back off the next run;
  * notify listeners at commit.  Nothing happens when the row is no longer
- * 'running'.  The error is stored cut to HWM_ERROR_MAX bytes.  Runs as the
- * catalog owner; the caller is inside a transaction with SPI.
+ * 'running'.  The caller is inside a transaction with SPI.
  */
 static void
 record_outcome(int64 run_id, const char *status, const char *sqlstate,
 			   const char *error)
 {
-	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		isnull;
 	char	   *pipeline;
 	TimestampTz finished;
 
-	values[0] = Int64GetDatum(run_id);
-	values[1] = CStringGetTextDatum(status);
-	if (sqlstate)
-		values[2] = CStringGetTextDatum(sqlstate);
-	else
-		nulls[2] = 'n';
-	if (error)
-		values[3] = CStringGetTextDatum(hwm_clip_error(error));
-	else
-		nulls[3] = 'n';
-
-	hwm_catalog_exec("WITH r AS ("
-					 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
-					 "  error_sqlstate = $3, error = $4"
-					 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
-					 " RETURNING pipeline, run_id, started_at, finished_at),"
-					 " s_upd AS (UPDATE hwm.state AS s SET"
-					 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
-					 "  last_run_finished_at = r.finished_at,"
-					 "  last_status = $2, last_rows = NULL, last_error = $4,"
-					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1"
-					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-					 "  AND $2 OPERATOR(pg_catalog.=) 'failed')"
-					 " SELECT pipeline, finished_at FROM r",
-					 4, argtypes, values, nulls, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!hwm_runs_finish(run_id, status, sqlstate, error, &pipeline, &finished))
 		return;
-	pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	finished = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	if (strcmp(status, "failed") == 0)
 		back_off(pipeline, finished);
 	notify_outcome(pipeline, status, run_id, sqlstate);
@@ -236,31 +191,14 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 
 /*
  * Runs left 'running' by workers that are gone (a crash, an immediate
- * shutdown) become 'interrupted', and listeners are told.  Only the
- * scheduler's own rows (kind 'load' with status 'running') are touched, and
- * not those of runs that hold a slot (in flight, or claimed).
+ * shutdown) become 'interrupted', and listeners are told.
  */
 static void
 sweep_interrupted(void)
 {
-	Oid			argtypes[1] = {INT8ARRAYOID};
-	Datum		values[1];
+	uint64		n = hwm_runs_sweep_interrupted(hwm_slots_live_run_ids(MyDatabaseId));
 
-	values[0] = hwm_slots_live_run_ids(MyDatabaseId);
-	hwm_catalog_exec("WITH r AS ("
-				 " UPDATE hwm.runs SET status = 'interrupted', finished_at = pg_catalog.clock_timestamp(),"
-				 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
-				 " WHERE status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
-				 "  AND run_id OPERATOR(pg_catalog.<>) ALL ($1)"
-				 " RETURNING pipeline, run_id, started_at, error),"
-				 " s_upd AS (UPDATE hwm.state AS s SET last_run_id = r.run_id, last_run_started_at = r.started_at,"
-				 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = 'interrupted',"
-				 "  last_rows = NULL, last_error = r.error"
-				 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-				 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
-				 " SELECT pipeline, run_id FROM r",
-				 1, argtypes, values, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
 
@@ -314,113 +252,6 @@ owner_problem(Oid owner, const char **sqlstate)
 	}
 	ReleaseSysCache(tup);
 	return problem;
-}
-
-/*
- * What makes a pipeline the dispatcher's to run: enabled, scheduled, no run
- * of the scheduler's in progress, and at home in this database (not a copy
- * that came with CREATE DATABASE ... TEMPLATE: see hwm.homes, which a
- * catalog older than 1.2 lacks).
- */
-#define SCHEDULABLE \
-	" s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL" \
-	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
-	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
-	"   AND r.status OPERATOR(pg_catalog.=) 'running'" \
-	"   AND r.kind OPERATOR(pg_catalog.=) 'load')"
-#define AT_HOME \
-	" AND NOT EXISTS (SELECT FROM hwm.homes AS h" \
-	"  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
-	"   AND h.dboid OPERATOR(pg_catalog.<>) $2)"
-
-/* SCHEDULABLE, and at home where the catalog knows homes */
-static const char *
-schedulable(void)
-{
-	return hwm_catalog_version() >= 12 ? SCHEDULABLE AT_HOME : SCHEDULABLE;
-}
-
-/*
- * The due pipelines (next_run_at <= now), at most limit of them, in turns
- * between owners: every owner's most overdue pipeline first, then every
- * owner's second, and so on, and within a turn the owner whose pipelines
- * started a run longest ago first, so that one owner's many pipelines never
- * hold back another's (a dispatch often claims a single run).  Left in SPI_tuptable as (pipeline, owner, next_run_at,
- * schedule, anchor, timeout).  Their rows are locked for the claim; a row
- * locked by a run in progress (by hand) is skipped, not waited for.
- */
-static void
-select_due(int limit, TimestampTz now)
-{
-	Oid			argtypes[3] = {INT4OID, OIDOID, TIMESTAMPTZOID};
-	Datum		values[3];
-
-	values[0] = Int32GetDatum(limit);
-	values[1] = ObjectIdGetDatum(MyDatabaseId);
-	values[2] = TimestampTzGetDatum(now);
-	hwm_catalog_exec(psprintf("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
-							  " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
-							  " FROM (SELECT s.pipeline, s.owner,"
-							  "        pg_catalog.row_number() OVER"
-							  "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
-							  "       FROM hwm.state AS s"
-							  "       WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3) AS d"
-							  " JOIN (SELECT o.owner, pg_catalog.max(o.last_run_started_at) AS served"
-							  "       FROM hwm.state AS o GROUP BY o.owner) AS w"
-							  "  ON w.owner OPERATOR(pg_catalog.=) d.owner"
-							  " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
-							  " ORDER BY d.turn, w.served NULLS FIRST, s.next_run_at, s.pipeline LIMIT $1"
-							  " FOR UPDATE OF s SKIP LOCKED", schedulable()),
-					 3, argtypes, values, NULL, SPI_OK_SELECT);
-}
-
-/* When the next pipeline is due (DT_NOEND: none is scheduled) */
-static TimestampTz
-next_due_at(void)
-{
-	Oid			argtypes[2] = {INT4OID, OIDOID};
-	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
-	Datum		next;
-
-	/* ($1 is select_due's limit, unused here) */
-	hwm_catalog_exec(psprintf("SELECT pg_catalog.min(s.next_run_at) FROM hwm.state AS s"
-							  " WHERE %s", schedulable()),
-					 2, argtypes, values, NULL, SPI_OK_SELECT);
-	return hwm_spi_first(&next) ? DatumGetTimestampTz(next) : DT_NOEND;
-}
-
-/*
- * The catalog writes of a claim: move the pipeline's next_run_at to next
- * (the first slot on the grid after now; none: no longer scheduled) and
- * insert its 'running' row, with its owner; returns the row's run_id.
- */
-static int64
-insert_running_row(const char *pipeline, Oid owner, const TimestampTz *next)
-{
-	char	   *owner_name = GetUserNameFromId(owner, true);
-	Oid			argtypes[4] = {TEXTOID, NAMEOID, TIMESTAMPTZOID, OIDOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		isnull;
-
-	values[0] = CStringGetTextDatum(pipeline);
-	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
-	values[2] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
-	nulls[2] = next ? ' ' : 'n';
-	values[3] = ObjectIdGetDatum(owner);
-	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 3, argtypes, values, nulls, SPI_OK_UPDATE);
-	hwm_catalog_exec(hwm_catalog_is_1_0() ?
-					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
-					 " RETURNING run_id" :
-					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by, owner)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2,"
-					 "  $4::pg_catalog.regrole)"
-					 " RETURNING run_id",
-					 4, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 
@@ -482,7 +313,7 @@ claim_run(const DueRun *due, TimestampTz now)
 		ereport(LOG,
 				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
 						due->pipeline)));
-	run_id = insert_running_row(due->pipeline, due->owner, has_next ? &next : NULL);
+	run_id = hwm_runs_start(due->pipeline, due->owner, has_next ? &next : NULL);
 	problem = owner_problem(due->owner, &sqlstate);
 	if (problem)
 	{
@@ -514,36 +345,13 @@ claim_run(const DueRun *due, TimestampTz now)
 static void
 claim_failed(const DueRun *due, ErrorData *edata)
 {
-	Oid			argtypes[5] = {TEXTOID, NAMEOID, TEXTOID, TEXTOID, OIDOID};
-	Datum		values[5];
-	char	   *owner_name = GetUserNameFromId(due->owner, true);
 	char	   *error = psprintf("the scheduler could not claim the run: %s",
 								 hwm_clip_error(edata->message ? edata->message : "unknown error"));
-	bool		with_owner = !hwm_catalog_is_1_0();
 
 	ereport(LOG,
 			(errcode(edata->sqlerrcode),
 			 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", due->pipeline, error)));
-	values[0] = CStringGetTextDatum(due->pipeline);
-	values[1] = DirectFunctionCall1(namein, CStringGetDatum(owner_name ? owner_name : "?"));
-	values[2] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
-	values[3] = CStringGetTextDatum(error);
-	values[4] = ObjectIdGetDatum(due->owner);
-	hwm_catalog_exec(psprintf("WITH r AS ("
-							  " INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
-							  "  run_by, error_sqlstate, error%s)"
-							  " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
-							  "  'failed', $2, $3, $4%s)"
-							  " RETURNING run_id, started_at, finished_at)"
-							  " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
-							  "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
-							  "  last_status = 'failed', last_rows = NULL, last_error = $4,"
-							  "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-							  "  next_run_at = r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval"
-							  " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
-							  with_owner ? ", owner" : "",
-							  with_owner ? ", $5::pg_catalog.regrole" : ""),
-					 5, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_runs_claim_failed(due->pipeline, due->owner, unpack_sql_state(edata->sqlerrcode), error);
 }
 
 /* One claim, and the recording of one that failed, for hwm_try_subxact */
@@ -607,7 +415,7 @@ claim_due_runs(int quota)
 	int			claimed = 0;
 	DueRun	   *due;
 
-	select_due(quota + 1, now);
+	hwm_state_select_due(quota + 1, now);
 	tt = SPI_tuptable;
 	ndue = SPI_processed;
 	due = palloc0(sizeof(DueRun) * (ndue + 1));
@@ -640,7 +448,7 @@ claim_due_runs(int quota)
 	}
 	if (ndue > (uint64) quota)
 		return now;				/* more are due than this dispatch may claim */
-	return next_due_at();
+	return hwm_state_next_due();
 }
 
 /* Steps 2 and 3 in one transaction; false when hwm is not installed here */
@@ -759,22 +567,9 @@ worker_timeout_ms(void)
 static char *
 read_run_pipeline(MemoryContext cxt)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
-	char	   *pipeline = NULL;
+	char	   *pipeline = hwm_runs_running_pipeline(my_args.run_id);
 
-	values[0] = Int64GetDatum(my_args.run_id);
-	hwm_catalog_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
-					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed > 0)
-	{
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		MemoryContextSwitchTo(old);
-	}
-	return pipeline;
+	return pipeline ? MemoryContextStrdup(cxt, pipeline) : NULL;
 }
 
 /* Tell listeners of a successful run: hwm.run's result has its run_id */
@@ -799,8 +594,6 @@ run_pipeline(const char *pipeline)
 {
 	Oid			runtypes[1] = {TEXTOID};
 	Datum		runvals[1];
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
 	int			timeout_ms = worker_timeout_ms();
 
 	pgstat_report_appname(psprintf("hwm: %s", pipeline));
@@ -815,9 +608,7 @@ run_pipeline(const char *pipeline)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	notify_success(pipeline);
 
-	values[0] = Int64GetDatum(my_args.run_id);
-	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_runs_delete(my_args.run_id);
 }
 
 /*

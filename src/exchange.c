@@ -48,7 +48,7 @@
 #include "catalog.h"
 #include "citus.h"
 #include "exchange.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "privilege.h"
 #include "storage.h"
 #include "util.h"

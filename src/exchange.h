@@ -10,7 +10,7 @@
 #include "postgres.h"
 
 #include "nodes/pg_list.h"
-#include "plan.h"
+#include "pipeline.h"
 
 /* hwm.partition_exchange, hwm.exchange_lock_timeout */
 extern bool hwm_partition_exchange;
@@ -19,7 +19,7 @@ extern int	hwm_exchange_lock_timeout;
 typedef struct HwmExchange HwmExchange;
 
 /*
- * Step 1: build the new contents of every partition of the plan's target
+ * Step 1 of exchange.c's three: build the new contents of every partition of the plan's target
  * that [from, to] covers and that can be exchanged.  NULL when none was
  * built (exchange off, a target that is not partitioned on the column, no
  * partition covered, each one refused): then the whole range is the diff's.
@@ -30,7 +30,7 @@ extern HwmExchange *hwm_exchange_build(const HwmPlan *plan, Datum from, Datum to
 extern List *hwm_exchange_gaps(const HwmExchange *x);
 
 /*
- * Step 2: lock each built partition and trade storage with its new
+ * Steps 2 and 3: lock each built partition and trade storage with its new
  * contents.  Adds the exchanged partitions' rows to *deleted and *inserted
  * and returns how many were exchanged; the ranges of those it gave up on
  * (HwmRange *) go to *leftover, for the diff.

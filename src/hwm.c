@@ -7,7 +7,7 @@
  * hwm works without shared_preload_libraries: every SQL function loads the
  * module on first use.  Preloading it defines the settings, and reserves the
  * hwm.* prefix, when the server starts; only then is hwm.database defined
- * and the background scheduler registered (see scheduler.c).
+ * and the background scheduler registered (see launcher.c).
  */
 #include "postgres.h"
 
@@ -16,7 +16,7 @@
 #include "exchange.h"
 #include "owners.h"
 #include "privilege.h"
-#include "scheduler.h"
+#include "launcher.h"
 #include "wakeup.h"
 #include "watermark.h"
 #include "compat.h"

@@ -27,7 +27,8 @@
 #include "command.h"
 #include "grid.h"
 #include "interval.h"
-#include "plan.h"
+#include "job.h"
+#include "pipeline.h"
 #include "privilege.h"
 #include "util.h"
 #include "watermark.h"
@@ -36,7 +37,6 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/lsyscache.h"
@@ -356,15 +356,11 @@ int64
 hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 *rows, char **after)
 {
 	IntervalRun r = {0};
-	HwmPlanSpec spec;
 	HwmRoleSwitch sw;
 	int64		run_id;
 
 	r.p = p;
-	hwm_spec_for(p, true, false, &spec);
-	hwm_become(p->owner, true, &sw);
-	r.plan = hwm_plan_build(&spec);
-	hwm_check_privileges(p->owner, &spec, r.plan);
+	r.plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&r.grid, r.plan, p->time_interval, p->interval_anchor);
 	find_start(&r);
 	r.from = r.start;
@@ -378,75 +374,8 @@ hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 *rows, char **aft
 	return run_id;
 }
 
-/* A rerun of a range of intervals, as hwm.backfills records it */
-typedef struct Rerun
-{
-	char	   *pipeline;
-	char	   *from_text;		/* canonical */
-	char	   *to_text;
-	int64		id;				/* hwm.backfills.backfill_id */
-	char	   *done_through;	/* end of the last interval rerun, or NULL */
-	int			intervals_done;
-	int64		rows;
-	bool		session_lock;	/* its lock lasts the CALL (non-atomic), else the transaction */
-	int64		locked_id;		/* whose lock this CALL holds, 0: none */
-	bool		resumed;		/* an unfinished rerun taken over */
-	MemoryContext cxt;			/* outlives the CALL's transactions */
-} Rerun;
-
-/*
- * Lock tag space of a running rerun: backfill.c's, since a rerun is a row
- * of hwm.backfills too and their ids come from one sequence.
- */
-#define HWM_RERUN_LOCK_SPACE 0x6862
-
-/* The lock of rerun id */
-static void
-rerun_locktag(LOCKTAG *tag, int64 id)
-{
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
-						 (uint32) id, HWM_RERUN_LOCK_SPACE);
-}
-
-/* Let go of the lock this CALL holds, if any (a transaction lock goes by itself) */
-static void
-rerun_unclaim(Rerun *rr)
-{
-	LOCKTAG		tag;
-
-	if (rr->locked_id != 0 && rr->session_lock)
-	{
-		rerun_locktag(&tag, rr->locked_id);
-		LockRelease(&tag, ExclusiveLock, true);
-	}
-	rr->locked_id = 0;
-}
-
-/*
- * Hold the lock of rerun rr->id for this CALL, once (a lock held on another
- * id, a rerun that finished in between, is let go), so that a second CALL
- * over the same range, which would resume the same row and run each
- * interval's command a second time, is refused instead.
- */
-static void
-rerun_claim(Rerun *rr)
-{
-	LOCKTAG		tag;
-
-	if (rr->locked_id == rr->id)
-		return;
-	rerun_unclaim(rr);
-	rerun_locktag(&tag, rr->id);
-	if (LockAcquire(&tag, ExclusiveLock, rr->session_lock, true) == LOCKACQUIRE_NOT_AVAIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("a rerun of these intervals of pipeline \"%s\" is running in another session",
-						rr->pipeline),
-				 errdetail("Rerun " INT64_FORMAT " of the intervals from %s to %s is being run by another CALL that has not finished.",
-						   rr->id, rr->from_text, rr->to_text),
-				 errhint("Wait for it to finish; hwm.backfills shows its progress.")));
-	rr->locked_id = rr->id;
-}
+/* A rerun of a range of intervals is a job of hwm.backfills (job.c) */
+typedef HwmJob Rerun;
 
 /*
  * As the owner: the pipeline's plan and grid, and the range parsed and
@@ -456,7 +385,6 @@ static void
 rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
 {
 	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, false, false);
-	HwmPlanSpec spec;
 	HwmRoleSwitch sw;
 	HwmPlan    *plan;
 	Grid		g;
@@ -470,9 +398,7 @@ rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("pipeline \"%s\" is not an interval pipeline", p->name),
 				 errhint("hwm.rerun_intervals reruns the command of a pipeline made with hwm.create_interval_pipeline; use hwm.backfill for a copy pipeline.")));
-	hwm_spec_for(p, true, false, &spec);
-	hwm_become(p->owner, true, &sw);
-	plan = hwm_plan_build(&spec);
+	plan = hwm_plan_as_owner(p, true, false, false, &sw);
 	grid_init(&g, plan, p->time_interval, p->interval_anchor);
 	from = as_ts(&plan->wm, hwm_value_in(&plan->wm, from_in, "from_time"));
 	to = as_ts(&plan->wm, hwm_value_in(&plan->wm, to_in, "to_time"));
@@ -494,124 +420,6 @@ rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
 	rr->from_text = MemoryContextStrdup(rr->cxt, hwm_value_out(&plan->wm, from_ts(&plan->wm, from)));
 	rr->to_text = MemoryContextStrdup(rr->cxt, hwm_value_out(&plan->wm, from_ts(&plan->wm, to)));
 	hwm_unbecome(&sw);
-}
-
-/*
- * The unfinished rerun of this range, if any, into rr (as the catalog
- * owner, who may read every row of hwm.backfills); false when none.
- */
-static bool
-rerun_find(Rerun *rr, Oid *argtypes, Datum *values)
-{
-	HeapTuple	tup;
-	char	   *done;
-	bool		isnull;
-
-	hwm_spi_exec("SELECT b.backfill_id, b.done_through, b.partitions_done, b.rows_inserted"
-				 " FROM hwm.backfills AS b"
-				 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
-				 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
-				 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
-				 " AND b.status OPERATOR(pg_catalog.<>) 'succeeded'"
-				 " ORDER BY b.backfill_id DESC LIMIT 1",
-				 3, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return false;
-	tup = SPI_tuptable->vals[0];
-	done = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
-	rr->id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-	rr->done_through = done ? MemoryContextStrdup(rr->cxt, done) : NULL;
-	rr->intervals_done = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
-	rr->rows = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull));
-	rr->resumed = true;
-	return true;
-}
-
-/*
- * Resume the unfinished rerun of this range, or (with create) start a new
- * one; false when there is none to resume and create is false.
- */
-static bool
-rerun_start(Rerun *rr, bool create)
-{
-	Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, NAMEOID};
-	Datum		values[4];
-	HwmRoleSwitch sw;
-	bool		found;
-	bool		isnull;
-
-	values[0] = CStringGetTextDatum(rr->pipeline);
-	values[1] = CStringGetTextDatum(rr->from_text);
-	values[2] = CStringGetTextDatum(rr->to_text);
-	/* the caller, whose rights asked for the rerun (not the catalog owner's) */
-	values[3] = DirectFunctionCall1(namein,
-									CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	found = rerun_find(rr, argtypes, values);
-	if (!found && create)
-	{
-		hwm_spi_exec(hwm_catalog_version() >= 12 ?
-					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-					 " batch_size, status, run_by, owner)"
-					 " SELECT $1, $2, $3, 1, 'running', $4, s.owner FROM hwm.state AS s"
-					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
-					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-					 " batch_size, status, run_by) VALUES ($1, $2, $3, 1, 'running', $4)"
-					 " RETURNING backfill_id",
-					 4, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
-		rr->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											 SPI_tuptable->tupdesc, 1, &isnull));
-		rr->done_through = NULL;
-		rr->intervals_done = 0;
-		rr->rows = 0;
-		rr->resumed = false;
-	}
-	hwm_unbecome(&sw);
-	return found || create;
-}
-
-/* Write the rerun's progress (and, with finished, its end) */
-static void
-rerun_save(const Rerun *rr, bool finished)
-{
-	Oid			argtypes[5] = {INT8OID, TEXTOID, INT4OID, INT8OID, BOOLOID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	HwmRoleSwitch sw;
-
-	values[0] = Int64GetDatum(rr->id);
-	if (rr->done_through)
-		values[1] = CStringGetTextDatum(rr->done_through);
-	else
-		nulls[1] = 'n';
-	values[2] = Int32GetDatum(rr->intervals_done);
-	values[3] = Int64GetDatum(rr->rows);
-	values[4] = BoolGetDatum(finished);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("UPDATE hwm.backfills SET done_through = $2, partitions_done = $3,"
-				 " rows_inserted = $4,"
-				 " status = CASE WHEN $5 THEN 'succeeded' ELSE 'running' END,"
-				 " finished_at = CASE WHEN $5 THEN pg_catalog.clock_timestamp() END"
-				 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
-				 5, argtypes, values, nulls, SPI_OK_UPDATE);
-	hwm_unbecome(&sw);
-}
-
-/* The rerun stopped on an error: its row says so (cut to HWM_ERROR_MAX) */
-static void
-rerun_fail(const Rerun *rr, ErrorData *edata)
-{
-	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = Int64GetDatum(rr->id);
-	values[1] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
-	values[2] = CStringGetTextDatum(hwm_clip_error(edata->message ? edata->message : "unknown error"));
-	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'failed',"
-					 " finished_at = pg_catalog.clock_timestamp(),"
-					 " error_sqlstate = $2, error = $3"
-					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
-					 3, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
 /* One interval, for hwm_try_subxact */
@@ -641,7 +449,6 @@ rerun_step(Rerun *rr)
 	TimestampTz started_at = GetCurrentTimestamp();
 	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, true, false);
 	HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", started_at);
-	HwmPlanSpec spec;
 	HwmRoleSwitch sw;
 	HwmPlan    *plan;
 	Grid		g;
@@ -649,10 +456,7 @@ rerun_step(Rerun *rr)
 	Timestamp	e;
 	int64		rows;
 
-	hwm_spec_for(p, true, false, &spec);
-	hwm_become(p->owner, true, &sw);
-	plan = hwm_plan_build(&spec);
-	hwm_check_privileges(p->owner, &spec, plan);
+	plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&g, plan, p->time_interval, p->interval_anchor);
 	s = as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->done_through ? rr->done_through : rr->from_text, "from_time"));
 	if (s >= as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->to_text, "to_time")))
@@ -669,9 +473,9 @@ rerun_step(Rerun *rr)
 	run.rows_upserted = rows;
 	(void) hwm_record_run(&run);
 	rr->done_through = MemoryContextStrdup(rr->cxt, run.to_partition);
-	rr->intervals_done++;
-	rr->rows += rows;
-	rerun_save(rr, false);
+	rr->steps_done++;
+	rr->rows_inserted += rows;
+	hwm_job_save(rr, false);
 	return true;
 }
 
@@ -700,6 +504,8 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 				 errhint("Call hwm.rerun_intervals in a READ COMMITTED transaction (the default), or on its own.")));
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "hwm rerun", ALLOCSET_SMALL_SIZES);
 	rr = MemoryContextAllocZero(cxt, sizeof(Rerun));
+	rr->what = "rerun";
+	rr->batch_size = 1;
 	rr->cxt = cxt;
 	rr->pipeline = MemoryContextStrdup(cxt, hwm_text_arg(fcinfo, 0, "pipeline"));
 	rr->session_lock = !atomic;
@@ -714,11 +520,11 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		/* refused at once, before queueing for the pipeline's lock */
-		if (rerun_start(rr, false))
-			rerun_claim(rr);
+		if (hwm_job_find_unfinished(rr))
+			hwm_job_claim(rr);
 		(void) hwm_pipeline_fetch(rr->pipeline, true, false);
-		(void) rerun_start(rr, true);
-		rerun_claim(rr);
+		hwm_job_start(rr);
+		hwm_job_claim(rr);
 		if (rr->resumed)
 			ereport(NOTICE,
 					(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
@@ -736,7 +542,7 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 			if (edata != NULL)
 			{
 				/* recorded, and kept (outside a transaction block), then raised */
-				rerun_fail(rr, edata);
+				hwm_job_fail(rr, edata);
 				if (!atomic)
 				{
 					SPI_commit();
@@ -748,20 +554,20 @@ hwm_rerun_intervals(PG_FUNCTION_ARGS)
 				break;
 			CHECK_FOR_INTERRUPTS();
 		}
-		rerun_save(rr, true);
+		hwm_job_save(rr, true);
 	}
 	PG_CATCH();
 	{
-		rerun_unclaim(rr);
+		hwm_job_unclaim(rr);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	rerun_unclaim(rr);
+	hwm_job_unclaim(rr);
 	SPI_finish();
 	ereport(NOTICE,
 			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
 					rr->id, rr->pipeline, rr->from_text, rr->to_text,
-					rr->intervals_done, rr->rows)));
+					rr->steps_done, rr->rows_inserted)));
 	MemoryContextDelete(cxt);
 	PG_RETURN_VOID();
 }

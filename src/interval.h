@@ -10,7 +10,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
-#include "plan.h"
+#include "pipeline.h"
 
 extern void hwm_interval_check(const HwmPlan *plan, const Interval *step,
 							   const char *anchor, const char *start_at);

@@ -27,7 +27,7 @@
 #include "catalog.h"
 #include "command.h"
 #include "interval.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "privilege.h"
 #include "range.h"
 #include "util.h"
@@ -357,7 +357,6 @@ hwm_run(PG_FUNCTION_ARGS)
 	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
 	LoadRun		r = {0};
-	HwmPlanSpec spec;
 	HwmRoleSwitch sw;
 	int64		run_id;
 	bool		sliced;
@@ -386,10 +385,7 @@ hwm_run(PG_FUNCTION_ARGS)
 		SPI_finish();
 		return result;
 	}
-	hwm_spec_for(r.p, true, r.p->lookback > 0, &spec);
-	hwm_become(r.p->owner, true, &sw);
-	r.plan = hwm_plan_build(&spec);
-	hwm_check_privileges(r.p->owner, &spec, r.plan);
+	r.plan = hwm_plan_as_owner(r.p, true, r.p->lookback > 0, true, &sw);
 	if (r.p->watermark)
 		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
 	/*

@@ -17,7 +17,7 @@
 #include "citus.h"
 #include "command.h"
 #include "interval.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "privilege.h"
 #include "schedule.h"
 #include "util.h"
@@ -260,7 +260,6 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 static void
 insert_pipeline(const CreateArgs *a)
 {
-	HwmRoleSwitch sw;
 	Oid			argtypes[18] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
 		REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID,
 	TEXTOID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID};
@@ -297,10 +296,9 @@ insert_pipeline(const CreateArgs *a)
 	values[16] = BoolGetDatum(a->batched);
 	values[17] = BoolGetDatum(a->skip_empty);
 
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	/* a 1.0 catalog: only copy pipelines (1.0 has no function that declares others) */
 	old = hwm_catalog_is_1_0();
-	hwm_spi_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 						  " watermark_column, watermark_type, partition_column, lookback,"
 						  " schedule, watermark, owner, delay, batch_size%s)"
 						  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
@@ -308,7 +306,6 @@ insert_pipeline(const CreateArgs *a)
 						  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
 						  old ? "" : ", $14, $15, $16, $17, $18"),
 				 old ? 13 : 18, argtypes, values, nulls, SPI_OK_INSERT);
-	hwm_unbecome(&sw);
 	hwm_pipeline_set_home(a->name);
 }
 
@@ -427,7 +424,6 @@ Datum
 hwm_drop_pipeline(PG_FUNCTION_ARGS)
 {
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	HwmRoleSwitch sw;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
 
@@ -435,10 +431,8 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 	/* a superuser may drop a pipeline whose owner role is gone */
 	(void) hwm_pipeline_fetch_extended(name, true, false, true);
 	values[0] = CStringGetTextDatum(name);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 1, argtypes, values, NULL, SPI_OK_DELETE);
-	hwm_unbecome(&sw);
+	hwm_catalog_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -457,7 +451,7 @@ follow_citus_conversions(void)
 	char	  **nsp;
 	char	  **rel;
 
-	hwm_spi_exec("SELECT d.objid, d.schema_name, d.object_name"
+	hwm_catalog_exec("SELECT d.objid, d.schema_name, d.object_name"
 				 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
 				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
 				 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
@@ -483,7 +477,7 @@ follow_citus_conversions(void)
 
 		if (!OidIsValid(new))
 			continue;
-		hwm_spi_exec("UPDATE hwm.state AS s SET"
+		hwm_catalog_exec("UPDATE hwm.state AS s SET"
 					 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
 					 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
 					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
@@ -509,7 +503,6 @@ Datum
 hwm_on_sql_drop(PG_FUNCTION_ARGS)
 {
 	Oid			nsp;
-	HwmRoleSwitch sw;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -522,10 +515,9 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 
 	SPI_connect();
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	follow_citus_conversions();
 	/* the notices in name order, whatever order the rows are stored in */
-	hwm_spi_exec("WITH dropped AS ("
+	hwm_catalog_exec("WITH dropped AS ("
 				 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
 				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
 				 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
@@ -540,7 +532,6 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 				(errmsg("hwm: pipeline \"%s\" dropped with its source or target table",
 						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)),
 				 errdetail("Its run history stays in hwm.runs.")));
-	hwm_unbecome(&sw);
 	SPI_finish();
 	PG_RETURN_NULL();
 }
@@ -558,7 +549,6 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
 	TimestampTz started_at = GetCurrentTimestamp();
 	HwmPipeline *p;
-	HwmPlanSpec spec;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
 	char	   *watermark = NULL;
@@ -568,10 +558,7 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, false);
-	hwm_spec_for(p, true, false, &spec);
-
-	hwm_become(p->owner, true, &sw);
-	plan = hwm_plan_build(&spec);
+	plan = hwm_plan_as_owner(p, true, false, false, &sw);
 	if (!PG_ARGISNULL(1))
 		watermark = hwm_value_out(&plan->wm,
 								  hwm_value_in(&plan->wm, hwm_text_arg(fcinfo, 1, "watermark"),
@@ -594,15 +581,13 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 		values[1] = CStringGetTextDatum(watermark);
 	else
 		nulls[1] = 'n';
-	hwm_become(hwm_catalog_owner(), false, &sw);
 	/* what the last load remembered no longer describes the new watermark */
-	hwm_spi_exec(hwm_catalog_is_1_0() ?
+	hwm_catalog_exec(hwm_catalog_is_1_0() ?
 				 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
 				 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
 				 " reread_starts = NULL, reread_epoch = NULL"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				 2, argtypes, values, nulls, SPI_OK_UPDATE);
-	hwm_unbecome(&sw);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

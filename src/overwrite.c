@@ -11,7 +11,7 @@
 #include "catalog.h"
 #include "exchange.h"
 #include "range.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "privilege.h"
 #include "util.h"
 #include "compat.h"
@@ -86,7 +86,6 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
 	HwmPipeline *p;
-	HwmPlanSpec spec;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
 	Datum		from;
@@ -99,22 +98,8 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	hwm_require_arg(fcinfo, 3, "nowait");
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(3));
-	if (p->command)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("pipeline \"%s\" runs a command and has no target to overwrite", p->name),
-				 errhint("To run the command again over a range: hwm.rerun_intervals for an interval pipeline, hwm.set_watermark back then hwm.run for a command pipeline.")));
-	if (p->partition_column == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pipeline \"%s\" has no partition column", p->name),
-				 errhint("Drop the pipeline and create it again with partition_column => '...' to overwrite partitions.")));
-
-	hwm_spec_for(p, false, true, &spec);
-
-	hwm_become(p->owner, true, &sw);
-	plan = hwm_plan_build(&spec);
-	hwm_check_privileges(p->owner, &spec, plan);
+	hwm_pipeline_require_partitions(p, "overwrite", NULL);
+	plan = hwm_plan_as_owner(p, false, true, true, &sw);
 	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
 	hwm_range_overwrite(plan, from, to, true, &ow);
 	hwm_unbecome(&sw);

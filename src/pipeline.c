@@ -18,8 +18,9 @@
  */
 #include "postgres.h"
 
+#include "catalog.h"
 #include "citus.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "util.h"
 
 #include "access/htup_details.h"
@@ -58,8 +59,8 @@ strategy_operator(Oid opfamily, Oid type, int16 strategy)
  * Describe a column type used to compare values (watermark or partition):
  * refuses types without a default btree ordering.
  */
-void
-hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod, Oid collation,
+static void
+value_type_init(HwmValueType *vt, Oid type, int32 typmod, Oid collation,
 					const char *colname, const char *relname)
 {
 	Oid			base = getBaseType(type);
@@ -159,15 +160,6 @@ Datum
 hwm_value_copy(const HwmValueType *vt, Datum value)
 {
 	return datumCopy(value, vt->typbyval, vt->typlen);
-}
-
-/* Is the range empty (lo above hi, or lo = hi with an end excluded)? */
-bool
-hwm_range_is_empty(const HwmValueType *vt, const HwmRange *r)
-{
-	int			c = hwm_value_cmp(vt, r->lo, r->hi);
-
-	return c > 0 || (c == 0 && !(r->lo_incl && r->hi_incl));
 }
 
 /* Three-way comparison with the type's btree support function */
@@ -576,7 +568,7 @@ value_columns(PlanBuild *b)
 		AttrNumber	attno = column_of(spec, b->src, spec->watermark_column, "watermark", b->srcname);
 		Form_pg_attribute att = TupleDescAttr(sdesc, attno - 1);
 
-		hwm_value_type_init(&plan->wm, att->atttypid, att->atttypmod,
+		value_type_init(&plan->wm, att->atttypid, att->atttypmod,
 							att->attcollation, spec->watermark_column, b->srcname);
 		plan->has_wm = true;
 		plan->source_columns = lappend_int(plan->source_columns, attno);
@@ -596,7 +588,7 @@ value_columns(PlanBuild *b)
 							spec->partition_column, format_type_be(satt->atttypid), b->srcname,
 							format_type_be(tatt->atttypid), b->tgtname),
 					 errhint("The partition column must have the same type in both tables, so that one range selects the same partitions in each.")));
-		hwm_value_type_init(&plan->part, satt->atttypid, satt->atttypmod,
+		value_type_init(&plan->part, satt->atttypid, satt->atttypmod,
 							satt->attcollation, spec->partition_column, b->srcname);
 		plan->has_part = true;
 		plan->source_columns = lappend_int(plan->source_columns, sattno);
@@ -856,7 +848,7 @@ source_plan(const HwmPlanSpec *spec)
 	plan->source = spec->source;
 	attno = column_of(spec, b.src, spec->watermark_column, "watermark", b.srcname);
 	att = TupleDescAttr(RelationGetDescr(b.src), attno - 1);
-	hwm_value_type_init(&plan->wm, att->atttypid, att->atttypmod,
+	value_type_init(&plan->wm, att->atttypid, att->atttypmod,
 						att->attcollation, spec->watermark_column, b.srcname);
 	plan->has_wm = true;
 	plan->source_columns = list_make1_int(attno);
@@ -948,4 +940,23 @@ hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list)
 	}
 	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2", table, plan->copy_sql,
 					p, plan->part.ge, p, plan->part.lt);
+}
+
+/*
+ * What to build a stored pipeline's plan from: its tables and key, and the
+ * watermark and partition columns when the caller needs those statements.
+ */
+void
+hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
+			 HwmPlanSpec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	spec->source = p->source;
+	spec->target = p->target;
+	spec->source_only = p->command != NULL;
+	spec->unique_key = p->unique_key;
+	spec->watermark_column = with_watermark ? p->watermark_column : NULL;
+	spec->partition_column = with_partition ? p->partition_column : NULL;
+	spec->pipeline = p->name;
+	spec->stored = true;
 }

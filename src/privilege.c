@@ -12,7 +12,8 @@
  */
 #include "postgres.h"
 
-#include "plan.h"
+#include "catalog.h"
+#include "pipeline.h"
 #include "privilege.h"
 #include "util.h"
 #include "compat.h"
@@ -28,34 +29,6 @@
 
 /* hwm.allow_superuser_pipelines */
 bool		hwm_allow_superuser_pipelines = false;
-
-/*
- * Switch to role (restricted: also forbid what a security-restricted
- * operation forbids) and pin search_path, until hwm_unbecome().  An error in
- * between is safe: transaction abort restores the user and the settings.
- */
-void
-hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw)
-{
-	int			sec;
-
-	GetUserIdAndSecContext(&sw->save_userid, &sw->save_sec_context);
-	sec = sw->save_sec_context | SECURITY_LOCAL_USERID_CHANGE;
-	if (restricted)
-		sec |= SECURITY_RESTRICTED_OPERATION;
-	SetUserIdAndSecContext(role, sec);
-	sw->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-}
-
-void
-hwm_unbecome(HwmRoleSwitch *sw)
-{
-	AtEOXact_GUC(false, sw->save_nestlevel);
-	SetUserIdAndSecContext(sw->save_userid, sw->save_sec_context);
-}
 
 /*
  * Refuse, with SQLSTATE 42501, unless role has priv on the relation, or on
@@ -230,4 +203,25 @@ hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
 								   IntervalPGetDatum(unconstify(Interval *, delay)));
 		error_context_stack = cb.previous;
 	}
+}
+
+/*
+ * A stored pipeline's plan, built as its owner, who stays current (with
+ * search_path pinned, in a security-restricted operation) until the
+ * caller's hwm_unbecome; with check_privileges, the owner's rights on the
+ * tables are checked too, as every run does.
+ */
+HwmPlan *
+hwm_plan_as_owner(const HwmPipeline *p, bool with_watermark, bool with_partition,
+				  bool check_privileges, HwmRoleSwitch *sw)
+{
+	HwmPlanSpec spec;
+	HwmPlan    *plan;
+
+	hwm_spec_for(p, with_watermark, with_partition, &spec);
+	hwm_become(p->owner, true, sw);
+	plan = hwm_plan_build(&spec);
+	if (check_privileges)
+		hwm_check_privileges(p->owner, &spec, plan);
+	return plan;
 }

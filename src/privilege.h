@@ -9,26 +9,23 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
-#include "plan.h"
-
-/* Saved state of hwm_become(), restored by hwm_unbecome(). */
-typedef struct HwmRoleSwitch
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} HwmRoleSwitch;
+#include "pipeline.h"
+#include "util.h"
 
 /* hwm.allow_superuser_pipelines */
 extern bool hwm_allow_superuser_pipelines;
 
-extern void hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw);
-extern void hwm_unbecome(HwmRoleSwitch *sw);
 extern void hwm_check_privileges(Oid role, const HwmPlanSpec *spec,
 								 const HwmPlan *plan);
 extern void hwm_check_owner_allowed(Oid owner, const char *pipeline,
 									bool creating);
 extern void hwm_check_pipeline_tables(const HwmPlanSpec *spec,
 									  const Interval *delay);
+
+/* a stored pipeline's plan, built as its owner (see privilege.c) */
+struct HwmPipeline;
+extern HwmPlan *hwm_plan_as_owner(const struct HwmPipeline *p, bool with_watermark,
+								  bool with_partition, bool check_privileges,
+								  HwmRoleSwitch *sw);
 
 #endif							/* HWM_PRIVILEGE_H */

@@ -27,11 +27,20 @@
 #include "postgres.h"
 
 #include "exchange.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "range.h"
 #include "util.h"
 
 #include "executor/spi.h"
+
+/* Is the range empty (lo above hi, or lo = hi with an end excluded)? */
+static bool
+range_is_empty(const HwmValueType *vt, const HwmRange *r)
+{
+	int			c = hwm_value_cmp(vt, r->lo, r->hi);
+
+	return c > 0 || (c == 0 && !(r->lo_incl && r->hi_incl));
+}
 
 /*
  * The diff of one piece of the range; false when the piece is empty and
@@ -43,7 +52,7 @@ diff_piece(const HwmPlan *plan, const HwmRange *r, HwmOverwrite *result)
 	Oid			argtypes[2] = {plan->part.type, plan->part.type};
 	Datum		values[2] = {r->lo, r->hi};
 
-	if (hwm_range_is_empty(&plan->part, r))
+	if (range_is_empty(&plan->part, r))
 		return false;
 	hwm_spi_exec(plan->delete_range_sql[r->lo_incl][r->hi_incl], 2, argtypes, values,
 				 NULL, SPI_OK_DELETE);

@@ -12,7 +12,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "plan.h"
+#include "pipeline.h"
 
 /* What an overwrite did */
 typedef struct HwmOverwrite

@@ -6,15 +6,15 @@
  *
  * A schedule is an interval and an anchor: runs are due at anchor + k *
  * every (k = 0, 1, 2, ...).  hwm.state.next_run_at holds the next slot; the
- * launcher (scheduler.c) moves it to the first slot after the current time
- * when it starts a run, so a run that is late, or a server that was down for
+ * dispatcher (dispatch.c) moves it to the first slot after the current time
+ * when it claims a run, so a run that is late, or a server that was down for
  * many slots, makes one catch-up run and then falls back onto the grid: runs
  * never drift and never pile up.
  *
  * The SQL functions only write the catalog (as its owner, after checking
- * that the caller may manage the pipeline) and, when what the launcher
- * schedules changed, ring its doorbell for when the transaction commits
- * (wakeup.c).  Nothing here calls into the launcher: it reads the catalog,
+ * that the caller may manage the pipeline) and, when what the scheduler
+ * runs changed, ring the launcher's doorbell for when the transaction commits
+ * (wakeup.c).  Nothing here calls into the scheduler: it reads the catalog,
  * and the dispatcher computes the next slot with grid.c.  A schedule is
  * refused when its first run, or the one after, cannot be represented.
  */
@@ -53,7 +53,7 @@ shorter_than(const Interval *iv, int64 usecs)
 }
 
 /*
- * Refuse a schedule that the launcher cannot step through: it must be at
+ * Refuse a schedule that the dispatcher cannot step through: it must be at
  * least one second and have no negative part (so that adding it always moves
  * forward, whatever the month lengths).
  */
@@ -73,18 +73,6 @@ hwm_check_schedule(const Interval *every, const char *what)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be at least 1 second", what),
 				 errhint("Pass for example '5 minutes'; the scheduler does not run pipelines more often than once a second.")));
-}
-
-/* Run an UPDATE of one pipeline's hwm.state row as the catalog owner */
-static void
-update_state(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			 const char *nulls)
-{
-	HwmRoleSwitch sw;
-
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec(sql, nargs, argtypes, values, nulls, SPI_OK_UPDATE);
-	hwm_unbecome(&sw);
 }
 
 /*
@@ -140,9 +128,9 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 	values[1] = IntervalPGetDatum(every);
 	values[2] = TimestampTzGetDatum(start_at);
 	values[3] = TimestampTzGetDatum(next);
-	update_state("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
+	hwm_catalog_exec("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 4, argtypes, values, NULL);
+				  4, argtypes, values, NULL, SPI_OK_UPDATE);
 	warn_if_not_served(pipeline);
 	hwm_wakeup_at_commit();
 	return next;
@@ -196,9 +184,9 @@ hwm_unschedule(PG_FUNCTION_ARGS)
 	SPI_connect();
 	(void) hwm_pipeline_fetch(name, false, false);
 	values[0] = CStringGetTextDatum(name);
-	update_state("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
+	hwm_catalog_exec("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 1, argtypes, values, NULL);
+				  1, argtypes, values, NULL, SPI_OK_UPDATE);
 	SPI_finish();
 	hwm_wakeup_at_commit();
 	PG_RETURN_VOID();
@@ -216,8 +204,8 @@ set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	(void) hwm_pipeline_fetch(name, false, false);
 	values[0] = CStringGetTextDatum(name);
 	values[1] = BoolGetDatum(enabled);
-	update_state("UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 2, argtypes, values, NULL);
+	hwm_catalog_exec("UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				  2, argtypes, values, NULL, SPI_OK_UPDATE);
 	/* resumed here by its owner: a pipeline copied from elsewhere is at home */
 	if (enabled)
 		hwm_pipeline_set_home(name);
@@ -271,8 +259,8 @@ hwm_set_timeout(PG_FUNCTION_ARGS)
 	SPI_connect();
 	(void) hwm_pipeline_fetch(name, false, false);
 	values[0] = CStringGetTextDatum(name);
-	update_state("UPDATE hwm.state SET timeout = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 2, argtypes, values, nulls);
+	hwm_catalog_exec("UPDATE hwm.state SET timeout = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+				  2, argtypes, values, nulls, SPI_OK_UPDATE);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

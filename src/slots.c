@@ -6,7 +6,7 @@
  *
  * The slots live in shared memory so that the runs in flight are known to
  * every process of the scheduler, and to a restarted launcher.  The launcher
- * (scheduler.c) counts them per database for the fair share and starts a
+ * (launcher.c) counts them per database for the fair share and starts a
  * worker per claimed slot; a dispatcher (dispatch.c) claims slots for the
  * runs it inserts and records the runs of orphaned ones; a worker takes its
  * slot and frees it when its outcome is recorded.  Nothing here calls another

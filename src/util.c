@@ -187,6 +187,34 @@ hwm_try_subxact(void (*fn) (void *), void *arg, MemoryContext errcxt)
 }
 
 /*
+ * Switch to role (restricted: also forbid what a security-restricted
+ * operation forbids) and pin search_path, until hwm_unbecome().  An error in
+ * between is safe: transaction abort restores the user and the settings.
+ */
+void
+hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw)
+{
+	int			sec;
+
+	GetUserIdAndSecContext(&sw->save_userid, &sw->save_sec_context);
+	sec = sw->save_sec_context | SECURITY_LOCAL_USERID_CHANGE;
+	if (restricted)
+		sec |= SECURITY_RESTRICTED_OPERATION;
+	SetUserIdAndSecContext(role, sec);
+	sw->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+hwm_unbecome(HwmRoleSwitch *sw)
+{
+	AtEOXact_GUC(false, sw->save_nestlevel);
+	SetUserIdAndSecContext(sw->save_userid, sw->save_sec_context);
+}
+
+/*
  * Take an ACCESS EXCLUSIVE lock waiting at most ms milliseconds (lock_timeout
  * set for the wait alone), with an error that says which table and what to
  * do when it is not granted in time.

@@ -53,6 +53,20 @@ extern void hwm_lock_within(Oid relid, int64 ms, const char *what,
 extern ErrorData *hwm_try_subxact(void (*fn) (void *), void *arg,
 								  MemoryContext errcxt);
 
+/*
+ * Run as a role (a pipeline's owner, or the catalog's), with search_path
+ * pinned to pg_catalog, pg_temp, until hwm_unbecome().
+ */
+typedef struct HwmRoleSwitch
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} HwmRoleSwitch;
+
+extern void hwm_become(Oid role, bool restricted, HwmRoleSwitch *sw);
+extern void hwm_unbecome(HwmRoleSwitch *sw);
+
 /* one transaction of a background worker, with SPI and a snapshot */
 extern void hwm_bgw_begin(void);
 extern void hwm_bgw_commit(void);

@@ -26,7 +26,7 @@
  * roll back), as PostgreSQL terminates autovacuum workers there.  Each of
  * hwm's processes registers here, before connecting, the database it enters.
  *
- * Neither the launcher (scheduler.c) nor dispatch.c nor schedule.c calls the
+ * Neither the launcher (launcher.c) nor dispatch.c nor schedule.c calls the
  * others: they all call down into this module, which calls no other module
  * of hwm.  Without shared_preload_libraries (or under pg_upgrade) there is no
  * launcher: nothing here is set up, and ringing does nothing.

@@ -1,7 +1,7 @@
 /*
  * wakeup.h
  *		What the scheduler's SQL side (schedule.c), its launcher
- *		(scheduler.c) and its per-database processes (dispatch.c) share, so
+ *		(launcher.c) and its per-database processes (dispatch.c) share, so
  *		that none calls another: which databases the scheduler serves
  *		(hwm.database), the launcher's doorbell, and which of hwm's processes
  *		are connected to which database, so that DROP DATABASE can make them

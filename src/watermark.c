@@ -61,7 +61,7 @@
 #include "postgres.h"
 
 #include "citus.h"
-#include "plan.h"
+#include "pipeline.h"
 #include "watermark.h"
 #include "compat.h"
 

@@ -10,30 +10,8 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
-#include "plan.h"
-
-/* A transaction in flight that may still commit rows a run did not see */
-typedef struct HwmXact
-{
-	char	   *vxid;			/* "backend/local xid" */
-	TimestampTz start;			/* 0: unknown */
-} HwmXact;
-
-/*
- * What a load remembers for the next one, so that the next one reads only
- * what can have changed (see the file header of watermark.c).
- */
-typedef struct HwmLoadMemory
-{
-	char	   *reread_from;	/* NULL: no memory; read from the watermark */
-	List	   *xacts;			/* HwmXact *: not yet seen to end */
-	TimestampTz epoch;			/* server start when recorded */
-	/* what held the watermark back at the run, for hwm.status */
-	int			held_by_pid;	/* 0: nothing known */
-	char	   *held_by_application;
-	TimestampTz held_since;
-	int64		null_watermarks;	/* -1: not counted */
-} HwmLoadMemory;
+#include "catalog.h"
+#include "pipeline.h"
 
 /* What hwm_safe_bound() found */
 typedef struct HwmSafeBound

@@ -1,5 +1,5 @@
 /*
- * scheduler.c
+ * launcher.c
  *		The background scheduler's launcher: one process for the whole
  *		server, connected to no database, that decides which database is
  *		served next and starts the workers of claimed runs.
@@ -48,7 +48,7 @@
  */
 #include "postgres.h"
 
-#include "scheduler.h"
+#include "launcher.h"
 #include "slots.h"
 #include "wakeup.h"
 

@@ -1,12 +1,12 @@
 /*
- * plan.h
+ * pipeline.h
  *		What one run executes: a pipeline (or overwrite_partition's
  *		arguments) turned into quoted SQL statements, and the conversions of
  *		watermark and partition values between text and the columns' types
  *		(pipeline.c).
  */
-#ifndef HWM_PLAN_H
-#define HWM_PLAN_H
+#ifndef HWM_PIPELINE_H
+#define HWM_PIPELINE_H
 
 #include "postgres.h"
 
@@ -123,15 +123,15 @@ typedef struct HwmRange
 
 
 extern HwmPlan *hwm_plan_build(const HwmPlanSpec *spec);
+/* what to build a stored pipeline's plan from (struct HwmPipeline, catalog.h) */
+struct HwmPipeline;
+extern void hwm_spec_for(const struct HwmPipeline *p, bool with_watermark,
+						 bool with_partition, HwmPlanSpec *spec);
 extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
-extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
-								Oid collation, const char *colname,
-								const char *relname);
 extern Datum hwm_value_in(const HwmValueType *vt, const char *text,
 						  const char *what);
 extern char *hwm_value_out(const HwmValueType *vt, Datum value);
 extern int	hwm_value_cmp(const HwmValueType *vt, Datum a, Datum b);
 extern Datum hwm_value_copy(const HwmValueType *vt, Datum value);
-extern bool hwm_range_is_empty(const HwmValueType *vt, const HwmRange *r);
 
-#endif							/* HWM_PLAN_H */
+#endif							/* HWM_PIPELINE_H */

@@ -1,13 +1,13 @@
 /*
- * scheduler.h
- *		The background scheduler's launcher (scheduler.c): registered at
+ * launcher.h
+ *		The background scheduler's launcher (launcher.c): registered at
  *		server start, it serves every database that hwm.database lets it
  *		serve, starting a dispatcher and the runs' workers (dispatch.c) by
  *		name.  Only hwm.c calls in, to register it; the SQL side reaches it
  *		through wakeup.h and the catalog tables.
  */
-#ifndef HWM_SCHEDULER_H
-#define HWM_SCHEDULER_H
+#ifndef HWM_LAUNCHER_H
+#define HWM_LAUNCHER_H
 
 #include "postgres.h"
 
@@ -18,4 +18,4 @@ extern int	hwm_max_workers;
 /* from _PG_init: while preloading, register the launcher */
 extern void hwm_scheduler_init(void);
 
-#endif							/* HWM_SCHEDULER_H */
+#endif							/* HWM_LAUNCHER_H */
