@@ -61,9 +61,9 @@ SQL
 printf '%s\n' "SELECT * FROM hwm.run('p');" | hwm_as_postgres tee "$HWM_CLUSTER_DIR/hwm.sql" >/dev/null
 hwm_as_postgres tee "$HWM_CLUSTER_DIR/bare.sql" >/dev/null <<'SQL'
 BEGIN;
-SELECT w FROM bench_wm WHERE name = 'p' FOR UPDATE \gset
-INSERT INTO tgt_bare AS t SELECT s.id, s.updated_at, s.v, s.n FROM src AS s WHERE s.updated_at > :'w' ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, v = EXCLUDED.v, n = EXCLUDED.n WHERE (t.updated_at, t.v, t.n) IS DISTINCT FROM (EXCLUDED.updated_at, EXCLUDED.v, EXCLUDED.n);
-UPDATE bench_wm SET w = COALESCE((SELECT max(s.updated_at) FROM src AS s WHERE s.updated_at > :'w'), w) WHERE name = 'p';
+SELECT w::text AS w FROM bench_wm WHERE name = 'p' FOR UPDATE \gset
+INSERT INTO tgt_bare AS t SELECT s.id, s.updated_at, s.v, s.n FROM src AS s WHERE s.updated_at > ':w'::timestamptz ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, v = EXCLUDED.v, n = EXCLUDED.n WHERE (t.updated_at, t.v, t.n) IS DISTINCT FROM (EXCLUDED.updated_at, EXCLUDED.v, EXCLUDED.n);
+UPDATE bench_wm SET w = COALESCE((SELECT max(s.updated_at) FROM src AS s WHERE s.updated_at > ':w'::timestamptz), w) WHERE name = 'p';
 COMMIT;
 SQL
 
