@@ -5,14 +5,17 @@
 # one client for DURATION seconds, ROUNDS times, alternating:
 #
 #   hwm    SELECT * FROM hwm.run('p')
-#   bare   BEGIN; read the watermark (FOR UPDATE); upsert the slice above it
-#          (INSERT ... SELECT ... ON CONFLICT DO UPDATE, empty); move the
-#          watermark; COMMIT
+#   bare   the same work in one statement (one round trip, as hwm.run): read
+#          the watermark (FOR UPDATE), upsert the slice above it (INSERT ...
+#          SELECT ... ON CONFLICT DO UPDATE, empty), move the watermark
+#   script the same as a script of five statements (BEGIN; SELECT ... FOR
+#          UPDATE; INSERT ...; UPDATE ...; COMMIT), as a loader script sends it
 #
 # over a 10,000-row source with an index on the watermark column.  Both use
 # pgbench's simple protocol (each statement parsed on every call, as a
 # script or an orchestrator sends it).  Prints the median latency of each and
-# the ratio hwm / bare, and appends them to bench/work/noop.tsv.
+# the ratios hwm / bare and hwm / script, and appends them to
+# bench/work/noop.tsv.
 #
 #   DURATION=10 ROUNDS=3 bash bench/noop.sh
 #   HWM_BENCH_PGBIN=/path/to/bin bash bench/noop.sh    # another PostgreSQL
@@ -60,6 +63,11 @@ SQL
 
 printf '%s\n' "SELECT * FROM hwm.run('p');" | hwm_as_postgres tee "$HWM_CLUSTER_DIR/hwm.sql" >/dev/null
 hwm_as_postgres tee "$HWM_CLUSTER_DIR/bare.sql" >/dev/null <<'SQL'
+WITH w AS (SELECT w FROM bench_wm WHERE name = 'p' FOR UPDATE),
+up AS (INSERT INTO tgt_bare AS t SELECT s.id, s.updated_at, s.v, s.n FROM src AS s, w WHERE s.updated_at > w.w ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, v = EXCLUDED.v, n = EXCLUDED.n WHERE (t.updated_at, t.v, t.n) IS DISTINCT FROM (EXCLUDED.updated_at, EXCLUDED.v, EXCLUDED.n) RETURNING t.updated_at)
+UPDATE bench_wm SET w = COALESCE((SELECT max(updated_at) FROM up), bench_wm.w) WHERE name = 'p';
+SQL
+hwm_as_postgres tee "$HWM_CLUSTER_DIR/script.sql" >/dev/null <<'SQL'
 BEGIN;
 SELECT w::text AS w FROM bench_wm WHERE name = 'p' FOR UPDATE \gset
 INSERT INTO tgt_bare AS t SELECT s.id, s.updated_at, s.v, s.n FROM src AS s WHERE s.updated_at > ':w'::timestamptz ON CONFLICT (id) DO UPDATE SET updated_at = EXCLUDED.updated_at, v = EXCLUDED.v, n = EXCLUDED.n WHERE (t.updated_at, t.v, t.n) IS DISTINCT FROM (EXCLUDED.updated_at, EXCLUDED.v, EXCLUDED.n);
@@ -74,16 +82,20 @@ measure() {
         sed -nE 's/^latency average = ([0-9.]+) ms$/\1/p'
 }
 
-declare -a H B
+declare -a H B S
 for ((i = 0; i < ROUNDS; i++)); do
     H+=("$(measure hwm)")
     B+=("$(measure bare)")
-    hwm_log "round $((i + 1)): hwm.run ${H[-1]} ms, bare ${B[-1]} ms"
+    S+=("$(measure script)")
+    hwm_log "round $((i + 1)): hwm.run ${H[-1]} ms, bare statement ${B[-1]} ms, script ${S[-1]} ms"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 h=$(median "${H[@]}")
 b=$(median "${B[@]}")
+sc=$(median "${S[@]}")
 ratio=$(awk -v h="$h" -v b="$b" 'BEGIN {printf "%.2f", h / b}')
+ratio_s=$(awk -v h="$h" -v b="$sc" 'BEGIN {printf "%.2f", h / b}')
 version=$("$PGBIN/postgres" --version | awk '{print $3}')
-hwm_log "no-op run, median of $ROUNDS x ${DURATION}s: hwm.run $h ms, bare statements $b ms, ratio $ratio (PostgreSQL $version)"
-printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$version" "$h" "$b" "$ratio" "$(git -C "$BENCH/.." rev-parse --short HEAD)" >>"$WORK/noop.tsv"
+hwm_log "no-op run, median of $ROUNDS x ${DURATION}s: hwm.run $h ms, bare statement $b ms (ratio $ratio), script $sc ms (ratio $ratio_s) (PostgreSQL $version)"
+printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$version" "$h" "$b" "$ratio" "$sc" "$ratio_s" \
+    "$(git -C "$BENCH/.." rev-parse --short HEAD)" >>"$WORK/noop.tsv"
