@@ -13,12 +13,14 @@
 
 #include "catalog.h"
 #include "util.h"
+#include "wakeup.h"
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -301,6 +303,58 @@ hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 }
 
 /*
+ * The owner of every pipeline this backend has read (by name), so that a
+ * run of one it ran before reads its row once, under its lock.
+ */
+typedef struct KnownOwner
+{
+	char		name[NAMEDATALEN];
+	Oid			owner;
+} KnownOwner;
+
+static HTAB *known_owners = NULL;
+
+static void
+remember_owner(const char *name, Oid owner)
+{
+	KnownOwner *k;
+
+	if (strlen(name) >= NAMEDATALEN)
+		return;
+	if (known_owners == NULL)
+	{
+		HASHCTL		ctl = {0};
+
+		ctl.keysize = NAMEDATALEN;
+		ctl.entrysize = sizeof(KnownOwner);
+		known_owners = hash_create("hwm pipeline owners", 64, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+	if (hash_get_num_entries(known_owners) >= 10000)
+	{
+		hash_destroy(known_owners);
+		known_owners = NULL;
+		remember_owner(name, owner);
+		return;
+	}
+	k = hash_search(known_owners, name, HASH_ENTER, NULL);
+	k->owner = owner;
+}
+
+static bool
+known_owner(const char *name, Oid *owner)
+{
+	KnownOwner *k;
+
+	if (known_owners == NULL || strlen(name) >= NAMEDATALEN)
+		return false;
+	k = hash_search(known_owners, name, HASH_FIND, NULL);
+	if (k == NULL)
+		return false;
+	*owner = k->owner;
+	return true;
+}
+
+/*
  * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
  * was dropped, provided the caller is a superuser: such a pipeline runs for
  * nobody, and only a superuser may remove it (see check_may_manage).
@@ -309,14 +363,37 @@ HwmPipeline *
 hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 							bool orphan_ok)
 {
-	HwmPipeline *p = pipeline_read(name);
+	HwmPipeline *p;
+	Oid			owner;
 
+	/*
+	 * A pipeline this backend has run before, whose owner the caller may act
+	 * for: locked first and read once, the only read that the lock makes
+	 * current.  Otherwise read (and refused) before its lock is taken, so
+	 * that nobody who may not run a pipeline ever holds its lock, and read
+	 * again under the lock.
+	 */
+	if (lock && known_owner(name, &owner) && has_privs_of_role(GetUserId(), owner))
+	{
+		pipeline_lock(name, nowait);
+		p = pipeline_read(name);
+		if (p == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("pipeline \"%s\" does not exist", name),
+					 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
+		check_may_manage(p, orphan_ok);
+		remember_owner(name, p->owner);
+		return p;
+	}
+	p = pipeline_read(name);
 	if (p == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("pipeline \"%s\" does not exist", name),
 				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
 	check_may_manage(p, orphan_ok);
+	remember_owner(name, p->owner);
 	if (!lock)
 		return p;
 
@@ -361,6 +438,18 @@ check_may_manage(HwmPipeline *p, bool orphan_ok)
 				 errhint("Only the pipeline's owner, a member of its owner role, or a superuser can run or change it.")));
 }
 
+
+/*
+ * Does the scheduler keep this database's history pruned?  Its dispatcher
+ * prunes every pipeline's history at every upkeep (every 10 seconds while
+ * runs are due, every five minutes otherwise): then a run by hand leaves it
+ * that work, which costs as much as a small run.
+ */
+static bool
+scheduler_prunes_here(void)
+{
+	return hwm_scheduler_preloaded && hwm_database_listed(get_database_name(MyDatabaseId));
+}
 
 /*
  * Append a successful run to hwm.runs, with every fact in its first write,
@@ -422,7 +511,7 @@ hwm_record_run(const HwmRunFacts *run)
 					 17, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
-	if (run->pipeline && run_id % PRUNE_EVERY == 0)
+	if (run->pipeline && run_id % PRUNE_EVERY == 0 && !scheduler_prunes_here())
 		hwm_prune_runs(run->pipeline);
 	return run_id;
 }
@@ -432,9 +521,10 @@ hwm_record_run(const HwmRunFacts *run)
  * one pipeline (pipeline NULL: of all, and of runs without a pipeline),
  * every kind of run alike.  Never deleted: runs in progress, and the
  * backfill runs of a pipeline with an unfinished backfill, so that its
- * history stays whole until the backfill ends.  Runs by hand prune their
- * own pipeline's history every PRUNE_EVERY runs; each database's dispatcher
- * prunes all of it (dispatch.c, every 10 seconds at most).
+ * history stays whole until the backfill ends.  Each database's dispatcher
+ * prunes all of it at its upkeep (dispatch.c); in a database the scheduler
+ * does not serve, runs by hand prune their own pipeline's history every
+ * PRUNE_EVERY runs.
  */
 void
 hwm_prune_runs(const char *pipeline)

@@ -9,6 +9,9 @@
 #include "access/xact.h"
 #include "catalog/pg_operator.h"
 #include "executor/spi.h"
+#include "utils/memutils.h"
+#include "utils/hsearch.h"
+#include "common/hashfn.h"
 #include "mb/pg_wchar.h"
 #include "nodes/parsenodes.h"
 #include "pgstat.h"
@@ -21,18 +24,132 @@
 #include "utils/syscache.h"
 
 /*
- * Run one SPI statement and insist on its outcome: expected is the SPI_OK_*
- * code the statement must return (0: any success).
+ * Plans of hwm's statements, kept for the backend's life: a statement's
+ * text is built from the catalog (quoted names, $n parameters, never
+ * values), so one text always means one statement, and PostgreSQL's plan
+ * cache re-plans a kept plan when a table, index or function it uses
+ * changes (ALTER TABLE, a dropped index, a replaced function), when the
+ * role or row security it was planned for differs, and chooses between a
+ * generic plan and one planned for the parameters' values as it does for
+ * any prepared statement.  What a run pays per statement is then its
+ * execution and, where the plan cache finds it worth it, planning: not
+ * parsing and rewriting.  Only SELECT, INSERT, UPDATE, DELETE and WITH
+ * statements are kept (DDL names the objects it creates); at most
+ * PLAN_CACHE_MAX, all let go when full.
+ */
+#define PLAN_CACHE_MAX 512
+
+typedef struct PlanCacheKey
+{
+	uint32		hash;			/* of the text and the argument types */
+	int			len;
+} PlanCacheKey;
+
+typedef struct PlanCacheEntry
+{
+	PlanCacheKey key;
+	char	   *sql;			/* in the cache's context, to tell collisions */
+	int			nargs;
+	Oid			argtypes[FUNC_MAX_ARGS];
+	SPIPlanPtr	plan;
+} PlanCacheEntry;
+
+static HTAB *plan_cache = NULL;
+static MemoryContext plan_cache_cxt = NULL;
+
+static bool
+plan_cacheable(const char *sql)
+{
+	while (*sql == ' ' || *sql == '\n' || *sql == '(')
+		sql++;
+	return pg_strncasecmp(sql, "SELECT", 6) == 0 || pg_strncasecmp(sql, "INSERT", 6) == 0 ||
+		pg_strncasecmp(sql, "UPDATE", 6) == 0 || pg_strncasecmp(sql, "DELETE", 6) == 0 ||
+		pg_strncasecmp(sql, "WITH", 4) == 0;
+}
+
+static void
+plan_cache_reset(void)
+{
+	HASH_SEQ_STATUS seq;
+	PlanCacheEntry *e;
+
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl = {0};
+
+		plan_cache_cxt = AllocSetContextCreate(TopMemoryContext, "hwm statement texts",
+											   ALLOCSET_DEFAULT_SIZES);
+		ctl.keysize = sizeof(PlanCacheKey);
+		ctl.entrysize = sizeof(PlanCacheEntry);
+		ctl.hcxt = plan_cache_cxt;
+		plan_cache = hash_create("hwm plans", PLAN_CACHE_MAX, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		return;
+	}
+	hash_seq_init(&seq, plan_cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		SPI_freeplan(e->plan);
+		pfree(e->sql);
+		hash_search(plan_cache, &e->key, HASH_REMOVE, NULL);
+	}
+}
+
+/* The kept plan of this statement, prepared and kept the first time */
+static SPIPlanPtr
+plan_for(const char *sql, int nargs, Oid *argtypes)
+{
+	PlanCacheKey key = {0};
+	PlanCacheEntry *e;
+	SPIPlanPtr	plan;
+	bool		found;
+
+	if (nargs > FUNC_MAX_ARGS || !plan_cacheable(sql))
+		return NULL;
+	if (plan_cache == NULL)
+		plan_cache_reset();
+	key.len = (int) strlen(sql);
+	key.hash = hash_bytes((const unsigned char *) sql, key.len);
+	if (nargs > 0)
+		key.hash = hash_combine(key.hash, hash_bytes((const unsigned char *) argtypes,
+													 sizeof(Oid) * nargs));
+	e = hash_search(plan_cache, &key, HASH_FIND, NULL);
+	if (e != NULL)
+		return (e->nargs == nargs && strcmp(e->sql, sql) == 0 &&
+				memcmp(e->argtypes, argtypes, sizeof(Oid) * nargs) == 0) ? e->plan : NULL;
+	plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_PARALLEL_OK);
+	if (plan == NULL)
+		elog(ERROR, "hwm: SPI_prepare failed (%s) for: %s",
+			 SPI_result_code_string(SPI_result), sql);
+	if (hash_get_num_entries(plan_cache) >= PLAN_CACHE_MAX)
+		plan_cache_reset();
+	if (SPI_keepplan(plan) != 0)
+		return plan;			/* used once, freed with the SPI connection */
+	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
+	e->sql = MemoryContextStrdup(plan_cache_cxt, sql);
+	e->nargs = nargs;
+	memcpy(e->argtypes, argtypes, sizeof(Oid) * nargs);
+	e->plan = plan;
+	return plan;
+}
+
+/*
+ * Run a statement with $n parameters (its kept plan, see above) and insist
+ * on its SPI_OK_* code (0: any success).
  */
 void
 hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			 const char *nulls, int expected)
 {
+	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
 	int			rc;
 
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	if (plan != NULL)
+		rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	else
+		rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	if (rc < 0 || (expected != 0 && rc != expected))
-		elog(ERROR, "hwm: SPI_execute_with_args failed (%s) for: %s",
+		elog(ERROR, "hwm: SPI_execute failed (%s) for: %s",
 			 SPI_result_code_string(rc), sql);
 }
 
