@@ -1,40 +1,47 @@
 /*
  * dispatch.c
  *		The scheduler's processes inside one database: the dispatcher,
- *		which claims that database's due runs, and the worker, which runs one.
+ *		which claims that database's due runs, and the worker, which serves a
+ *		queue of them.
  *
  * The launcher (launcher.c) is connected to no database; for each database
  * it serves it starts, one at a time and only when there is something to do,
  * a short-lived dispatcher connected to that database as the bootstrap
- * superuser, telling it how many runs it may claim (its fair share of the
+ * superuser, telling it how many workers it may have (its fair share of the
  * free hwm.max_workers).  The dispatcher:
  *
  *	1. leaves at once when the extension does not exist in the database;
  *	2. records the runs whose worker exited without recording an outcome
  *	   ('failed'), and, when asked (at the first dispatch of the database
- *	   and then every 10 seconds at most), marks 'running' rows that no slot holds
- *	   'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
+ *	   and then every 10 seconds at most), marks 'running' rows that no slot
+ *	   holds 'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
  *	   hwm.history_days);
- *	3. reads the due pipelines (enabled, scheduled, next_run_at <= now(), no
- *	   run of theirs in progress), oldest first, at most its quota; for each,
- *	   in one transaction, inserts a 'running' row into hwm.runs, moves
- *	   next_run_at to the first slot of the anchored grid after now() (so a
- *	   backlog becomes one catch-up run) and claims a slot (slots.c); a run
- *	   whose owner cannot start a session (dropped, or without LOGIN) fails
- *	   at once;
+ *	3. reads the due pipelines at home here (enabled, scheduled,
+ *	   next_run_at <= now(), no run of theirs in progress), in turns between
+ *	   owners; for each, in a subtransaction of its own, inserts a 'running'
+ *	   row into hwm.runs, moves next_run_at to the first slot of the
+ *	   anchored grid after now() (grid.c; so a backlog becomes one catch-up
+ *	   run) and queues the run: behind the other runs of its owner claimed
+ *	   by this dispatch, or in a new slot (slots.c), at most quota slots of
+ *	   at most HWM_QUEUE_MAX runs.  A run whose owner cannot start a session
+ *	   (dropped, or without LOGIN) fails at once; whatever else fails for one
+ *	   pipeline's row is recorded against that pipeline (its next try an
+ *	   hour away), logged with its name, and the others are claimed;
  *	4. tells the launcher (slots.c) whether the extension exists and when
  *	   its next pipeline is due, and exits.  The launcher then starts a
  *	   worker per claimed slot.
  *
- * A worker connects as the pipeline's owner, pins search_path, arms the
- * pipeline's timeout as a statement timeout, and runs SELECT * FROM
- * hwm.run(pipeline, nowait => true) in one transaction that also deletes the
- * 'running' row (hwm.run records the successful run itself).  On an error
- * the transaction rolls back and a second one marks the row 'skipped' when
- * the pipeline was busy with another run, else 'failed'; a failure counts in
- * hwm.state and backs off: the retry waits schedule * 2^(n-1) after the n-th
- * consecutive failure, at most one hour or one schedule, whichever is
- * longer.
+ * A worker connects as the owner of its queue and serves it in turn: for
+ * each run it pins search_path, arms the pipeline's timeout as a statement
+ * timeout, and runs SELECT * FROM hwm.run(pipeline, nowait => true) in one
+ * transaction that also deletes the 'running' row (hwm.run records the
+ * successful run itself).  On an error the transaction rolls back and a
+ * second one marks the row 'skipped' when the pipeline was busy with another
+ * run, else 'failed'; a failure counts in hwm.state and backs off: the retry
+ * waits schedule * 2^(n-1) after the n-th consecutive failure, at most one
+ * hour or one schedule, whichever is longer.  Then the next run of the
+ * queue, after the session is reset as DISCARD ALL resets it.  A fork and a
+ * connection are paid per queue; a queue never mixes owners or databases.
  *
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
@@ -45,8 +52,8 @@
  *
  * Both register, before connecting, the database they enter (wakeup.c), so
  * that DROP DATABASE can terminate them.  Calls go one way: this module
- * calls down into schedule.c (the anchored arithmetic), slots.c, wakeup.c,
- * catalog.c, privilege.c and util.c; nothing calls into it.
+ * calls down into catalog.c (every row it reads or writes), slots.c,
+ * wakeup.c, grid.c and util.c; only the launcher and hwm.c call into it.
  */
 #include "postgres.h"
 
@@ -62,6 +69,10 @@
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "storage/lock.h"
+#include "catalog/namespace.h"
+#include "commands/sequence.h"
+#include "commands/prepare.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -287,6 +298,32 @@ typedef struct DueRun
 /* set when a claim found no free slot: the dispatch stops claiming */
 static bool no_free_slot = false;
 
+/*
+ * The queues this dispatch claimed: one slot per owner with room, at most
+ * quota of them (the launcher's share for this database), each holding up
+ * to HWM_QUEUE_MAX runs of that owner.
+ */
+typedef struct Queues
+{
+	int			quota;
+	int			n;
+	Oid		   *owners;
+	int		   *slotnos;
+	int		   *lengths;
+} Queues;
+
+static Queues queues;
+
+/* The queue of this owner with room (-1: none), or -2 when none may be added */
+static int
+queue_for(Oid owner)
+{
+	for (int q = 0; q < queues.n; q++)
+		if (queues.owners[q] == owner && queues.lengths[q] < HWM_QUEUE_MAX)
+			return q;
+	return queues.n < queues.quota ? -1 : -2;
+}
+
 /* a claimed run whose owner cannot run it, recorded after its claim */
 static struct
 {
@@ -308,6 +345,8 @@ claim_run(const DueRun *due, TimestampTz now)
 	TimestampTz next;
 	bool		has_next = hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
 	int64		run_id;
+	int			q;
+	int			slotno;
 
 	if (!has_next)
 		ereport(LOG,
@@ -326,15 +365,31 @@ claim_run(const DueRun *due, TimestampTz now)
 		return;
 	}
 	/*
-	 * The launcher's quota leaves a slot free for every run it allows.  Were
-	 * none free, the error rolls the claims back; slots taken for them are
-	 * started, find no 'running' row and end.
+	 * Behind this owner's queue, or in a new one.  The launcher's quota
+	 * leaves a slot free for every queue it allows.  Were none free, the
+	 * error rolls the claims back; slots taken for them are started, find no
+	 * 'running' row and end.
 	 */
-	if (hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id) < 0)
+	q = queue_for(due->owner);
+	if (q >= 0 && hwm_slot_enqueue(queues.slotnos[q], run_id, due->timeout_ms))
+	{
+		queues.lengths[q]++;
+		return;
+	}
+	if (q >= 0)
+		queues.lengths[q] = HWM_QUEUE_MAX;	/* taken by its worker already */
+	if (queues.n >= queues.quota)
+		elog(ERROR, "hwm: no room left in this dispatch for pipeline \"%s\"", due->pipeline);
+	slotno = hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id);
+	if (slotno < 0)
 	{
 		no_free_slot = true;
 		elog(ERROR, "hwm: no free scheduler slot for pipeline \"%s\"", due->pipeline);
 	}
+	queues.owners[queues.n] = due->owner;
+	queues.slotnos[queues.n] = slotno;
+	queues.lengths[queues.n] = 1;
+	queues.n++;
 }
 
 /*
@@ -397,8 +452,9 @@ read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 }
 
 /*
- * Claim up to quota due runs; returns when the next unclaimed pipeline is
- * due (now when more are due, DT_NOEND when none is scheduled).  Each claim
+ * Claim due runs into at most quota queues, one per owner, of at most
+ * HWM_QUEUE_MAX runs each; returns when the next unclaimed pipeline is due
+ * (now when more are due, DT_NOEND when none is scheduled).  Each claim
  * runs in a subtransaction of its own: whatever one pipeline's row makes
  * fail (its next time, its claim) is recorded against that pipeline alone,
  * logged with its name, and the others are claimed all the same.  Only a
@@ -412,19 +468,31 @@ claim_due_runs(int quota)
 	MemoryContext cxt = CurrentMemoryContext;
 	SPITupleTable *tt;
 	uint64		ndue;
-	int			claimed = 0;
 	DueRun	   *due;
 
-	hwm_state_select_due(quota + 1, now);
+	bool		left = false;
+
+	queues.quota = quota;
+	queues.n = 0;
+	queues.owners = palloc(sizeof(Oid) * (quota + 1));
+	queues.slotnos = palloc(sizeof(int) * (quota + 1));
+	queues.lengths = palloc(sizeof(int) * (quota + 1));
+	hwm_state_select_due(quota * HWM_QUEUE_MAX + 1, now);
 	tt = SPI_tuptable;
 	ndue = SPI_processed;
 	due = palloc0(sizeof(DueRun) * (ndue + 1));
 	for (uint64 i = 0; i < ndue; i++)
 		read_due(tt, i, &due[i]);
-	for (uint64 i = 0; i < ndue && claimed < quota; i++)
+	for (uint64 i = 0; i < ndue; i++)
 	{
 		ClaimStep	c = {.due = &due[i], .now = now};
 		ErrorData  *edata2;
+
+		if (queue_for(due[i].owner) == -2)
+		{
+			left = true;		/* no room for its owner: the next dispatch */
+			continue;
+		}
 
 		cannot_run.run_id = 0;
 		c.edata = hwm_try_subxact(claim_step, &c, cxt);
@@ -434,10 +502,7 @@ claim_due_runs(int quota)
 			continue;
 		}
 		if (c.edata == NULL)
-		{
-			claimed++;
 			continue;
-		}
 		if (no_free_slot)
 			ReThrowError(c.edata);	/* the scheduler's fault, not the pipeline's */
 		edata2 = hwm_try_subxact(claim_failed_step, &c, cxt);
@@ -446,7 +511,7 @@ claim_due_runs(int quota)
 					(errmsg("hwm: could not record the failed claim of pipeline \"%s\": %s",
 							due[i].pipeline, edata2->message)));
 	}
-	if (ndue > (uint64) quota)
+	if (left || ndue > (uint64) quota * HWM_QUEUE_MAX)
 		return now;				/* more are due than this dispatch may claim */
 	return hwm_state_next_due();
 }
@@ -516,48 +581,59 @@ hwm_dispatcher_main(Datum main_arg)
  * ------------------------------------------------------------------------
  */
 
-/* This worker's run (a worker runs one) */
+/*
+ * This worker's queue: the runs of one owner in one database that a
+ * dispatch claimed together, served in turn, each in transactions of its
+ * own, with the session reset between them as DISCARD ALL resets it.
+ */
 static int	my_slotno = -1;
 static HwmWorkerArgs my_args;
+static int	my_nruns = 0;
+static int64 my_run_ids[HWM_QUEUE_MAX];
+static int32 my_timeouts_ms[HWM_QUEUE_MAX];
+static int	my_current = 0;		/* the run being served */
 static char *my_pipeline = NULL;	/* NULL until read from its 'running' row */
 
-static bool my_recorded = false;	/* its outcome is committed */
+static int	my_recorded = 0;	/* the runs whose outcome is committed */
 
 /*
- * On the way out: free the run's slot, or leave it orphaned for the next
- * dispatcher to record the run as failed; and wake the launcher.
+ * On the way out: free the queue's slot, or leave it orphaned for the next
+ * dispatcher to record the runs not recorded as failed; and wake the
+ * launcher.
  */
 static void
 worker_detach(int code, Datum arg)
 {
 	(void) hwm_slot_move(my_slotno, my_args.generation, HWM_SLOT_RUNNING,
-						 my_recorded ? HWM_SLOT_FREE : HWM_SLOT_ORPHANED);
+						 my_recorded >= my_nruns ? HWM_SLOT_FREE : HWM_SLOT_ORPHANED);
 	hwm_wakeup_launcher();
 }
 
 static void
 mark_recorded(void)
 {
-	my_recorded = true;
+	my_recorded++;
 }
 
 /*
- * Take the slot the launcher reserved for this run: false when the launcher
- * gave up on the run (a restarted launcher orphans the slots whose worker
- * had not started).
+ * Take the slot the launcher reserved for this queue: false when the
+ * launcher gave up on it (a restarted launcher orphans the slots whose
+ * worker had not started).
  */
 static bool
 worker_claim_slot(void)
 {
-	return hwm_slot_move(my_slotno, my_args.generation, HWM_SLOT_STARTING,
-						 HWM_SLOT_RUNNING);
+	if (!hwm_slot_move(my_slotno, my_args.generation, HWM_SLOT_STARTING, HWM_SLOT_RUNNING))
+		return false;
+	my_nruns = hwm_slot_queue(my_slotno, my_args.generation, my_run_ids, my_timeouts_ms);
+	return true;
 }
 
 /* The run's time limit in ms: the pipeline's timeout, else statement_timeout */
 static int
 worker_timeout_ms(void)
 {
-	return my_args.timeout_ms > 0 ? my_args.timeout_ms : StatementTimeout;
+	return my_timeouts_ms[my_current] > 0 ? my_timeouts_ms[my_current] : StatementTimeout;
 }
 
 /*
@@ -567,7 +643,7 @@ worker_timeout_ms(void)
 static char *
 read_run_pipeline(MemoryContext cxt)
 {
-	char	   *pipeline = hwm_runs_running_pipeline(my_args.run_id);
+	char	   *pipeline = hwm_runs_running_pipeline(my_run_ids[my_current]);
 
 	return pipeline ? MemoryContextStrdup(cxt, pipeline) : NULL;
 }
@@ -582,7 +658,8 @@ notify_success(const char *pipeline)
 
 	if (SPI_processed > 0 && col > 0)
 		run_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-	notify_outcome(pipeline, "succeeded", isnull ? my_args.run_id : DatumGetInt64(run_id), NULL);
+	notify_outcome(pipeline, "succeeded",
+				   isnull ? my_run_ids[my_current] : DatumGetInt64(run_id), NULL);
 }
 
 /*
@@ -608,7 +685,7 @@ run_pipeline(const char *pipeline)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	notify_success(pipeline);
 
-	hwm_runs_delete(my_args.run_id);
+	hwm_runs_delete(my_run_ids[my_current]);
 }
 
 /*
@@ -650,37 +727,41 @@ worker_record_failure(ErrorData *edata)
 	}
 
 	hwm_bgw_begin();
-	record_outcome(my_args.run_id, status, sqlstate, error);
+	record_outcome(my_run_ids[my_current], status, sqlstate, error);
 	hwm_bgw_commit();
 	mark_recorded();
 }
 
-void
-hwm_worker_main(Datum main_arg)
+/*
+ * Between two runs of the queue: nothing of one run reaches the next, as
+ * after DISCARD ALL (settings back to their defaults, then search_path
+ * pinned again; temporary tables dropped; advisory locks, prepared
+ * statements, LISTENs and sequence caches let go).  Each run's own
+ * transaction already ended its locks, cursors and SET LOCALs.
+ */
+static void
+reset_session(void)
 {
-	MemoryContext workcxt;
-	ErrorData  *volatile edata = NULL;
-
-	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
-	my_slotno = DatumGetInt32(main_arg);
-
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
-	if (!worker_claim_slot())
-		proc_exit(0);			/* the launcher gave up on this run */
-	before_shmem_exit(worker_detach, (Datum) 0);
-	if (!hwm_wakeup_enter_database(my_args.dboid))
-		proc_exit(0);			/* being dropped: orphaned, recorded later */
-
-	/* a session of the pipeline's owner, never of a superuser */
-	BackgroundWorkerInitializeConnectionByOid(my_args.dboid, my_args.owner, 0);
+	StartTransactionCommand();
+	ResetAllOptions();
+	DropAllPreparedStatements();
+	Async_UnlistenAll();
+	LockReleaseAll(USER_LOCKMETHOD, true);
+	ResetTempTableNamespace();
+	ResetSequenceCaches();
+	CommitTransactionCommand();
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SET, true, 0, false);
-	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
-									ALLOCSET_DEFAULT_SIZES);
+}
 
+/* One run of the queue: run it, or record why it failed */
+static void
+serve_run(MemoryContext workcxt)
+{
+	ErrorData  *volatile edata = NULL;
+
+	my_pipeline = NULL;
 	PG_TRY();
 	{
 		hwm_bgw_begin();
@@ -702,5 +783,40 @@ hwm_worker_main(Datum main_arg)
 
 	if (edata != NULL)
 		worker_record_failure(edata);
+}
+
+void
+hwm_worker_main(Datum main_arg)
+{
+	MemoryContext workcxt;
+
+	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
+	my_slotno = DatumGetInt32(main_arg);
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+
+	if (!worker_claim_slot())
+		proc_exit(0);			/* the launcher gave up on this queue */
+	before_shmem_exit(worker_detach, (Datum) 0);
+	if (!hwm_wakeup_enter_database(my_args.dboid))
+		proc_exit(0);			/* being dropped: orphaned, recorded later */
+
+	/* a session of the pipelines' owner, never of a superuser */
+	BackgroundWorkerInitializeConnectionByOid(my_args.dboid, my_args.owner, 0);
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SET, true, 0, false);
+	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
+									ALLOCSET_DEFAULT_SIZES);
+
+	for (my_current = 0; my_current < my_nruns; my_current++)
+	{
+		if (my_current > 0)
+			reset_session();
+		serve_run(workcxt);
+		MemoryContextReset(workcxt);
+		CHECK_FOR_INTERRUPTS();
+	}
 	proc_exit(0);
 }

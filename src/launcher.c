@@ -418,10 +418,8 @@ start_claimed_runs(void)
 			continue;
 		memset(&args, 0, sizeof(args));
 		args.generation = slots[i].generation;
-		args.run_id = slots[i].run_id;
 		args.dboid = slots[i].dboid;
 		args.owner = slots[i].owner;
-		args.timeout_ms = slots[i].timeout_ms;
 		handle = start_bgw("hwm_worker_main", "hwm worker", "hwm worker",
 						   Int32GetDatum(i), &args, sizeof(args));
 		if (handle == NULL)

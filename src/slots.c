@@ -111,8 +111,9 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id)
 			slot->state = HWM_SLOT_CLAIMED;
 			slot->dboid = dboid;
 			slot->owner = owner;
-			slot->timeout_ms = timeout_ms;
-			slot->run_id = run_id;
+			slot->nruns = 1;
+			slot->run_ids[0] = run_id;
+			slot->timeouts_ms[0] = timeout_ms;
 			slot->pid = 0;
 			slot->generation = shared->next_generation++;
 			slotno = i;
@@ -121,6 +122,47 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id)
 	}
 	SpinLockRelease(&shared->mutex);
 	return slotno;
+}
+
+bool
+hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms)
+{
+	bool		queued = false;
+	HwmRunSlot *slot;
+
+	if (slotno < 0 || slotno >= shared->nslots)
+		return false;
+	SpinLockAcquire(&shared->mutex);
+	slot = &shared->slots[slotno];
+	if (slot->state == HWM_SLOT_CLAIMED && slot->nruns < HWM_QUEUE_MAX)
+	{
+		slot->run_ids[slot->nruns] = run_id;
+		slot->timeouts_ms[slot->nruns] = timeout_ms;
+		slot->nruns++;
+		queued = true;
+	}
+	SpinLockRelease(&shared->mutex);
+	return queued;
+}
+
+int
+hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids, int32 *timeouts_ms)
+{
+	int			n = 0;
+	HwmRunSlot *slot;
+
+	if (slotno < 0 || slotno >= shared->nslots)
+		return 0;
+	SpinLockAcquire(&shared->mutex);
+	slot = &shared->slots[slotno];
+	if (slot->generation == generation)
+	{
+		n = slot->nruns;
+		memcpy(run_ids, slot->run_ids, sizeof(int64) * n);
+		memcpy(timeouts_ms, slot->timeouts_ms, sizeof(int32) * n);
+	}
+	SpinLockRelease(&shared->mutex);
+	return n;
 }
 
 bool
@@ -146,7 +188,7 @@ hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
 int64 *
 hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
 {
-	int64	   *ids = palloc(sizeof(int64) * (shared->nslots + 1));
+	int64	   *ids = palloc(sizeof(int64) * (shared->nslots * HWM_QUEUE_MAX + 1));
 	int			count = 0;
 
 	SpinLockAcquire(&shared->mutex);
@@ -157,7 +199,8 @@ hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
 		if (slot->state == state && slot->state != HWM_SLOT_FREE &&
 			(!OidIsValid(dboid) || slot->dboid == dboid))
 		{
-			ids[count++] = slot->run_id;
+			for (int k = 0; k < slot->nruns; k++)
+				ids[count++] = slot->run_ids[k];
 			slot->state = HWM_SLOT_FREE;
 		}
 	}
@@ -170,13 +213,14 @@ hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
 Datum
 hwm_slots_live_run_ids(Oid dboid)
 {
-	Datum	   *ids = palloc(sizeof(Datum) * (shared->nslots + 1));
+	Datum	   *ids = palloc(sizeof(Datum) * (shared->nslots * HWM_QUEUE_MAX + 1));
 	int			n = 0;
 
 	SpinLockAcquire(&shared->mutex);
 	for (int i = 0; i < shared->nslots; i++)
 		if (shared->slots[i].state != HWM_SLOT_FREE && shared->slots[i].dboid == dboid)
-			ids[n++] = Int64GetDatum(shared->slots[i].run_id);
+			for (int k = 0; k < shared->slots[i].nruns; k++)
+				ids[n++] = Int64GetDatum(shared->slots[i].run_ids[k]);
 	SpinLockRelease(&shared->mutex);
 	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
 										   TYPALIGN_DOUBLE));

@@ -22,13 +22,21 @@ typedef enum HwmSlotState
 	HWM_SLOT_ORPHANED			/* gone without recording an outcome */
 } HwmSlotState;
 
+/*
+ * The most runs one worker serves in turn: the due runs of one owner in one
+ * database that a dispatch claimed together, so that a fork and a connection
+ * are paid per queue, never shared between roles or databases.
+ */
+#define HWM_QUEUE_MAX 16
+
 typedef struct HwmRunSlot
 {
 	HwmSlotState state;
 	Oid			dboid;
 	Oid			owner;
-	int32		timeout_ms;		/* 0: none */
-	int64		run_id;			/* its 'running' row in hwm.runs */
+	int			nruns;			/* runs in the queue, 1 to HWM_QUEUE_MAX */
+	int64		run_ids[HWM_QUEUE_MAX]; /* their 'running' rows in hwm.runs */
+	int32		timeouts_ms[HWM_QUEUE_MAX]; /* 0: none */
 	uint64		generation;		/* tells reuses of the slot apart */
 	pid_t		pid;			/* 0 until the worker has started */
 } HwmRunSlot;
@@ -51,14 +59,12 @@ typedef struct HwmDispatchArgs
 	bool		maintenance;	/* also sweep and prune the history */
 } HwmDispatchArgs;
 
-/* What the launcher tells a run's worker, in bgw_extra */
+/* What the launcher tells a run's worker, in bgw_extra (its queue is in the slot) */
 typedef struct HwmWorkerArgs
 {
 	uint64		generation;
-	int64		run_id;
 	Oid			dboid;
 	Oid			owner;
-	int32		timeout_ms;		/* 0: none */
 } HwmWorkerArgs;
 
 /* while preloading: request the shared memory */
@@ -71,13 +77,20 @@ extern void hwm_slots_read(HwmRunSlot *out);
 /* a dispatcher claims a free slot for a run: its number, -1 if none is free */
 extern int	hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id);
 
+/* ... or queues it behind the runs of a slot it claimed: false when full */
+extern bool hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms);
+
+/* a worker reads its queue (run_ids and timeouts have HWM_QUEUE_MAX entries) */
+extern int	hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids,
+						   int32 *timeouts_ms);
+
 /* move slot slotno of this generation from state `from` to `to`; false if
  * it is not in that state (or reused); RUNNING records MyProcPid */
 extern bool hwm_slot_move(int slotno, uint64 generation, HwmSlotState from,
 						  HwmSlotState to);
 
 /* free every slot of a database in state `state` (InvalidOid: any database);
- * with run_ids, their run_ids are returned (palloc'd) and counted in *n */
+ * the run_ids of their queues are returned (palloc'd) and counted in *n */
 extern int64 *hwm_slots_release(Oid dboid, HwmSlotState state, int *n);
 
 /* the run_ids of the runs of a database held by a slot, as an int8[] */
