@@ -38,6 +38,9 @@ int			hwm_history_days = 0;
 /* A run whose number is a multiple of this prunes its pipeline's history */
 #define PRUNE_EVERY 16
 
+/* the scheduled run being served (dispatch.c), 0: a run by hand */
+int64		hwm_scheduled_run_id = 0;
+
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 
 /*
@@ -498,6 +501,35 @@ hwm_record_run(const HwmRunFacts *run)
 	 * owner (who may see the row, see the row security policy on hwm.runs):
 	 * the pipeline's owner, or the caller for a run without a pipeline.
 	 */
+	/*
+	 * A scheduled run records itself in the 'running' row the dispatcher
+	 * inserted for it: one run id per run.
+	 */
+	if (hwm_scheduled_run_id != 0 && run->pipeline && strcmp(run->kind, "load") == 0)
+	{
+		Datum		sched_values[18];
+		char		sched_nulls[18];
+		Oid			sched_types[18];
+
+		memcpy(sched_values, values, sizeof(Datum) * 17);
+		memcpy(sched_nulls, nulls, 17);
+		memcpy(sched_types, argtypes, sizeof(Oid) * 17);
+		sched_values[17] = Int64GetDatum(hwm_scheduled_run_id);
+		sched_nulls[17] = ' ';
+		sched_types[17] = INT8OID;
+		hwm_catalog_exec("UPDATE hwm.runs SET finished_at = pg_catalog.clock_timestamp(), status = $15,"
+						 " rows_upserted = $4, partitions_overwritten = $5, rows_deleted = $6,"
+						 " rows_inserted = $7, watermark_before = $8, watermark_after = $9,"
+						 " from_partition = $10, to_partition = $11, method = $14,"
+						 " error_sqlstate = $16, error = $17"
+						 " WHERE run_id OPERATOR(pg_catalog.=) $18 AND status OPERATOR(pg_catalog.=) 'running'"
+						 "  AND pipeline OPERATOR(pg_catalog.=) $1"
+						 " RETURNING run_id",
+						 18, sched_types, sched_values, sched_nulls, SPI_OK_UPDATE_RETURNING);
+		if (SPI_processed > 0)
+			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	}
 	hwm_catalog_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 					 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
 					 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
@@ -913,12 +945,13 @@ hwm_runs_running_pipeline(int64 run_id)
 }
 
 void
-hwm_runs_delete(int64 run_id)
+hwm_runs_delete_running(int64 run_id)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
 
-	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1",
+	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
+					 " AND status OPERATOR(pg_catalog.=) 'running'",
 					 1, argtypes, values, NULL, SPI_OK_DELETE);
 }
 

@@ -104,6 +104,8 @@ extern void hwm_pipeline_set_home(const char *name);
 extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 											const char *detail);
 extern int64 hwm_record_run(const HwmRunFacts *run);
+/* set by the scheduler's worker while it serves a run: its 'running' row */
+extern int64 hwm_scheduled_run_id;
 extern void hwm_prune_runs(const char *pipeline);
 extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 									   TimestampTz started_at,
@@ -120,7 +122,7 @@ extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
  * time; a pipeline's schedule and failure count, and its next run time;
  * the 'running' rows no live run holds, made 'interrupted' (left in
  * SPI_tuptable as (pipeline, run_id)); a claim that failed; the pipeline of
- * a 'running' row (NULL: not running); a row removed.
+ * a 'running' row (NULL: not running); a 'running' row removed.
  */
 extern void hwm_state_select_due(int limit, TimestampTz now);
 extern TimestampTz hwm_state_next_due(void);
@@ -133,6 +135,6 @@ extern uint64 hwm_runs_sweep_interrupted(Datum live_run_ids);
 extern void hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 								  const char *error);
 extern char *hwm_runs_running_pipeline(int64 run_id);
-extern void hwm_runs_delete(int64 run_id);
+extern void hwm_runs_delete_running(int64 run_id);
 
 #endif							/* HWM_CATALOG_H */

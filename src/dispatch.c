@@ -34,8 +34,8 @@
  * A worker connects as the owner of its queue and serves it in turn: for
  * each run it pins search_path, arms the pipeline's timeout as a statement
  * timeout, and runs SELECT * FROM hwm.run(pipeline, nowait => true) in one
- * transaction that also deletes the 'running' row (hwm.run records the
- * successful run itself).  On an error the transaction rolls back and a
+ * transaction (hwm.run records the successful run itself, in the run's
+ * 'running' row: one run id per scheduled run).  On an error the transaction rolls back and a
  * second one marks the row 'skipped' when the pipeline was busy with another
  * run, else 'failed'; a failure counts in hwm.state and backs off: the retry
  * waits schedule * 2^(n-1) after the n-th consecutive failure, at most one
@@ -679,13 +679,16 @@ run_pipeline(const char *pipeline)
 	runvals[0] = CStringGetTextDatum(pipeline);
 	if (timeout_ms > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+	/* hwm.run records itself in this run's 'running' row: one run id */
+	hwm_scheduled_run_id = my_run_ids[my_current];
 	hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
 				 1, runtypes, runvals, NULL, SPI_OK_SELECT);
+	hwm_scheduled_run_id = 0;
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	notify_success(pipeline);
-
-	hwm_runs_delete(my_run_ids[my_current]);
+	/* (were it recorded in a row of its own, the 'running' one goes) */
+	hwm_runs_delete_running(my_run_ids[my_current]);
 }
 
 /*
@@ -773,6 +776,7 @@ serve_run(MemoryContext workcxt)
 	}
 	PG_CATCH();
 	{
+		hwm_scheduled_run_id = 0;
 		MemoryContextSwitchTo(workcxt);
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		edata = CopyErrorData();
