@@ -517,7 +517,7 @@ hwm_record_run(const HwmRunFacts *run)
 		sched_values[17] = Int64GetDatum(hwm_scheduled_run_id);
 		sched_nulls[17] = ' ';
 		sched_types[17] = INT8OID;
-		hwm_catalog_exec("UPDATE hwm.runs SET finished_at = pg_catalog.clock_timestamp(), status = $15,"
+		hwm_catalog_exec("UPDATE hwm.runs SET started_at = $3, finished_at = pg_catalog.clock_timestamp(), status = $15,"
 						 " rows_upserted = $4, partitions_overwritten = $5, rows_deleted = $6,"
 						 " rows_inserted = $7, watermark_before = $8, watermark_after = $9,"
 						 " from_partition = $10, to_partition = $11, method = $14,"
