@@ -36,3 +36,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies: every object depends on every header
 # (a handful of small files; a wrong rebuild costs more than a full one).
 $(OBJS): $(wildcard src/*.h)
+
+# The TAP tests' shared code, test/perl/HwmTest.pm.  PG_PROVE_FLAGS, not
+# PROVE_FLAGS: scripts/test.sh sets PROVE_FLAGS=--verbose on the command line.
+PG_PROVE_FLAGS += -I $(srcdir)/test/perl

@@ -16,15 +16,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use File::Temp qw(tempdir);
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('soak');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nmax_connections = 50\n"
+my $node = new_node('soak', max_connections => 50,
     # the test's pipelines are owned by the bootstrap superuser
-    . "hwm.allow_superuser_pipelines = on\n");
-$node->start;
+    'hwm.allow_superuser_pipelines' => 'on');
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION hwm;
@@ -56,9 +52,7 @@ $node->safe_psql('postgres', q{
     END $$;
 });
 
-my $dir = tempdir(CLEANUP => 1);
-open my $w, '>', "$dir/writer.sql" or die;
-print $w <<'SQL';
+my $writer = <<'SQL';
 \set id random(1, 5000)
 \set id2 random(1, 5000)
 \set len random(0, 200)
@@ -71,30 +65,19 @@ INSERT INTO src (id, v) VALUES (:id2, 1)
   ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
 COMMIT;
 SQL
-close $w;
-open my $r, '>', "$dir/runner.sql" or die;
-print $r <<'SQL';
+my $runner = <<'SQL';
 SELECT rows_upserted FROM hwm.run('soak_time');
 SELECT rows_upserted FROM hwm.run('soak_seq');
 SELECT naive_run();
 \sleep 100 ms
 SQL
-close $r;
 
 # writers and runner at once; deadlocks between two writers updating the
 # same two rows in opposite order are possible and harmless (that writer
 # transaction aborts), so pgbench may report failed transactions: ignore.
 local $ENV{PGOPTIONS} = '-c client_min_messages=warning';
-my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');
-my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
-my $writers = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '30', '-f', "$dir/writer.sql", @connect ],
-    '>', \$wout, '2>', \$werr);
-my $runner = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '1', '-T', '30', '-f', "$dir/runner.sql", @connect ],
-    '>', \$rout, '2>', \$rerr);
-$writers->finish;
-$runner->finish;
+my $soak = soak_start($node, seconds => 30, writer => $writer, runner => $runner);
+my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
 note "writers: $wout $werr";
 note "runner: $rout $rerr";
 like($rout, qr/number of transactions actually processed: [1-9]/, 'the runner fired');

@@ -15,14 +15,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use File::Temp qw(tempdir);
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('soak_long');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nmax_connections = 50\n"
-    . "hwm.allow_superuser_pipelines = on\n");
-$node->start;
+my $node = new_node('soak_long', max_connections => 50, 'hwm.allow_superuser_pipelines' => 'on');
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION hwm;
@@ -46,9 +41,7 @@ my $long = $node->background_psql('postgres');
 $long->query_safe('BEGIN');
 my $long_pid = $long->query_safe('SELECT pg_backend_pid()');
 
-my $dir = tempdir(CLEANUP => 1);
-open my $w, '>', "$dir/writer.sql" or die;
-print $w <<'SQL';
+my $writer = <<'SQL';
 \set id random(1, 5000)
 \set id2 random(1, 5000)
 \set len random(0, 200)
@@ -61,24 +54,14 @@ INSERT INTO src (id, v) VALUES (:id2, 1)
   ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
 COMMIT;
 SQL
-close $w;
-open my $r, '>', "$dir/runner.sql" or die;
-print $r <<'SQL';
+my $runner = <<'SQL';
 SELECT rows_upserted FROM hwm.run('long_time');
 SELECT rows_upserted FROM hwm.run('long_seq');
 \sleep 100 ms
 SQL
-close $r;
 
 local $ENV{PGOPTIONS} = '-c client_min_messages=warning -c hwm.start_margin=0';
-my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');
-my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
-my $writers = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '30', '-f', "$dir/writer.sql", @connect ],
-    '>', \$wout, '2>', \$werr);
-my $runner = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '1', '-T', '30', '-f', "$dir/runner.sql", @connect ],
-    '>', \$rout, '2>', \$rerr);
+my $soak = soak_start($node, seconds => 30, writer => $writer, runner => $runner);
 
 # half-way: the long transaction writes rows stamped with its own start
 sleep 10;
@@ -105,8 +88,7 @@ is($memory, "long_seq|t|t|t\nlong_time|t|t|t",
 sleep 5;
 $long->query_safe('COMMIT');
 $long->quit;
-$writers->finish;
-$runner->finish;
+my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
 note "writers: $wout $werr";
 note "runner: $rout $rerr";
 like($rout, qr/number of transactions actually processed: [1-9]/, 'the runner fired');

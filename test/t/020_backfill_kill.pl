@@ -12,11 +12,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('backfill_kill');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nrestart_after_crash = on\nhwm.allow_superuser_pipelines = on\n");
-$node->start;
+my $node = new_node('backfill_kill', restart_after_crash => 'on', 'hwm.allow_superuser_pipelines' => 'on');
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION hwm;

@@ -7,11 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('swap_lock_timeout');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\n");
-$node->start;
+my $node = new_node('swap_lock_timeout');
 
 $node->safe_psql('postgres', q{
 CREATE EXTENSION hwm;

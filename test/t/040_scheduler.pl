@@ -8,25 +8,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('sched');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.allow_superuser_pipelines = on
-hwm.max_workers = 2
-max_worker_processes = 16
-});
-$node->start;
+my $node = new_node('sched', 'hwm.allow_superuser_pipelines' => 'on', 'hwm.max_workers' => 2,
+	max_worker_processes => 16);
 
-sub sql { return $node->safe_psql('postgres', shift); }
-sub wait_for {
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what)
-	  or diag(sql("SELECT pipeline, status, error_sqlstate, error FROM hwm.runs ORDER BY run_id DESC LIMIT 10"));
-}
-
-sql(q{
+sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
@@ -35,17 +22,17 @@ SELECT hwm.create_pipeline('p', 'src', 'tgt', '{id}', 'id', schedule => '1 secon
 });
 
 # 1. a scheduled pipeline loads new source rows on its own
-wait_for("SELECT count(*) FROM tgt", '10', 'the first scheduled run loads the source');
-sql("INSERT INTO src (v) SELECT 'b' || g FROM generate_series(1, 5) g");
-wait_for("SELECT count(*) FROM tgt", '15', 'a later scheduled run loads the new rows');
-is(sql("SELECT watermark FROM hwm.state WHERE pipeline = 'p'"), '15', 'the watermark follows');
-is(sql("SELECT count(*) FROM hwm.runs WHERE pipeline = 'p' AND status NOT IN ('succeeded', 'running')"),
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '10', 'the first scheduled run loads the source');
+sql($node, 'postgres', "INSERT INTO src (v) SELECT 'b' || g FROM generate_series(1, 5) g");
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '15', 'a later scheduled run loads the new rows');
+is(sql($node, 'postgres', "SELECT watermark FROM hwm.state WHERE pipeline = 'p'"), '15', 'the watermark follows');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'p' AND status NOT IN ('succeeded', 'running')"),
 	'0', 'every scheduled run succeeded');
-is(sql("SELECT count(*) FROM (SELECT id FROM tgt EXCEPT SELECT id FROM src) d"), '0', 'nothing extra');
+is(sql($node, 'postgres', "SELECT count(*) FROM (SELECT id FROM tgt EXCEPT SELECT id FROM src) d"), '0', 'nothing extra');
 
 # 2. pipelines owned by a non-superuser run with that role's rights: a
 # trigger on the target records who the session is
-sql(q{
+sql($node, 'postgres', q{
 CREATE ROLE alice LOGIN;
 CREATE SCHEMA a AUTHORIZATION alice;
 SET ROLE alice;
@@ -72,46 +59,46 @@ SET ROLE alice;
 SELECT hwm.schedule('a_secret', '1 second');
 RESET ROLE;
 });
-wait_for("SELECT count(*) FROM a.tgt", '2', "alice's pipeline loads");
-is(sql("SELECT DISTINCT session_user_name || '/' || current_user_name || '/' || search_path FROM a.who"),
+wait_for($node, 'postgres', "SELECT count(*) FROM a.tgt", '2', "alice's pipeline loads");
+is(sql($node, 'postgres', "SELECT DISTINCT session_user_name || '/' || current_user_name || '/' || search_path FROM a.who"),
 	'alice/alice/pg_catalog, pg_temp',
 	'the run is a session of the owner, not of a superuser, with search_path pinned');
-is(sql("SELECT DISTINCT run_by FROM hwm.runs WHERE pipeline = 'a_ok' AND status = 'succeeded'"),
+is(sql($node, 'postgres', "SELECT DISTINCT run_by FROM hwm.runs WHERE pipeline = 'a_ok' AND status = 'succeeded'"),
 	'alice', 'hwm.runs says who ran it');
 
-wait_for("SELECT consecutive_failures >= 1 FROM hwm.state WHERE pipeline = 'a_secret'", 't',
+wait_for($node, 'postgres', "SELECT consecutive_failures >= 1 FROM hwm.state WHERE pipeline = 'a_secret'", 't',
 	'the pipeline whose source alice cannot read fails');
-is(sql("SELECT error_sqlstate || ' ' || split_part(error, E'\n', 1) FROM hwm.runs WHERE pipeline = 'a_secret' AND status = 'failed' ORDER BY run_id LIMIT 1"),
+is(sql($node, 'postgres', "SELECT error_sqlstate || ' ' || split_part(error, E'\n', 1) FROM hwm.runs WHERE pipeline = 'a_secret' AND status = 'failed' ORDER BY run_id LIMIT 1"),
 	'42501 permission denied for source table a.secret_src',
 	'the failure is recorded with its SQLSTATE and message');
-is(sql("SELECT last_status || ' ' || split_part(last_error, E'\n', 1) FROM hwm.state WHERE pipeline = 'a_secret'"),
+is(sql($node, 'postgres', "SELECT last_status || ' ' || split_part(last_error, E'\n', 1) FROM hwm.state WHERE pipeline = 'a_secret'"),
 	'failed permission denied for source table a.secret_src', 'hwm.state shows the last error');
-is(sql("SELECT count(*) FROM a.secret_tgt"), '0', 'nothing of the secret table was copied');
-sql("INSERT INTO a.src (v) VALUES ('z')");
-wait_for("SELECT count(*) FROM a.tgt", '3', 'the other pipeline keeps running');
+is(sql($node, 'postgres', "SELECT count(*) FROM a.secret_tgt"), '0', 'nothing of the secret table was copied');
+sql($node, 'postgres', "INSERT INTO a.src (v) VALUES ('z')");
+wait_for($node, 'postgres', "SELECT count(*) FROM a.tgt", '3', 'the other pipeline keeps running');
 
 # 3. the failing pipeline backs off: the retry after the n-th consecutive
 # failure waits schedule * 2^(n-1)
-wait_for("SELECT consecutive_failures >= 4 FROM hwm.state WHERE pipeline = 'a_secret'", 't',
+wait_for($node, 'postgres', "SELECT consecutive_failures >= 4 FROM hwm.state WHERE pipeline = 'a_secret'", 't',
 	'the failing pipeline is retried');
-is(sql(q{
+is(sql($node, 'postgres', q{
 SELECT count(*) FROM (
   SELECT started_at, lag(finished_at) OVER w AS prev_finished, row_number() OVER w AS n
     FROM hwm.runs WHERE pipeline = 'a_secret' AND status = 'failed' WINDOW w AS (ORDER BY run_id)) r
  WHERE n > 1 AND started_at - prev_finished < interval '1 second' * 2 ^ (n - 2)}), '0',
 	'each retry waited at least schedule * 2^(failures - 1)');
 # (read between runs: a run that starts moves next_run_at to its grid slot)
-wait_for(q{SELECT next_run_at - last_run_finished_at >= interval '1 second' * 2 ^ (consecutive_failures - 1)
+wait_for($node, 'postgres', q{SELECT next_run_at - last_run_finished_at >= interval '1 second' * 2 ^ (consecutive_failures - 1)
              FROM hwm.state AS s WHERE pipeline = 'a_secret' AND NOT EXISTS
               (SELECT FROM hwm.runs AS r WHERE r.pipeline = s.pipeline AND r.status = 'running')},
 	't', 'the next retry is backed off');
-sql("GRANT SELECT ON a.secret_src TO alice");
-wait_for("SELECT last_status || consecutive_failures FROM hwm.state WHERE pipeline = 'a_secret'",
+sql($node, 'postgres', "GRANT SELECT ON a.secret_src TO alice");
+wait_for($node, 'postgres', "SELECT last_status || consecutive_failures FROM hwm.state WHERE pipeline = 'a_secret'",
 	'succeeded0', 'once fixed, the pipeline recovers and its failure count resets');
-is(sql("SELECT count(*) FROM a.secret_tgt"), '1', 'and loads');
+is(sql($node, 'postgres', "SELECT count(*) FROM a.secret_tgt"), '1', 'and loads');
 
 # an owner that cannot log in: recorded, not a crash loop
-sql(q{
+sql($node, 'postgres', q{
 CREATE ROLE nologin_owner NOLOGIN;
 GRANT USAGE ON SCHEMA a TO nologin_owner;
 GRANT SELECT ON a.src TO nologin_owner;
@@ -121,11 +108,11 @@ SET ROLE nologin_owner;
 SELECT hwm.create_pipeline('nl', 'a.src', 'a.nl_tgt', '{id}', 'id', schedule => '1 hour');
 RESET ROLE;
 });
-wait_for("SELECT last_status || ' ' || error_sqlstate FROM hwm.state JOIN hwm.runs ON run_id = last_run_id WHERE state.pipeline = 'nl'",
+wait_for($node, 'postgres', "SELECT last_status || ' ' || error_sqlstate FROM hwm.state JOIN hwm.runs ON run_id = last_run_id WHERE state.pipeline = 'nl'",
 	'failed 28000', 'an owner without LOGIN fails with a clear error');
 
 # 4. a time limit cancels a slow run, and it is recorded
-sql(q{
+sql($node, 'postgres', q{
 CREATE TABLE slow_base (id bigint, v text);
 INSERT INTO slow_base VALUES (1, 'slow');
 CREATE VIEW slow_src AS SELECT id, v FROM slow_base WHERE pg_sleep(30) IS NOT NULL;
@@ -134,17 +121,17 @@ SELECT hwm.create_pipeline('slow', 'slow_src', 'slow_tgt', '{id}', 'id');
 SELECT hwm.set_timeout('slow', '200 milliseconds');
 SELECT hwm.schedule('slow', '1 hour');
 });
-wait_for("SELECT status || ' ' || error_sqlstate FROM hwm.runs WHERE pipeline = 'slow' ORDER BY run_id DESC LIMIT 1",
+wait_for($node, 'postgres', "SELECT status || ' ' || error_sqlstate FROM hwm.runs WHERE pipeline = 'slow' ORDER BY run_id DESC LIMIT 1",
 	'failed 57014', 'a run over its time limit is cancelled and recorded as failed');
-like(sql("SELECT error FROM hwm.runs WHERE pipeline = 'slow' ORDER BY run_id DESC LIMIT 1"),
+like(sql($node, 'postgres', "SELECT error FROM hwm.runs WHERE pipeline = 'slow' ORDER BY run_id DESC LIMIT 1"),
 	qr/took longer than its timeout of 200 ms/, 'the error says why');
-sql("SELECT hwm.unschedule('slow')");
+sql($node, 'postgres', "SELECT hwm.unschedule('slow')");
 
 # 5. a run by hand holds the pipeline: the scheduled run is skipped, not
 # doubled.  The hand run is held in the middle by a gate (an advisory lock
 # that the target's trigger waits for) while the pipeline is paused; then the
 # pipeline is resumed.
-sql(q{
+sql($node, 'postgres', q{
 CREATE TABLE h_src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 CREATE TABLE h_tgt (id bigint PRIMARY KEY, v text);
 CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -164,48 +151,48 @@ $hand->query_until(qr/started/, q{SET client_min_messages = warning;
 \echo started
 SELECT rows_upserted FROM hwm.run('h');
 });
-wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event = 'advisory'},
+wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event = 'advisory'},
 	'1', 'a run by hand is in progress');
-sql("SELECT hwm.resume('h')");
-wait_for("SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'h' AND status = 'skipped'", 't',
+sql($node, 'postgres', "SELECT hwm.resume('h')");
+wait_for($node, 'postgres', "SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'h' AND status = 'skipped'", 't',
 	'a scheduled run meeting a run by hand is skipped');
-is(sql("SELECT error_sqlstate FROM hwm.runs WHERE pipeline = 'h' AND status = 'skipped' LIMIT 1"),
+is(sql($node, 'postgres', "SELECT error_sqlstate FROM hwm.runs WHERE pipeline = 'h' AND status = 'skipped' LIMIT 1"),
 	'55P03', 'with the lock-not-available SQLSTATE');
 $gate->query_safe("SELECT pg_advisory_unlock(4242)");
 $gate->quit;
 is($hand->query_safe(""), '1', 'the run by hand loads the row');
 $hand->quit;
-is(sql("SELECT count(*) || ' ' || count(DISTINCT id) FROM h_tgt"), '1 1', 'once');
-is(sql("SELECT count(*) FROM hwm.runs WHERE pipeline = 'h' AND status = 'failed'"), '0',
+is(sql($node, 'postgres', "SELECT count(*) || ' ' || count(DISTINCT id) FROM h_tgt"), '1 1', 'once');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'h' AND status = 'failed'"), '0',
 	'a skipped run is not a failure');
-sql("SELECT hwm.drop_pipeline('h')");
+sql($node, 'postgres', "SELECT hwm.drop_pipeline('h')");
 
 # 6. pause and resume one pipeline; hwm.enabled switches all scheduling
-sql("SELECT hwm.pause('p')");
-wait_for("SELECT count(*) FROM hwm.runs WHERE pipeline = 'p' AND status = 'running'", '0', 'paused');
-my $runs_p = sql("SELECT count(*) FROM hwm.runs WHERE pipeline = 'p'");
-my $runs_a = sql("SELECT count(*) FROM hwm.runs WHERE pipeline = 'a_ok' AND status = 'succeeded'");
-wait_for("SELECT count(*) >= $runs_a + 2 FROM hwm.runs WHERE pipeline = 'a_ok' AND status = 'succeeded'", 't',
+sql($node, 'postgres', "SELECT hwm.pause('p')");
+wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'p' AND status = 'running'", '0', 'paused');
+my $runs_p = sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'p'");
+my $runs_a = sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'a_ok' AND status = 'succeeded'");
+wait_for($node, 'postgres', "SELECT count(*) >= $runs_a + 2 FROM hwm.runs WHERE pipeline = 'a_ok' AND status = 'succeeded'", 't',
 	'other pipelines run on');
-is(sql("SELECT count(*) FROM hwm.runs WHERE pipeline = 'p'"), $runs_p, 'a paused pipeline does not run');
-sql("INSERT INTO src (v) VALUES ('after pause')");
-sql("SELECT hwm.resume('p')");
-wait_for("SELECT count(*) FROM tgt", '16', 'a resumed pipeline runs again');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'p'"), $runs_p, 'a paused pipeline does not run');
+sql($node, 'postgres', "INSERT INTO src (v) VALUES ('after pause')");
+sql($node, 'postgres', "SELECT hwm.resume('p')");
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '16', 'a resumed pipeline runs again');
 
 $node->append_conf('postgresql.conf', "hwm.enabled = off\n");
 $node->reload;
-wait_for("SELECT count(*) FROM hwm.runs WHERE status = 'running'", '0', 'hwm.enabled = off: no runs');
-my $all_runs = sql("SELECT count(*) FROM hwm.runs");
+wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE status = 'running'", '0', 'hwm.enabled = off: no runs');
+my $all_runs = sql($node, 'postgres', "SELECT count(*) FROM hwm.runs");
 # the scheduler still sweeps and prunes; wait until a scheduled slot of p has passed
-sql("INSERT INTO src (v) VALUES ('while disabled')");
-wait_for("SELECT next_run_at < now() - interval '2 seconds' FROM hwm.state WHERE pipeline = 'p'", 't',
+sql($node, 'postgres', "INSERT INTO src (v) VALUES ('while disabled')");
+wait_for($node, 'postgres', "SELECT next_run_at < now() - interval '2 seconds' FROM hwm.state WHERE pipeline = 'p'", 't',
 	'time passes');
-is(sql("SELECT count(*) FROM hwm.runs"), $all_runs, 'nothing ran while disabled');
-is(sql("SELECT count(*) FROM tgt"), '16', 'nothing loaded while disabled');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs"), $all_runs, 'nothing ran while disabled');
+is(sql($node, 'postgres', "SELECT count(*) FROM tgt"), '16', 'nothing loaded while disabled');
 $node->append_conf('postgresql.conf', "hwm.enabled = on\n");
 $node->reload;
-wait_for("SELECT count(*) FROM tgt", '17', 'hwm.enabled = on: scheduling resumes');
-is(sql(q{SELECT next_run_at > (SELECT max(started_at) FROM hwm.runs
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '17', 'hwm.enabled = on: scheduling resumes');
+is(sql($node, 'postgres', q{SELECT next_run_at > (SELECT max(started_at) FROM hwm.runs
                                 WHERE pipeline = 'p' AND status = 'succeeded' AND rows_upserted = 1)
            FROM hwm.state WHERE pipeline = 'p'}),
 	't', 'the missed slots became one catch-up run: the next run is on the grid after it');
@@ -213,7 +200,7 @@ is(sql(q{SELECT next_run_at > (SELECT max(started_at) FROM hwm.runs
 # 7. bounded history
 $node->append_conf('postgresql.conf', "hwm.max_runs_per_pipeline = 3\n");
 $node->reload;
-wait_for("SELECT max(n) FROM (SELECT count(*) AS n FROM hwm.runs WHERE kind = 'load' AND status <> 'running' GROUP BY pipeline) c",
+wait_for($node, 'postgres', "SELECT max(n) FROM (SELECT count(*) AS n FROM hwm.runs WHERE kind = 'load' AND status <> 'running' GROUP BY pipeline) c",
 	'3', 'the launcher prunes the history to hwm.max_runs_per_pipeline');
 
 # the launcher survived all of that

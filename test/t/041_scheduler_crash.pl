@@ -7,27 +7,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.allow_superuser_pipelines = on
-restart_after_crash = on
-});
-$node->start;
-
-sub sql { return $node->safe_psql('postgres', shift); }
-sub wait_for {
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what)
-	  or diag(sql("SELECT pipeline, status, error_sqlstate, error FROM hwm.runs ORDER BY run_id DESC LIMIT 10"));
-}
+my $node = new_node('crash', 'hwm.allow_superuser_pipelines' => 'on', restart_after_crash => 'on');
 
 # The target's trigger takes a shared advisory lock: while the test holds it
 # exclusively, a run that has rows to write blocks in the middle of its
 # transaction (after the upsert started, before the watermark is stored).
-sql(q{
+sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
@@ -37,15 +24,15 @@ CREATE TRIGGER gate BEFORE INSERT ON tgt FOR EACH ROW EXECUTE FUNCTION gate();
 INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 100) g;
 SELECT hwm.create_pipeline('c', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
 });
-wait_for("SELECT count(*) FROM tgt", '100', 'the first run loads');
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '100', 'the first run loads');
 
 # Hold the gate, add rows, and wait for a worker stuck on the gate.
 sub block_next_run {
 	my ($from, $to) = @_;
 	my $gate = $node->background_psql('postgres', on_error_stop => 0);
 	$gate->query_safe("SELECT pg_advisory_lock(4242)");
-	sql("INSERT INTO src (v) SELECT 'b' || g FROM generate_series($from, $to) g");
-	wait_for(q{SELECT count(*) FROM pg_stat_activity
+	sql($node, 'postgres', "INSERT INTO src (v) SELECT 'b' || g FROM generate_series($from, $to) g");
+	wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity
 	           WHERE backend_type = 'hwm worker' AND wait_event = 'advisory'},
 		'1', "a scheduled run is in the middle of loading rows $from..$to");
 	return $gate;
@@ -54,25 +41,25 @@ sub block_next_run {
 sub consistent {
 	my ($rows, $what) = @_;
 	# (identity values jump after a crash: compare with the source, not with 1..n)
-	is(sql("SELECT count(*) FROM tgt"), $rows, "$what: the target has exactly the committed rows");
-	is(sql("SELECT count(*) FROM src WHERE id <= (SELECT max(id) FROM tgt)"), $rows,
+	is(sql($node, 'postgres', "SELECT count(*) FROM tgt"), $rows, "$what: the target has exactly the committed rows");
+	is(sql($node, 'postgres', "SELECT count(*) FROM src WHERE id <= (SELECT max(id) FROM tgt)"), $rows,
 		"$what: all of them, none missing");
-	is(sql("SELECT watermark = (SELECT max(id) FROM tgt)::text FROM hwm.state WHERE pipeline = 'c'"), 't',
+	is(sql($node, 'postgres', "SELECT watermark = (SELECT max(id) FROM tgt)::text FROM hwm.state WHERE pipeline = 'c'"), 't',
 		"$what: the watermark matches the target");
 }
 
 # 1. kill -9 of the worker: the server restarts, the run is 'interrupted',
 # the next run loads everything once.
 my $gate = block_next_run(101, 200);
-my $pid = sql("SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm worker'");
+my $pid = sql($node, 'postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm worker'");
 kill 'KILL', $pid;
 eval { $gate->quit; };    # its session died with the crash
-wait_for("SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'interrupted'", '1',
+wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'interrupted'", '1',
 	'the killed run is recorded as interrupted');
-wait_for("SELECT count(*) FROM tgt", '200', 'the next run loads the rows');
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '200', 'the next run loads the rows');
 consistent(200, 'after kill -9');
-is(sql("SELECT count(*) FROM (SELECT id FROM src EXCEPT SELECT id FROM tgt) d"), '0', 'nothing lost');
-is(sql("SELECT count(*) FROM hwm.runs WHERE status = 'running' AND run_id < (SELECT max(run_id) FROM hwm.runs WHERE status = 'succeeded')"),
+is(sql($node, 'postgres', "SELECT count(*) FROM (SELECT id FROM src EXCEPT SELECT id FROM tgt) d"), '0', 'nothing lost');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE status = 'running' AND run_id < (SELECT max(run_id) FROM hwm.runs WHERE status = 'succeeded')"),
 	'0', 'no run is left running');
 
 # 2. an immediate shutdown in the middle of a run; restart with scheduling
@@ -82,16 +69,16 @@ $node->stop('immediate');
 eval { $gate->quit; };
 $node->append_conf('postgresql.conf', "hwm.enabled = off\n");
 $node->start;
-wait_for("SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'interrupted'", '2',
+wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'interrupted'", '2',
 	'after restart, the run in progress is recorded as interrupted');
 consistent(200, 'after an immediate shutdown');
-like(sql("SELECT last_status || ': ' || last_error FROM hwm.state WHERE pipeline = 'c'"),
+like(sql($node, 'postgres', "SELECT last_status || ': ' || last_error FROM hwm.state WHERE pipeline = 'c'"),
 	qr/^interrupted: the run was interrupted/, 'hwm.status shows the interruption');
 $node->append_conf('postgresql.conf', "hwm.enabled = on\n");
 $node->reload;
-wait_for("SELECT count(*) FROM tgt", '300', 'scheduling resumes and loads the rest');
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '300', 'scheduling resumes and loads the rest');
 consistent(300, 'after the catch-up run');
-is(sql("SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'failed'"), '0', 'no run failed');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'failed'"), '0', 'no run failed');
 
 $node->stop;
 done_testing();

@@ -5,17 +5,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
 # The primary keeps its launcher idle (hwm.enabled = off), so that anything
 # the standby loads would be its own doing.
-$primary->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.allow_superuser_pipelines = on
-hwm.enabled = off
-});
-$primary->start;
+my $primary = new_node('primary', init => { allows_streaming => 1 },
+	'hwm.allow_superuser_pipelines' => 'on', 'hwm.enabled' => 'off');
 $primary->safe_psql('postgres', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);

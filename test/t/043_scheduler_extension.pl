@@ -6,19 +6,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('ext');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nhwm.allow_superuser_pipelines = on\n");
-$node->start;
+my $node = new_node('ext', 'hwm.allow_superuser_pipelines' => 'on');
 
-sub sql { return $node->safe_psql('postgres', shift); }
-sub wait_for {
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what);
-}
-
-my $launcher = sql("SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm launcher'");
+my $launcher = sql($node, 'postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm launcher'");
 ok($launcher > 0, 'the launcher runs before the extension exists');
 
 my $setup = q{
@@ -31,15 +23,15 @@ CREATE TRIGGER gate BEFORE INSERT ON tgt FOR EACH ROW EXECUTE FUNCTION gate();
 INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 10) g;
 SELECT hwm.create_pipeline('p', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
 };
-sql($setup);
-wait_for("SELECT count(*) FROM tgt", '10', 'the scheduler picks up the new extension');
+sql($node, 'postgres', $setup);
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '10', 'the scheduler picks up the new extension');
 
 # a run in the middle of its transaction
 my $gate = $node->background_psql('postgres');
 $gate->set_query_timer_restart;
 $gate->query_safe("SELECT pg_advisory_lock(4242)");
-sql("INSERT INTO src (v) VALUES ('late')");
-wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm worker' AND wait_event = 'advisory'},
+sql($node, 'postgres', "INSERT INTO src (v) VALUES ('late')");
+wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm worker' AND wait_event = 'advisory'},
 	'1', 'a scheduled run is in progress');
 
 # DROP EXTENSION waits for the run, which then commits
@@ -49,21 +41,21 @@ $dropper->query_until(qr/dropping/, q{SET client_min_messages = warning;
 \echo dropping
 DROP EXTENSION hwm;
 });
-wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE query = 'DROP EXTENSION hwm;' AND wait_event_type = 'Lock'},
+wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE query = 'DROP EXTENSION hwm;' AND wait_event_type = 'Lock'},
 	'1', 'DROP EXTENSION waits for the run in progress');
 $gate->query_safe("SELECT pg_advisory_unlock(4242)");
 $dropper->query_safe("");
 $dropper->quit;
-is(sql("SELECT count(*) FROM pg_extension WHERE extname = 'hwm'"), '0', 'the extension is gone');
-is(sql("SELECT count(*) FROM tgt"), '11', 'the run in progress finished before the drop');
+is(sql($node, 'postgres', "SELECT count(*) FROM pg_extension WHERE extname = 'hwm'"), '0', 'the extension is gone');
+is(sql($node, 'postgres', "SELECT count(*) FROM tgt"), '11', 'the run in progress finished before the drop');
 
 # absent extension: the launcher idles; a new extension is picked up
-sql("DROP TABLE src, tgt; DROP FUNCTION gate()");
-sql($setup);
-wait_for("SELECT count(*) FROM tgt", '10', 'the re-created extension is scheduled at once');
+sql($node, 'postgres', "DROP TABLE src, tgt; DROP FUNCTION gate()");
+sql($node, 'postgres', $setup);
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '10', 'the re-created extension is scheduled at once');
 $gate->query_safe("SELECT pg_advisory_lock(4242)");
-sql("INSERT INTO src (v) VALUES ('late')");
-wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm worker' AND wait_event = 'advisory'},
+sql($node, 'postgres', "INSERT INTO src (v) VALUES ('late')");
+wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm worker' AND wait_event = 'advisory'},
 	'1', 'a scheduled run is in progress again');
 # this time the extension goes with CASCADE while more runs are due
 $dropper = $node->background_psql('postgres');
@@ -72,17 +64,17 @@ $dropper->query_until(qr/dropping/, q{SET client_min_messages = warning;
 \echo dropping
 DROP EXTENSION hwm CASCADE;
 });
-wait_for(q{SELECT count(*) FROM pg_stat_activity WHERE query = 'DROP EXTENSION hwm CASCADE;' AND wait_event_type = 'Lock'},
+wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity WHERE query = 'DROP EXTENSION hwm CASCADE;' AND wait_event_type = 'Lock'},
 	'1', 'DROP EXTENSION waits again');
 $gate->query_safe("SELECT pg_advisory_unlock(4242)");
 $gate->quit;
 $dropper->query_safe("");
 $dropper->quit;
-sql("DROP TABLE src, tgt; DROP FUNCTION gate()");
-sql($setup);
-wait_for("SELECT count(*) FROM tgt", '10', 'and again');
+sql($node, 'postgres', "DROP TABLE src, tgt; DROP FUNCTION gate()");
+sql($node, 'postgres', $setup);
+wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '10', 'and again');
 
-is(sql("SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm launcher'"), $launcher,
+is(sql($node, 'postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm launcher'"), $launcher,
 	'the same launcher throughout: it never died');
 unlike(slurp_file($node->logfile), qr/terminated by signal|exited with exit code/,
 	'no process of the scheduler crashed');

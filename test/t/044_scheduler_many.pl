@@ -6,20 +6,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('many');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.allow_superuser_pipelines = on
-hwm.max_workers = 2
-max_worker_processes = 8
-});
-$node->start;
+my $node = new_node('many', 'hwm.allow_superuser_pipelines' => 'on', 'hwm.max_workers' => 2,
+	max_worker_processes => 8);
 
-sub sql { return $node->safe_psql('postgres', shift); }
-
-sql(q{
+sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 10) g;
@@ -39,7 +31,7 @@ SELECT count(*) FROM (SELECT pipeline FROM hwm.runs WHERE status = 'succeeded'
 	'all 200 pipelines ran at least three times');
 
 # a new row reaches every target
-sql("INSERT INTO src (v) VALUES ('new')");
+sql($node, 'postgres', "INSERT INTO src (v) VALUES ('new')");
 ok($node->poll_query_until('postgres', q{
 SELECT count(*) FROM hwm.state WHERE watermark = '11'}, '200'),
 	'a new source row reaches all 200 targets');
@@ -50,12 +42,12 @@ $node->reload;
 ok($node->poll_query_until('postgres', "SELECT count(*) FROM hwm.runs WHERE status = 'running'", '0'),
 	'no run is left running');
 
-is(sql("SELECT count(*) FROM hwm.runs WHERE status <> 'succeeded'"), '0', 'every run succeeded');
-is(sql(q{
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE status <> 'succeeded'"), '0', 'every run succeeded');
+is(sql($node, 'postgres', q{
 SELECT count(*) FROM hwm.runs a JOIN hwm.runs b
     ON a.pipeline = b.pipeline AND a.run_id < b.run_id AND b.started_at < a.finished_at}),
 	'0', 'no two runs of one pipeline overlapped');
-is(sql(q{
+is(sql($node, 'postgres', q{
 SELECT max(n) <= 2 FROM (
   SELECT count(*) AS n FROM hwm.runs a JOIN hwm.runs b
       ON b.started_at <= a.started_at AND b.finished_at > a.started_at
@@ -63,15 +55,15 @@ SELECT max(n) <= 2 FROM (
 	't', 'never more than hwm.max_workers runs at once');
 # each run moves next_run_at to the first slot after it started, so a
 # pipeline runs at most once per one-second slot (plus the first run)
-is(sql(q{
+is(sql($node, 'postgres', q{
 SELECT count(*) FROM (
   SELECT pipeline, count(*) AS n, extract(epoch FROM max(started_at) - min(started_at)) AS span
     FROM hwm.runs GROUP BY pipeline) c
  WHERE n > ceil(span) + 2}),
 	'0', 'no pile-up: at most one run per schedule slot');
-my $per = sql(q{SELECT min(n) || ' ' || max(n) FROM (SELECT count(*) AS n FROM hwm.runs GROUP BY pipeline) c});
+my $per = sql($node, 'postgres', q{SELECT min(n) || ' ' || max(n) FROM (SELECT count(*) AS n FROM hwm.runs GROUP BY pipeline) c});
 note "runs per pipeline (min max): $per";
-is(sql("SELECT count(*) FROM hwm.state WHERE consecutive_failures > 0"), '0', 'no failures');
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.state WHERE consecutive_failures > 0"), '0', 'no failures');
 
 $node->stop;
 done_testing();

@@ -7,23 +7,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('noslots');
-$node->init;
 # three background worker slots: hwm's launcher, the logical replication
 # launcher, and one more
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.allow_superuser_pipelines = on
-hwm.max_workers = 4
-max_worker_processes = 3
-max_parallel_workers = 0
-});
-$node->start;
+my $node = new_node('noslots', 'hwm.allow_superuser_pipelines' => 'on', 'hwm.max_workers' => 4,
+	max_worker_processes => 3, max_parallel_workers => 0);
 
-sub sql { return $node->safe_psql('postgres', shift); }
-
-sql(q{
+sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 INSERT INTO src (v) VALUES ('a');
@@ -41,7 +32,7 @@ SELECT count(*) FROM (SELECT pipeline FROM hwm.runs WHERE status = 'succeeded'
 my $log = slurp_file($node->logfile);
 my $said = () = $log =~ /no background worker slot is free/g;
 is($said, 1, 'the shortage is logged once');
-is(sql("SELECT count(*) FROM hwm.runs WHERE status NOT IN ('succeeded', 'running')"), '0',
+is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE status NOT IN ('succeeded', 'running')"), '0',
 	'no run was recorded as failed for it');
 $node->append_conf('postgresql.conf', "hwm.enabled = off\n");
 $node->reload;

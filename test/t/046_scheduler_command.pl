@@ -9,24 +9,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('sched_cmd');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.max_workers = 2
-max_worker_processes = 16
-});
-$node->start;
+my $node = new_node('sched_cmd', 'hwm.max_workers' => 2, max_worker_processes => 16);
 
-sub sql { return $node->safe_psql('postgres', shift); }
-sub wait_for {
-	my ($query, $expected, $what) = @_;
-	ok($node->poll_query_until('postgres', $query, $expected), $what)
-	  or diag(sql("SELECT pipeline, status, error_sqlstate, error FROM hwm.runs ORDER BY run_id DESC LIMIT 10"));
-}
-
-sql(q{
+sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
 CREATE ROLE bob LOGIN;
 CREATE SCHEMA b AUTHORIZATION bob;
@@ -53,43 +40,43 @@ SELECT count(*) FROM (SELECT kind, count(*) AS n FROM b.src GROUP BY kind) AS g
   FULL JOIN b.roll AS r USING (kind) WHERE r.n IS DISTINCT FROM g.n};
 
 # 1. the scheduled rollup counts the rows, then the new ones, each once
-wait_for("SELECT sum(n) FROM b.roll", '30', 'the first scheduled run of the command pipeline counts the source');
-sql("INSERT INTO b.src (kind) SELECT g % 3 FROM generate_series(1, 12) g");
-wait_for("SELECT sum(n) FROM b.roll", '42', 'a later scheduled run counts the new rows');
-is(sql($matches), '0', 'the rollup equals GROUP BY kind over the source');
-is(sql("SELECT DISTINCT by_user || '/' || path FROM b.roll"), 'bob/pg_catalog, pg_temp',
+wait_for($node, 'postgres', "SELECT sum(n) FROM b.roll", '30', 'the first scheduled run of the command pipeline counts the source');
+sql($node, 'postgres', "INSERT INTO b.src (kind) SELECT g % 3 FROM generate_series(1, 12) g");
+wait_for($node, 'postgres', "SELECT sum(n) FROM b.roll", '42', 'a later scheduled run counts the new rows');
+is(sql($node, 'postgres', $matches), '0', 'the rollup equals GROUP BY kind over the source');
+is(sql($node, 'postgres', "SELECT DISTINCT by_user || '/' || path FROM b.roll"), 'bob/pg_catalog, pg_temp',
 	"the command ran as the pipeline's owner with search_path pinned");
-is(sql("SELECT watermark FROM hwm.state WHERE pipeline = 'rollup'"), '42', 'the watermark is the last id');
+is(sql($node, 'postgres', "SELECT watermark FROM hwm.state WHERE pipeline = 'rollup'"), '42', 'the watermark is the last id');
 
 # 2. the interval pipeline does every second that has rows, one per run
-wait_for("SELECT sum(n) FROM b.per_second", '42', 'the scheduled interval pipeline counts every row');
-is(sql(q{
+wait_for($node, 'postgres', "SELECT sum(n) FROM b.per_second", '42', 'the scheduled interval pipeline counts every row');
+is(sql($node, 'postgres', q{
 SELECT count(*) FROM (SELECT date_bin('1 second', t, '2000-01-01 00:00+00') AS start, count(*) AS n
                         FROM b.src GROUP BY 1) AS g
   FULL JOIN b.per_second AS p USING (start) WHERE p.n IS DISTINCT FROM g.n}),
 	'0', 'each second counted once');
-is(sql(q{
+is(sql($node, 'postgres', q{
 SELECT count(*) = (SELECT count(*) FROM b.per_second)
        AND bool_and(to_partition::timestamptz - from_partition::timestamptz = interval '1 second')
   FROM hwm.runs WHERE pipeline = 'seconds' AND status = 'succeeded' AND from_partition IS NOT NULL}),
 	't', 'one interval per scheduled run, recorded in hwm.runs');
-is(sql("SELECT kind FROM hwm.status WHERE pipeline = 'seconds'"), 'interval', 'hwm.status shows its kind');
+is(sql($node, 'postgres', "SELECT kind FROM hwm.status WHERE pipeline = 'seconds'"), 'interval', 'hwm.status shows its kind');
 
 # 3. a failing command: a failed run, nothing counted, the watermark stays
-sql(q{
+sql($node, 'postgres', q{
 ALTER TABLE b.roll ADD CONSTRAINT roll_small CHECK (n < 30);
 INSERT INTO b.src (kind) SELECT 0 FROM generate_series(1, 20);
 });
-wait_for(q{SELECT count(*) > 0 FROM hwm.runs
+wait_for($node, 'postgres', q{SELECT count(*) > 0 FROM hwm.runs
             WHERE pipeline = 'rollup' AND status = 'failed' AND error_sqlstate = '23514'},
 	't', 'the scheduled run whose command fails is recorded as failed, with its SQLSTATE');
-is(sql("SELECT watermark FROM hwm.state WHERE pipeline = 'rollup'"), '42', 'the watermark stayed');
-is(sql("SELECT sum(n) FROM b.roll"), '42', 'nothing of the failed range was counted');
-like(sql("SELECT last_status || '/' || consecutive_failures FROM hwm.status WHERE pipeline = 'rollup'"),
+is(sql($node, 'postgres', "SELECT watermark FROM hwm.state WHERE pipeline = 'rollup'"), '42', 'the watermark stayed');
+is(sql($node, 'postgres', "SELECT sum(n) FROM b.roll"), '42', 'nothing of the failed range was counted');
+like(sql($node, 'postgres', "SELECT last_status || '/' || consecutive_failures FROM hwm.status WHERE pipeline = 'rollup'"),
 	qr{^failed/[1-9]}, 'hwm.status shows the failure');
-sql("ALTER TABLE b.roll DROP CONSTRAINT roll_small");
-wait_for("SELECT sum(n) FROM b.roll", '62', 'once the cause is gone, a later run counts the range once');
-is(sql($matches), '0', 'the rollup still equals GROUP BY kind over the source');
+sql($node, 'postgres', "ALTER TABLE b.roll DROP CONSTRAINT roll_small");
+wait_for($node, 'postgres', "SELECT sum(n) FROM b.roll", '62', 'once the cause is gone, a later run counts the range once');
+is(sql($node, 'postgres', $matches), '0', 'the rollup still equals GROUP BY kind over the source');
 
 $node->stop;
 done_testing();

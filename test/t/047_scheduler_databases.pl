@@ -8,23 +8,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('dbs');
-$node->init(allows_streaming => 1);
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.max_workers = 2
-});
-$node->start;
-
-sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
-sub wait_for {
-	my ($db, $query, $expected, $what) = @_;
-	ok($node->poll_query_until($db, $query, $expected), $what);
-}
+my $node = new_node('dbs', init => { allows_streaming => 1 }, 'hwm.max_workers' => 2);
 
 # pipelines owned by alice, who can log in; the scheduler runs them as her
-sql('postgres', 'CREATE ROLE alice LOGIN');
+sql($node, 'postgres', 'CREATE ROLE alice LOGIN');
 my $setup = q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
@@ -38,42 +27,42 @@ RESET ROLE;
 };
 for my $db (qw(db_a db_drop db_ext))
 {
-	sql('postgres', "CREATE DATABASE $db");
-	sql($db, $setup);
+	sql($node, 'postgres', "CREATE DATABASE $db");
+	sql($node, $db, $setup);
 }
 for my $db (qw(db_a db_drop db_ext))
 {
-	wait_for($db, 'SELECT count(*) FROM tgt', '10', "$db, created after the start, runs its pipeline");
-	is(sql($db, "SELECT string_agg(DISTINCT run_by, ',') FROM hwm.runs WHERE status = 'succeeded'"),
+	wait_for($node, $db, 'SELECT count(*) FROM tgt', '10', "$db, created after the start, runs its pipeline");
+	is(sql($node, $db, "SELECT string_agg(DISTINCT run_by, ',') FROM hwm.runs WHERE status = 'succeeded'"),
 		'alice', "$db: as its owner");
 }
-is(sql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm launcher'"),
+is(sql($node, 'postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm launcher'"),
 	'1', 'one launcher for all of them');
 
 # DROP DATABASE while a run is in progress there: the run is terminated
-sql('db_drop', q{
+sql($node, 'db_drop', q{
 CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN PERFORM pg_sleep(300); RETURN NEW; END $$;
 CREATE TRIGGER slow BEFORE INSERT ON tgt FOR EACH ROW EXECUTE FUNCTION slow();
 INSERT INTO src (v) VALUES ('late');
 });
-wait_for('postgres', q{SELECT count(*) FROM pg_stat_activity
+wait_for($node, 'postgres', q{SELECT count(*) FROM pg_stat_activity
 	WHERE backend_type = 'hwm worker' AND datname = 'db_drop' AND wait_event = 'PgSleep'},
 	'1', 'a run is in progress in db_drop');
 my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE db_drop');
 is($ret, 0, 'DROP DATABASE succeeds while a run is in progress')
   or diag($err);
-wait_for('postgres', "SELECT count(*) FROM pg_stat_activity WHERE datname = 'db_drop'", '0',
+wait_for($node, 'postgres', "SELECT count(*) FROM pg_stat_activity WHERE datname = 'db_drop'", '0',
 	'nothing of hwm is left in the dropped database');
 
 # DROP EXTENSION and CREATE EXTENSION again in db_ext
-sql('db_ext', 'DROP EXTENSION hwm; DROP TABLE src, tgt');
-sql('db_ext', $setup);
-wait_for('db_ext', 'SELECT count(*) FROM tgt', '10', 'db_ext runs again after CREATE EXTENSION');
+sql($node, 'db_ext', 'DROP EXTENSION hwm; DROP TABLE src, tgt');
+sql($node, 'db_ext', $setup);
+wait_for($node, 'db_ext', 'SELECT count(*) FROM tgt', '10', 'db_ext runs again after CREATE EXTENSION');
 
 # a failing run is notified on hwm_runs, with its database, pipeline,
 # status, run_id and SQLSTATE
-sql('db_a', q{
+sql($node, 'db_a', q{
 CREATE TABLE bad_tgt (id bigint PRIMARY KEY, v text);
 ALTER TABLE bad_tgt OWNER TO alice;
 CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -98,7 +87,7 @@ END $$;
 SELECT 'done';
 };
 ($ret, $out, $err) = $node->psql('db_a', $listen);
-my $run_id = sql('db_a', "SELECT run_id FROM hwm.runs WHERE pipeline = 'bad' AND status = 'failed'");
+my $run_id = sql($node, 'db_a', "SELECT run_id FROM hwm.runs WHERE pipeline = 'bad' AND status = 'failed'");
 like($out,
 	qr/Asynchronous notification "hwm_runs" with payload "\{"database": "db_a", "pipeline": "bad", "status": "failed", "run_id": $run_id, "sqlstate": "23514"\}"/,
 	'a listener hears of the failed run, with its payload');
@@ -115,8 +104,8 @@ $node->append_conf('postgresql.conf', "hwm.database = 'db_ext, db_a'\n");
 $node->reload;
 ($ret, $out, $err) = $node->psql('db_a', "SELECT hwm.schedule('p', '1 second')");
 unlike($err, qr/WARNING/, 'a list of databases is accepted');
-sql('db_a', "INSERT INTO src (v) VALUES ('listed')");
-wait_for('db_a', 'SELECT count(*) FROM tgt', '11', 'a listed database is served');
+sql($node, 'db_a', "INSERT INTO src (v) VALUES ('listed')");
+wait_for($node, 'db_a', 'SELECT count(*) FROM tgt', '11', 'a listed database is served');
 
 # a hot standby runs nothing, however many databases it has (the primary
 # stops scheduling, so that anything the standby did would be its own)

@@ -6,22 +6,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('fair');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.allow_superuser_pipelines = on
-hwm.max_workers = 2
-max_worker_processes = 8
-});
-$node->start;
+my $node = new_node('fair', 'hwm.allow_superuser_pipelines' => 'on', 'hwm.max_workers' => 2,
+	max_worker_processes => 8);
 
-sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
-
-sql('postgres', 'CREATE DATABASE db_big');
-sql('postgres', 'CREATE DATABASE db_small');
-sql('db_big', q{
+sql($node, 'postgres', 'CREATE DATABASE db_big');
+sql($node, 'postgres', 'CREATE DATABASE db_small');
+sql($node, 'db_big', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 INSERT INTO src (v) VALUES ('a');
@@ -38,7 +30,7 @@ ok($node->poll_query_until('db_big', q{
 SELECT count(*) > 100 FROM hwm.state WHERE next_run_at < now() - interval '2 seconds'}),
 	'db_big has a backlog: more pipelines due than hwm.max_workers can run');
 
-sql('db_small', q{
+sql($node, 'db_small', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
@@ -51,16 +43,16 @@ SELECT count(*) >= 8 FROM hwm.runs WHERE pipeline = 'solo' AND status = 'succeed
 	'the single pipeline of db_small runs');
 
 # how many of its slots since it was scheduled did it run?
-my $slots = sql('db_small', q{
+my $slots = sql($node, 'db_small', q{
 SELECT count(*) || ' of ' || ceil(extract(epoch FROM max(started_at) - (SELECT t0 FROM t0)) / 2)
   FROM hwm.runs WHERE pipeline = 'solo' AND status = 'succeeded'});
 diag("solo ran $slots slots");
 my ($ran, $of) = split / of /, $slots;
 cmp_ok($ran, '>=', 0.6 * $of, 'the single pipeline ran on (almost) every slot of its schedule');
-ok(sql('db_big', q{
+ok(sql($node, 'db_big', q{
 SELECT count(*) > 100 FROM hwm.state WHERE next_run_at < now() - interval '2 seconds'}) eq 't',
 	'while db_big still had its backlog');
-is(sql('db_big', "SELECT count(*) FROM hwm.runs WHERE status NOT IN ('succeeded', 'running')"),
+is(sql($node, 'db_big', "SELECT count(*) FROM hwm.runs WHERE status NOT IN ('succeeded', 'running')"),
 	'0', 'and every run of db_big succeeded');
 
 $node->stop;

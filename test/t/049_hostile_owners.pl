@@ -17,35 +17,27 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('hostile');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-hwm.database = '*'
-hwm.max_workers = 2
-max_worker_processes = 12
-});
-$node->start;
-
-sub sql { my ($db, $q) = @_; return $node->safe_psql($db, $q); }
+my $node = new_node('hostile', 'hwm.database' => '*', 'hwm.max_workers' => 2,
+	max_worker_processes => 12);
 
 # runs of pipeline $p that succeeded within the last $secs seconds
 sub recent_runs
 {
 	my ($db, $p, $secs) = @_;
-	return sql($db, qq{
+	return sql($node, $db, qq{
 		SELECT count(*) FROM hwm.runs WHERE pipeline = '$p' AND status = 'succeeded'
 		   AND started_at > now() - interval '$secs seconds'});
 }
 
-sql('postgres', q{
+sql($node, 'postgres', q{
 CREATE ROLE alice LOGIN;
 CREATE ROLE bob LOGIN;
 CREATE ROLE mallory LOGIN;
 CREATE DATABASE app OWNER alice;
 });
-sql('app', q{
+sql($node, 'app', q{
 CREATE EXTENSION hwm;
 GRANT CREATE ON SCHEMA public TO alice, bob, mallory;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text);
@@ -63,7 +55,7 @@ ok($node->poll_query_until('app', q{
 # --- 1. schedules that no run time can follow --------------------------------
 # hwm.schedule refuses them now (sql/owners.sql); 1.1 stored them, so they are
 # written here as the catalog's owner, as an upgraded catalog may hold them.
-sql('app', q{
+sql($node, 'app', q{
 CREATE TABLE msrc (id bigint PRIMARY KEY, v text);
 INSERT INTO msrc VALUES (1, 'a');
 GRANT SELECT ON msrc TO mallory;
@@ -89,10 +81,10 @@ ok($node->poll_query_until('app', q{
 sleep 4;
 cmp_ok(recent_runs('app', 'alice_1s', 4), '>=', 2,
 	"alice's pipeline kept running meanwhile");
-is(sql('app', q{SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs WHERE pipeline LIKE 'm\_%'}),
+is(sql($node, 'app', q{SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs WHERE pipeline LIKE 'm\_%'}),
 	'm_days failed, m_usecs succeeded, m_years succeeded',
 	'their runs are recorded: the failed one as failed, not interrupted');
-is(sql('app', q{SELECT string_agg(pipeline || ' ' || coalesce((next_run_at - last_run_finished_at > interval '59 minutes')::text, 'none'),
+is(sql($node, 'app', q{SELECT string_agg(pipeline || ' ' || coalesce((next_run_at - last_run_finished_at > interval '59 minutes')::text, 'none'),
                                   ', ' ORDER BY pipeline)
                   FROM hwm.state WHERE pipeline LIKE 'm\_%'}),
 	'm_days true, m_usecs none, m_years none',
@@ -104,7 +96,7 @@ unlike($log, qr/timestamp out of range/, 'and no dispatch failed on "timestamp o
 # --- 2. a fault while claiming one pipeline's run ----------------------------
 # (a trigger on hwm.runs, planted by the catalog's owner, makes the claim of
 # 'boom' fail: whatever the reason, the others are claimed)
-sql('app', q{
+sql($node, 'app', q{
 SET ROLE mallory;
 CREATE TABLE boom_tgt (id bigint PRIMARY KEY, v text);
 SELECT hwm.create_pipeline('boom', 'src', 'boom_tgt', '{id}', 'id');
@@ -122,13 +114,13 @@ SELECT hwm.schedule('boom', '1 second');
 ok($node->poll_query_until('app', q{
 	SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'boom' AND status = 'failed'}),
 	'the failed claim is recorded against its pipeline');
-is(sql('app', q{SELECT last_status || ' ' || (next_run_at > now() + interval '30 minutes') FROM hwm.state WHERE pipeline = 'boom'}),
+is(sql($node, 'app', q{SELECT last_status || ' ' || (next_run_at > now() + interval '30 minutes') FROM hwm.state WHERE pipeline = 'boom'}),
 	'failed true', '... which waits an hour before the next try');
-like(sql('app', q{SELECT error FROM hwm.runs WHERE pipeline = 'boom' AND status = 'failed' ORDER BY run_id DESC LIMIT 1}),
+like(sql($node, 'app', q{SELECT error FROM hwm.runs WHERE pipeline = 'boom' AND status = 'failed' ORDER BY run_id DESC LIMIT 1}),
 	qr/could not claim the run: planted fault in claiming boom/, '... with the error');
 sleep 3;
 cmp_ok(recent_runs('app', 'alice_1s', 3), '>=', 1, "alice's pipeline still runs");
-sql('app', 'DROP TRIGGER refuse_boom ON hwm.runs; DROP FUNCTION public.refuse_boom()');
+sql($node, 'app', 'DROP TRIGGER refuse_boom ON hwm.runs; DROP FUNCTION public.refuse_boom()');
 
 # --- 3. a refused ALTER DATABASE does not freeze the database ----------------
 my $before = recent_runs('app', 'alice_1s', 3600);
@@ -148,7 +140,7 @@ cmp_ok(recent_runs('app', 'alice_1s', 3600) - $before, '>=', 3,
 	"alice's 1-second pipeline ran on through them");
 
 # --- 4. an error of 9 MB is stored, logged and sent cut to 8 kB -------------
-sql('app', q{
+sql($node, 'app', q{
 SET ROLE bob;
 CREATE TABLE huge_tgt (id bigint PRIMARY KEY, v text);
 CREATE FUNCTION huge_error() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -161,7 +153,7 @@ my $log_size = -s $node->logfile;
 ok($node->poll_query_until('app', q{
 	SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'huge' AND status = 'failed'}),
 	'the pipeline whose trigger raises 9 MB fails');
-is(sql('app', q{
+is(sql($node, 'app', q{
 	SELECT octet_length(r.error) <= 8192 AND r.error LIKE '%(cut: % bytes shown)'
 	   AND octet_length(s.last_error) <= 8192
 	  FROM hwm.runs r JOIN hwm.state s USING (pipeline)
@@ -170,7 +162,7 @@ is(sql('app', q{
 cmp_ok((-s $node->logfile) - $log_size, '<', 1_000_000, 'the server log did not get the 9 MB');
 
 # --- 5. turns between owners --------------------------------------------------
-sql('app', q{
+sql($node, 'app', q{
 SET ROLE mallory;
 DO $$
 BEGIN
@@ -197,14 +189,14 @@ sleep 10;
 my $alice_rate = recent_runs('app', 'alice_1s', 10);
 diag("alice's pipeline ran $alice_rate times in the last 10 s of mallory's backlog");
 cmp_ok($alice_rate, '>=', 6, "alice's 1-second pipeline keeps (nearly) its rate: the due runs take turns between owners");
-ok(sql('app', q{SELECT count(*) > 100 FROM hwm.state WHERE pipeline LIKE 'flood\_%' AND next_run_at < now() - interval '2 seconds'}) eq 't',
+ok(sql($node, 'app', q{SELECT count(*) > 100 FROM hwm.state WHERE pipeline LIKE 'flood\_%' AND next_run_at < now() - interval '2 seconds'}) eq 't',
 	'while the backlog was still there');
-sql('app', q{DELETE FROM hwm.state WHERE pipeline LIKE 'flood\_%'});
+sql($node, 'app', q{DELETE FROM hwm.state WHERE pipeline LIKE 'flood\_%'});
 
 # --- 6. a template copy waits for its owner ---------------------------------
 # (the scheduler serves no template database; a copy of one is served)
-sql('postgres', 'CREATE DATABASE tmpl');
-sql('tmpl', q{
+sql($node, 'postgres', 'CREATE DATABASE tmpl');
+sql($node, 'tmpl', q{
 CREATE EXTENSION hwm;
 CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text);
 INSERT INTO src (v) VALUES ('a');
@@ -217,13 +209,13 @@ RESET ROLE;
 });
 ok($node->poll_query_until('tmpl', q{SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'tp' AND status = 'succeeded'}),
 	'the pipeline runs in its database');
-sql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE true; ALTER ROLE mallory CREATEDB');
+sql($node, 'postgres', 'ALTER DATABASE tmpl IS_TEMPLATE true; ALTER ROLE mallory CREATEDB');
 $node->safe_psql('postgres', 'CREATE DATABASE copy TEMPLATE tmpl', extra_params => [ '-U', 'mallory' ]);
-my $copy_runs = sql('copy', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'tp'});
+my $copy_runs = sql($node, 'copy', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'tp'});
 sleep 4;
-is(sql('copy', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'tp'}), $copy_runs,
+is(sql($node, 'copy', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'tp'}), $copy_runs,
 	'in the copy of it that mallory made, the scheduler does not run it');
-like(sql('copy', q{SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'tp'}),
+like(sql($node, 'copy', q{SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'tp'}),
 	qr/copied into this one/, 'hwm.status says why');
 $node->safe_psql('copy', q{SELECT hwm.resume('tp')}, extra_params => [ '-U', 'alice' ]);
 ok($node->poll_query_until('copy', qq{SELECT count(*) > $copy_runs FROM hwm.runs WHERE pipeline = 'tp' AND status = 'succeeded'}),
@@ -239,7 +231,7 @@ SELECT * FROM hwm.run('huge');
 is($node->safe_psql('app', q{SELECT string_agg(status, ',' ORDER BY run_id) FROM hwm.runs WHERE pipeline = 'huge'},
 		extra_params => [ '-U', 'alice' ]),
 	'succeeded', "the new owner sees only its own run, none of bob's scheduled failures");
-is(sql('app', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'huge' AND owner IS NULL}), '0',
+is(sql($node, 'app', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'huge' AND owner IS NULL}), '0',
 	'every row has its owner (the scheduler wrote them with it)');
 
 $node->stop;

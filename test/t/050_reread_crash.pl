@@ -7,12 +7,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('reread_crash');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\n"
-    . "hwm.allow_superuser_pipelines = on\nhwm.start_margin = 0\n");
-$node->start;
+my $node = new_node('reread_crash', 'hwm.allow_superuser_pipelines' => 'on', 'hwm.start_margin' => 0);
 $node->safe_psql('postgres', q{
     CREATE EXTENSION hwm;
     CREATE TABLE src (id int PRIMARY KEY, updated_at timestamptz NOT NULL DEFAULT now(), v text);

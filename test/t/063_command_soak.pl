@@ -10,15 +10,11 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use File::Temp qw(tempdir);
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('cmdsoak');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'hwm'\nmax_connections = 50\n"
+my $node = new_node('cmdsoak', max_connections => 50,
     # the test's pipelines are owned by the bootstrap superuser
-    . "hwm.allow_superuser_pipelines = on\n");
-$node->start;
+    'hwm.allow_superuser_pipelines' => 'on');
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION hwm;
@@ -41,9 +37,7 @@ $node->safe_psql('postgres', q{
        WHERE s.t >= $1 AND s.t < $2 GROUP BY s.kind$$, skip_empty => true);
 });
 
-my $dir = tempdir(CLEANUP => 1);
-open my $w, '>', "$dir/writer.sql" or die;
-print $w <<'SQL';
+my $writer = <<'SQL';
 \set kind random(1, 5)
 \set len random(0, 200)
 BEGIN;
@@ -53,27 +47,16 @@ INSERT INTO src (kind) VALUES (:kind);
 INSERT INTO src (kind) VALUES (:kind);
 COMMIT;
 SQL
-close $w;
-open my $r, '>', "$dir/runner.sql" or die;
-print $r <<'SQL';
+my $runner = <<'SQL';
 SELECT rows_upserted FROM hwm.run('soak_time');
 SELECT rows_upserted FROM hwm.run('soak_id');
 SELECT rows_upserted FROM hwm.run('soak_interval');
 \sleep 100 ms
 SQL
-close $r;
 
 local $ENV{PGOPTIONS} = '-c client_min_messages=warning';
-my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');
-my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
-my $writers = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '30', '-f', "$dir/writer.sql", @connect ],
-    '>', \$wout, '2>', \$werr);
-my $runner = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '1', '-T', '30', '-f', "$dir/runner.sql", @connect ],
-    '>', \$rout, '2>', \$rerr);
-$writers->finish;
-$runner->finish;
+my $soak = soak_start($node, seconds => 30, writer => $writer, runner => $runner);
+my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
 note "writers: $wout $werr";
 note "runner: $rout $rerr";
 like($rout, qr/number of transactions actually processed: [1-9]/, 'the runner fired');

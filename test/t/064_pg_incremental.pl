@@ -14,22 +14,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
-use File::Temp qw(tempdir);
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('incr');
-my $libdir = $node->config_data('--pkglibdir');
-my $sharedir = $node->config_data('--sharedir');
+# a node never started, to ask where the PostgreSQL under test keeps things
+my $probe = PostgreSQL::Test::Cluster->new('probe');
+my $libdir = $probe->config_data('--pkglibdir');
+my $sharedir = $probe->config_data('--sharedir');
 plan skip_all => 'pg_cron and pg_incremental are not installed'
   unless -e "$libdir/pg_cron.so" && -e "$libdir/pg_incremental.so"
   && -e "$sharedir/extension/pg_incremental.control";
 
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_cron, hwm'\n"
-    . "cron.database_name = 'postgres'\nmax_connections = 50\n"
+my $node = new_node('incr', shared_preload_libraries => 'pg_cron, hwm',
+    'cron.database_name' => 'postgres', max_connections => 50,
     # the test's pipelines are owned by the bootstrap superuser
-    . "hwm.allow_superuser_pipelines = on\n");
-$node->start;
+    'hwm.allow_superuser_pipelines' => 'on');
 
 my $rollup = q{
   INSERT INTO public.%s AS r
@@ -56,9 +54,7 @@ $node->safe_psql('postgres', qq{
       start_at => pg_catalog.date_trunc('second', now())::text, batched => true);
 });
 
-my $dir = tempdir(CLEANUP => 1);
-open my $w, '>', "$dir/writer.sql" or die;
-print $w <<'SQL';
+my $writer = <<'SQL';
 \set kind random(1, 5)
 \set len random(0, 200)
 BEGIN;
@@ -67,26 +63,15 @@ SELECT 1;
 INSERT INTO src (kind) VALUES (:kind);
 COMMIT;
 SQL
-close $w;
-open my $r, '>', "$dir/runner.sql" or die;
-print $r <<'SQL';
+my $runner = <<'SQL';
 CALL incremental.execute_pipeline('inc');
 SELECT 1 FROM hwm.run('hwm_p');
 \sleep 100 ms
 SQL
-close $r;
 
 local $ENV{PGOPTIONS} = '-c client_min_messages=warning';
-my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');
-my ($wout, $werr, $rout, $rerr) = ('', '', '', '');
-my $writers = IPC::Run::start(
-    [ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '20', '-f', "$dir/writer.sql", @connect ],
-    '>', \$wout, '2>', \$werr);
-my $runner = IPC::Run::start(
-    [ 'pgbench', '-n', '-r', '-c', '1', '-T', '20', '-f', "$dir/runner.sql", @connect ],
-    '>', \$rout, '2>', \$rerr);
-$writers->finish;
-$runner->finish;
+my $soak = soak_start($node, seconds => 20, writer => $writer, runner => $runner, runner_flags => ['-r']);
+my (undef, undef, $rout, $rerr) = soak_finish($soak);
 note "runner: $rout $rerr";
 unlike($rerr, qr/ERROR/, 'no run of either failed');
 

@@ -22,6 +22,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
 my $sharedir = `pg_config --sharedir`;
 chomp $sharedir;
@@ -31,17 +32,10 @@ plan skip_all => "Citus is not installed in the PostgreSQL under test ($sharedir
 my @nodes;
 for my $name (qw(coordinator worker1 worker2))
 {
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'citus,hwm'
-max_prepared_transactions = 20
-max_connections = 60
-citus.node_conninfo = 'sslmode=prefer'
-hwm.allow_superuser_pipelines = on
-max_worker_processes = 16
-});
-	$node->start;
+	my $node = new_node($name, shared_preload_libraries => 'citus,hwm',
+		max_prepared_transactions => 20, max_connections => 60,
+		'citus.node_conninfo' => 'sslmode=prefer', 'hwm.allow_superuser_pipelines' => 'on',
+		max_worker_processes => 16);
 	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
 	push @nodes, $node;
 }

@@ -1,0 +1,116 @@
+# HwmTest: what the TAP tests in test/t share.
+#
+#   use HwmTest;
+#   my $node = new_node('name', 'hwm.max_workers' => 2, ...);
+#   sql($node, 'postgres', 'SELECT ...');
+#   wait_for($node, 'postgres', 'SELECT count(*) FROM tgt', '10', 'test name');
+#   my $soak = soak_start($node, seconds => 30, writer => $sql, runner => $sql);
+#   my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
+#
+# prove finds this file through `-I test/perl`, which the Makefile adds to
+# PG_PROVE_FLAGS (not PROVE_FLAGS: scripts/test.sh sets that one on the
+# command line).
+package HwmTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use File::Temp qw(tempdir);
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use Test::More;
+
+our @EXPORT = qw(new_node sql wait_for soak_start soak_finish);
+
+# new_node(name, setting => value, ...): a node, initialised and started, with
+# shared_preload_libraries = 'hwm' and the settings given, in that order, in
+# its postgresql.conf.  Each value is written quoted.  Two keys are not
+# settings: shared_preload_libraries replaces 'hwm' (for another library
+# beside hwm), and init => { ... } is passed to $node->init (allows_streaming).
+sub new_node
+{
+	my ($name, @conf) = @_;
+	my %init;
+	my $preload = 'hwm';
+	my $conf = '';
+	while (my ($key, $value) = splice(@conf, 0, 2))
+	{
+		if ($key eq 'init') { %init = %$value; next; }
+		if ($key eq 'shared_preload_libraries') { $preload = $value; next; }
+		$conf .= "$key = " . quote($value) . "\n";
+	}
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(%init);
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = " . quote($preload) . "\n" . $conf);
+	$node->start;
+	return $node;
+}
+
+sub quote
+{
+	my ($value) = @_;
+	return "'" . ($value =~ s/'/''/gr) . "'";
+}
+
+# sql(node, database, query): its output; dies when the query fails.
+sub sql
+{
+	my ($node, $db, $query) = @_;
+	return $node->safe_psql($db, $query);
+}
+
+# wait_for(node, database, query, expected, test name): one test, that the
+# query's output becomes expected (poll_query_until: 't' when expected is
+# undef) within the timeout.  When it does not, the database's last ten runs
+# are shown (where it has hwm.runs).
+sub wait_for
+{
+	my ($node, $db, $query, $expected, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	return 1 if ok($node->poll_query_until($db, $query, $expected), $what);
+	my (undef, $runs) = $node->psql($db,
+		'SELECT pipeline, status, error_sqlstate, error FROM hwm.runs ORDER BY run_id DESC LIMIT 10');
+	diag($runs);
+	return 0;
+}
+
+# soak_start(node, seconds => N, writer => script, runner => script,
+#            runner_flags => [...]): pgbench against the node's postgres
+# database for N seconds, started at once and not waited for: four writer
+# clients on two threads running the writer script, one runner client
+# running the runner script (with runner_flags added, e.g. '-r').  Both run
+# with the environment of the caller (PGOPTIONS: set it before).
+sub soak_start
+{
+	my ($node, %o) = @_;
+	my $dir = tempdir(CLEANUP => 1);
+	for my $script ('writer', 'runner')
+	{
+		open my $fh, '>', "$dir/$script.sql" or die "$dir/$script.sql: $!";
+		print $fh $o{$script};
+		close $fh or die "$dir/$script.sql: $!";
+	}
+	my @connect = ('-h', $node->host, '-p', $node->port, 'postgres');
+	my %soak = (wout => '', werr => '', rout => '', rerr => '');
+	$soak{writers} = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', $o{seconds}, '-f', "$dir/writer.sql", @connect ],
+		'>', \$soak{wout}, '2>', \$soak{werr});
+	$soak{runner} = IPC::Run::start(
+		[ 'pgbench', '-n', @{ $o{runner_flags} // [] }, '-c', '1', '-T', $o{seconds},
+			'-f', "$dir/runner.sql", @connect ],
+		'>', \$soak{rout}, '2>', \$soak{rerr});
+	return \%soak;
+}
+
+# soak_finish(soak): waits for both pgbench runs to end; returns the writers'
+# output and errors, then the runner's.
+sub soak_finish
+{
+	my ($soak) = @_;
+	$soak->{writers}->finish;
+	$soak->{runner}->finish;
+	return @$soak{qw(wout werr rout rerr)};
+}
+
+1;
