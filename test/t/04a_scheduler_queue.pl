@@ -13,20 +13,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('sched_queue');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'hwm'
-restart_after_crash = on
-hwm.max_workers = 1
-max_worker_processes = 16
-});
-$node->start;
+my $node = new_node('sched_queue', restart_after_crash => 'on', 'hwm.max_workers' => 1,
+	max_worker_processes => 16);
 
-sub sql { return $node->safe_psql('postgres', shift); }
-
-sql(q{
+sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
 CREATE ROLE carol LOGIN;
 CREATE SCHEMA c AUTHORIZATION carol;
@@ -69,36 +61,36 @@ sub declare
 		$i++;
 		$sql .= "SELECT hwm.create_command_pipeline('q$i', 'c.src', 'id', \$\$SELECT c.$f('q$i') WHERE \$2 IS NOT NULL\$\$, schedule => '1 hour');\n";
 	}
-	sql("BEGIN; $sql COMMIT;");
+	sql($node, 'postgres', "BEGIN; $sql COMMIT;");
 }
 
 # --- 1. nothing of one run reaches the next ---------------------------------
 declare('leave_traces', 'look', 'look');
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 3 FROM hwm.runs WHERE status = 'succeeded'}),
 	'the three scheduled runs succeed');
-is(sql(q{SELECT count(DISTINCT pid) FROM c.seen}), '1', 'the three runs were served by one worker, in turn');
-is(sql(q{SELECT string_agg(pipeline || ' ' || lock_held || ' ' || work_mem || ' ' || search_path, E'\n' ORDER BY pipeline)
+is(sql($node, 'postgres', q{SELECT count(DISTINCT pid) FROM c.seen}), '1', 'the three runs were served by one worker, in turn');
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline || ' ' || lock_held || ' ' || work_mem || ' ' || search_path, E'\n' ORDER BY pipeline)
            FROM c.seen WHERE pipeline <> 'q1'}),
 	"q2 false 4MB pg_catalog, pg_temp\nq3 false 4MB pg_catalog, pg_temp",
 	'the runs after the first see neither its advisory lock nor its setting, and the pinned search_path');
-is(sql(q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}), '0', 'no run is left running');
-is(sql(q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242}), '0',
+is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}), '0', 'no run is left running');
+is(sql($node, 'postgres', q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242}), '0',
 	'and the advisory lock did not outlive the worker');
-sql(q{SELECT hwm.drop_pipeline(pipeline) FROM hwm.state; TRUNCATE hwm.runs, c.seen});
+sql($node, 'postgres', q{SELECT hwm.drop_pipeline(pipeline) FROM hwm.state; TRUNCATE hwm.runs, c.seen});
 
 # --- 2. a failure in the middle of a queue ----------------------------------
 declare('look', 'fail', 'look');
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 3 FROM hwm.runs WHERE status <> 'running'}),
 	'the three runs of the queue are recorded');
-is(sql(q{SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs}),
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs}),
 	'q1 succeeded, q2 failed, q3 succeeded', 'the middle one failed, and the queue went on');
-is(sql(q{SELECT count(DISTINCT pid) FROM c.seen}), '1', '... in the same worker');
-like(sql(q{SELECT error FROM hwm.runs WHERE pipeline = 'q2'}), qr/the middle run of the queue fails/,
+is(sql($node, 'postgres', q{SELECT count(DISTINCT pid) FROM c.seen}), '1', '... in the same worker');
+like(sql($node, 'postgres', q{SELECT error FROM hwm.runs WHERE pipeline = 'q2'}), qr/the middle run of the queue fails/,
 	'the failure is recorded with its error');
-sql(q{SELECT hwm.drop_pipeline(pipeline) FROM hwm.state; TRUNCATE hwm.runs, c.seen});
+sql($node, 'postgres', q{SELECT hwm.drop_pipeline(pipeline) FROM hwm.state; TRUNCATE hwm.runs, c.seen});
 
 # --- 3. a worker killed with a queue in flight ------------------------------
-sql(q{
+sql($node, 'postgres', q{
 SET ROLE carol;
 CREATE FUNCTION c.slow(p text) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
@@ -110,13 +102,13 @@ RESET ROLE;
 declare('slow', 'look', 'look');
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'hwm: q1'}),
 	'the first run of the queue is in flight');
-my $pid = sql(q{SELECT pid FROM pg_stat_activity WHERE application_name = 'hwm: q1'});
+my $pid = sql($node, 'postgres', q{SELECT pid FROM pg_stat_activity WHERE application_name = 'hwm: q1'});
 kill 'KILL', $pid;
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM hwm.runs WHERE status = 'running'}),
 	'after the crash, no run of the killed queue stays running');
-is(sql(q{SELECT count(*) FROM hwm.runs WHERE pipeline IN ('q2', 'q3') AND status IN ('interrupted', 'failed')}), '2',
+is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE pipeline IN ('q2', 'q3') AND status IN ('interrupted', 'failed')}), '2',
 	'the runs queued behind it are recorded (interrupted)');
-sql(q{SELECT hwm.schedule(pipeline, '1 hour') FROM hwm.state WHERE pipeline IN ('q2', 'q3')});
+sql($node, 'postgres', q{SELECT hwm.schedule(pipeline, '1 hour') FROM hwm.state WHERE pipeline IN ('q2', 'q3')});
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM hwm.runs WHERE pipeline IN ('q2', 'q3') AND status = 'succeeded'}),
 	'and the pipelines run again');
 
