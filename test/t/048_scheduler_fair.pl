@@ -1,4 +1,4 @@
-# hwm.max_workers is shared fairly between databases: a database with 500
+# hwm.max_workers is shared fairly between databases: a database with 1500
 # pipelines due every second does not starve one with a single pipeline,
 # whose runs stay on schedule while the big one has a backlog.
 use strict;
@@ -19,7 +19,7 @@ CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
 INSERT INTO src (v) VALUES ('a');
 DO $$
 BEGIN
-  FOR i IN 1..500 LOOP
+  FOR i IN 1..1500 LOOP
     EXECUTE format('CREATE TABLE tgt_%s (id bigint PRIMARY KEY, v text)', i);
     PERFORM hwm.create_pipeline('p' || i, 'src', format('tgt_%s', i)::regclass, '{id}', 'id',
                                 schedule => '1 second');
