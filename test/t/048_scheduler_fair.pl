@@ -1,6 +1,8 @@
-# hwm.max_workers is shared fairly between databases: a database with 1500
-# pipelines due every second does not starve one with a single pipeline,
-# whose runs stay on schedule while the big one has a backlog.
+# hwm.max_workers is shared fairly between databases: a database with 500
+# pipelines due every second (each run made slow by its source, so that the
+# big one has a backlog however fast the scheduler) does not starve one with
+# a single pipeline, whose runs stay on schedule while the big one has a
+# backlog.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -15,11 +17,14 @@ sql($node, 'postgres', 'CREATE DATABASE db_big');
 sql($node, 'postgres', 'CREATE DATABASE db_small');
 sql($node, 'db_big', q{
 CREATE EXTENSION hwm;
-CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
-INSERT INTO src (v) VALUES ('a');
+CREATE TABLE src0 (id bigint GENERATED ALWAYS AS IDENTITY, v text);
+INSERT INTO src0 (v) VALUES ('a');
+CREATE FUNCTION slow(x bigint) RETURNS bigint LANGUAGE plpgsql AS $f$
+BEGIN PERFORM pg_catalog.pg_sleep(0.01); RETURN x; END $f$;
+CREATE VIEW src AS SELECT public.slow(id) AS id, v FROM src0;
 DO $$
 BEGIN
-  FOR i IN 1..1500 LOOP
+  FOR i IN 1..500 LOOP
     EXECUTE format('CREATE TABLE tgt_%s (id bigint PRIMARY KEY, v text)', i);
     PERFORM hwm.create_pipeline('p' || i, 'src', format('tgt_%s', i)::regclass, '{id}', 'id',
                                 schedule => '1 second');
