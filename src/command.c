@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "command.h"
+#include "util.h"
 
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -131,7 +132,7 @@ hwm_command_exec(const char *pipeline, const char *command, Oid type,
 	cb.arg = &ctx;
 	cb.previous = error_context_stack;
 	error_context_stack = &cb;
-	rc = SPI_execute_with_args(command, 2, argtypes, values, nulls, false, 0);
+	rc = hwm_spi_run(command, 2, argtypes, values, nulls);
 	if (rc < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),

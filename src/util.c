@@ -60,7 +60,7 @@ static MemoryContext plan_cache_cxt = NULL;
 static bool
 plan_cacheable(const char *sql)
 {
-	while (*sql == ' ' || *sql == '\n' || *sql == '(')
+	while (*sql == ' ' || *sql == '\n' || *sql == '\t' || *sql == '\r' || *sql == '(')
 		sql++;
 	return pg_strncasecmp(sql, "SELECT", 6) == 0 || pg_strncasecmp(sql, "INSERT", 6) == 0 ||
 		pg_strncasecmp(sql, "UPDATE", 6) == 0 || pg_strncasecmp(sql, "DELETE", 6) == 0 ||
@@ -133,21 +133,25 @@ plan_for(const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
-/*
- * Run a statement with $n parameters (its kept plan, see above) and insist
- * on its SPI_OK_* code (0: any success).
- */
+/* Run a statement with $n parameters (its kept plan, see above): SPI's code */
+int
+hwm_spi_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			const char *nulls)
+{
+	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
+
+	if (plan != NULL)
+		return SPI_execute_plan(plan, values, nulls, false, 0);
+	return SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+}
+
+/* ... and insist on its SPI_OK_* code (0: any success) */
 void
 hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			 const char *nulls, int expected)
 {
-	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
-	int			rc;
+	int			rc = hwm_spi_run(sql, nargs, argtypes, values, nulls);
 
-	if (plan != NULL)
-		rc = SPI_execute_plan(plan, values, nulls, false, 0);
-	else
-		rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
 	if (rc < 0 || (expected != 0 && rc != expected))
 		elog(ERROR, "hwm: SPI_execute failed (%s) for: %s",
 			 SPI_result_code_string(rc), sql);

@@ -15,7 +15,12 @@
 #include "utils/elog.h"
 #include "utils/palloc.h"
 
-/* SPI: run a statement with $n parameters and insist on its SPI_OK_* code */
+/*
+ * SPI: run a statement with $n parameters, its plan kept across calls (see
+ * util.c); hwm_spi_exec also insists on its SPI_OK_* code
+ */
+extern int	hwm_spi_run(const char *sql, int nargs, Oid *argtypes,
+						Datum *values, const char *nulls);
 extern void hwm_spi_exec(const char *sql, int nargs, Oid *argtypes,
 						 Datum *values, const char *nulls, int expected);
 /* the first column of the first row of the last SPI result (NULL: none) */
