@@ -22,36 +22,20 @@
 #   RUNS=30 NEW=5000 bash bench/longxact.sh
 set -euo pipefail
 
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/lib.sh
-source "$BENCH/../scripts/lib.sh"
-# another installation of PostgreSQL 15 (a copy, on a shared machine)
-if [[ -n ${HWM_BENCH_PGBIN:-} ]]; then
-    PGBIN=$HWM_BENCH_PGBIN
-    PG_CONFIG=$PGBIN/pg_config
-fi
+# shellcheck source=bench/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 RUNS=${RUNS:-30}
 NEW=${NEW:-5000}
-WORK=$BENCH/work
-mkdir -p "$WORK"
 TSV=$WORK/longxact.tsv
-LOG=$WORK/longxact.log
 : >"$TSV"
-: >"$LOG"
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-hwm_log "long-transaction benchmark: $RUNS runs of $NEW new rows (log: $LOG)"
-hwm_install_deps
-hwm_build_install >>"$LOG" 2>&1
-hwm_start_cluster >>"$LOG" 2>&1
+hwm_log "long-transaction benchmark: $RUNS runs of $NEW new rows (log: $WORK/longxact.log)"
 # no checkpoint inside a scenario: full-page images would make the runs
 # after it look dearer for a reason that has nothing to do with hwm
-printf '%s\n' "" "# bench/longxact.sh" "max_wal_size = '16GB'" "checkpoint_timeout = '1h'" \
-    "hwm.allow_superuser_pipelines = on" "autovacuum = off" |
-    hwm_as_postgres tee -a "$HWM_CLUSTER_DIR/data/postgresql.conf" >/dev/null
-hwm_as_postgres "$PGBIN/pg_ctl" -D "$HWM_CLUSTER_DIR/data" -l "$HWM_CLUSTER_DIR/server.log" \
-    -m fast -w -t 60 restart >>"$LOG" 2>&1
+bench_cluster longxact "max_wal_size = '16GB'" "checkpoint_timeout = '1h'" \
+    "hwm.allow_superuser_pipelines = on" "autovacuum = off"
 
 q() { hwm_psql -q -At "$@" 2>>"$LOG"; }
 q -c "CREATE EXTENSION hwm"

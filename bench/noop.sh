@@ -21,27 +21,11 @@
 #   HWM_BENCH_PGBIN=/path/to/bin bash bench/noop.sh    # another PostgreSQL
 set -euo pipefail
 
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/lib.sh
-source "$BENCH/../scripts/lib.sh"
-if [[ -n ${HWM_BENCH_PGBIN:-} ]]; then
-    PGBIN=$HWM_BENCH_PGBIN
-    PG_CONFIG=$PGBIN/pg_config
-fi
+# shellcheck source=bench/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
-WORK=$BENCH/work
-mkdir -p "$WORK"
-LOG=$WORK/noop.log
-: >"$LOG"
-
-hwm_install_deps
-hwm_build_install >>"$LOG" 2>&1
-hwm_start_cluster >>"$LOG" 2>&1
-printf '%s\n' "" "# bench/noop.sh" "autovacuum = off" "hwm.allow_superuser_pipelines = on" |
-    hwm_as_postgres tee -a "$HWM_CLUSTER_DIR/data/postgresql.conf" >/dev/null
-hwm_as_postgres "$PGBIN/pg_ctl" -D "$HWM_CLUSTER_DIR/data" -l "$HWM_CLUSTER_DIR/server.log" \
-    -m fast -w -t 60 restart >>"$LOG" 2>&1
+bench_cluster noop "autovacuum = off" "hwm.allow_superuser_pipelines = on"
 
 hwm_psql -q <<'SQL' >>"$LOG" 2>&1
 CREATE EXTENSION hwm;

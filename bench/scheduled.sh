@@ -11,29 +11,13 @@
 #   HWM_BENCH_PGBIN=/path/to/bin bash bench/scheduled.sh
 set -euo pipefail
 
-BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=scripts/lib.sh
-source "$BENCH/../scripts/lib.sh"
-if [[ -n ${HWM_BENCH_PGBIN:-} ]]; then
-    PGBIN=$HWM_BENCH_PGBIN
-    PG_CONFIG=$PGBIN/pg_config
-fi
+# shellcheck source=bench/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 read -r -a COUNTS <<<"${COUNTS:-300 600 1000}"
 WARMUP=${WARMUP:-10}
 WINDOW=${WINDOW:-20}
-WORK=$BENCH/work
-mkdir -p "$WORK"
-LOG=$WORK/scheduled.log
-: >"$LOG"
+bench_cluster scheduled "hwm.max_workers = 4" "max_worker_processes = 16"
 
-hwm_install_deps
-hwm_build_install >>"$LOG" 2>&1
-hwm_start_cluster >>"$LOG" 2>&1
-printf '%s\n' "" "# bench/scheduled.sh" "hwm.max_workers = 4" "max_worker_processes = 16" \
-    "autovacuum = on" "synchronous_commit = on" |
-    hwm_as_postgres tee -a "$HWM_CLUSTER_DIR/data/postgresql.conf" >/dev/null
-hwm_as_postgres "$PGBIN/pg_ctl" -D "$HWM_CLUSTER_DIR/data" -l "$HWM_CLUSTER_DIR/server.log" \
-    -m fast -w -t 60 restart >>"$LOG" 2>&1
 q() { hwm_psql -q -At "$@" 2>>"$LOG"; }
 q -c "CREATE EXTENSION hwm" -c "CREATE ROLE bench LOGIN" -c "GRANT CREATE ON SCHEMA public TO bench"
 
