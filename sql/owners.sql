@@ -95,6 +95,8 @@ SELECT hwm.drop_pipeline('b_hourly');
 -- REASSIGN OWNED moves them, DROP OWNED drops them
 DROP ROLE regress_hwm_own_b;
 \echo :LAST_ERROR_SQLSTATE
+-- (a role that does not exist is PostgreSQL's business: IF EXISTS skips it)
+DROP ROLE IF EXISTS regress_hwm_nobody;
 SELECT pipeline, owner FROM hwm.state ORDER BY 1;
 REASSIGN OWNED BY regress_hwm_own_b TO regress_hwm_own_a;
 SELECT pipeline, owner FROM hwm.state ORDER BY 1;

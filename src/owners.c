@@ -53,13 +53,10 @@ role_array(List *roles)
 
 	foreach(lc, roles)
 	{
-		RoleSpec   *spec = lfirst(lc);
-		HeapTuple	tup = get_rolespec_tuple(spec);
+		Oid			role = get_rolespec_oid(lfirst(lc), true);
 
-		if (tup == NULL)
-			continue;
-		oids[n++] = ObjectIdGetDatum(((Form_pg_authid) GETSTRUCT(tup))->oid);
-		ReleaseSysCache(tup);
+		if (OidIsValid(role))
+			oids[n++] = ObjectIdGetDatum(role);
 	}
 	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
 }
@@ -132,13 +129,10 @@ reassign_pipelines(void *arg)
 	ReassignOwnedStmt *stmt = arg;
 	Oid			argtypes[2] = {OIDARRAYOID, OIDOID};
 	Datum		values[2];
-	HeapTuple	tup = get_rolespec_tuple(stmt->newrole);
-	Oid			newrole;
+	Oid			newrole = get_rolespec_oid(stmt->newrole, true);
 
-	if (tup == NULL)
+	if (!OidIsValid(newrole))
 		return;
-	newrole = ((Form_pg_authid) GETSTRUCT(tup))->oid;
-	ReleaseSysCache(tup);
 	values[0] = role_array(stmt->roles);
 	values[1] = ObjectIdGetDatum(newrole);
 	hwm_catalog_exec("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
