@@ -56,6 +56,7 @@ typedef struct PlanCacheEntry
 
 static HTAB *plan_cache = NULL;
 static MemoryContext plan_cache_cxt = NULL;
+static int	exec_depth = 0;		/* kept plans executing (nested: hwm.run in catch_up) */
 
 static bool
 plan_cacheable(const char *sql)
@@ -117,12 +118,17 @@ plan_for(const char *sql, int nargs, Oid *argtypes)
 	if (e != NULL)
 		return (e->nargs == nargs && strcmp(e->sql, sql) == 0 &&
 				memcmp(e->argtypes, argtypes, sizeof(Oid) * nargs) == 0) ? e->plan : NULL;
+	/* full: let every plan go, unless one of them may be running above us */
+	if (hash_get_num_entries(plan_cache) >= PLAN_CACHE_MAX)
+	{
+		if (exec_depth > 0)
+			return NULL;
+		plan_cache_reset();
+	}
 	plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_PARALLEL_OK);
 	if (plan == NULL)
 		elog(ERROR, "hwm: SPI_prepare failed (%s) for: %s",
 			 SPI_result_code_string(SPI_result), sql);
-	if (hash_get_num_entries(plan_cache) >= PLAN_CACHE_MAX)
-		plan_cache_reset();
 	if (SPI_keepplan(plan) != 0)
 		return plan;			/* used once, freed with the SPI connection */
 	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
@@ -133,6 +139,25 @@ plan_for(const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
+/* Execute a kept plan, counted while it runs (see plan_for) */
+static int
+execute_kept(SPIPlanPtr plan, Datum *values, const char *nulls)
+{
+	volatile int rc = 0;
+
+	exec_depth++;
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, values, nulls, false, 0);
+	}
+	PG_FINALLY();
+	{
+		exec_depth--;
+	}
+	PG_END_TRY();
+	return rc;
+}
+
 /* Run a statement with $n parameters (its kept plan, see above): SPI's code */
 int
 hwm_spi_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
@@ -140,9 +165,9 @@ hwm_spi_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
 {
 	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
 
-	if (plan != NULL)
-		return SPI_execute_plan(plan, values, nulls, false, 0);
-	return SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	if (plan == NULL)
+		return SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	return execute_kept(plan, values, nulls);
 }
 
 /* ... and insist on its SPI_OK_* code (0: any success) */
