@@ -1,0 +1,245 @@
+{#-
+  materialized='hwm': a model that is an hwm pipeline.
+
+  The model's SQL says which rows exist; hwm loads the new ones.  Objects
+  (all owned by the role dbt connects as):
+
+    <model>            the target table: the model's columns, a primary key
+                       on unique_key (the upsert's conflict target)
+    <model>__hwm_src   a view holding the model's SQL: the pipeline's source
+    pipeline           hwm.state row named after config 'pipeline'
+                       (default "schema.model"), owned by dbt's role
+
+  First run: create the view, the table (empty, columns from the view) and
+  the pipeline, then load with CALL hwm.catch_up.  Later runs: replace the
+  view's SQL, apply on_schema_change, re-declare the pipeline when its
+  configuration changed, then CALL hwm.catch_up.  --full-refresh: load the
+  model from scratch into <model>__hwm_stg through a pipeline of its own,
+  CALL hwm.swap it in (the target keeps its OID, grants and dependent
+  views), and carry that pipeline's safe watermark over.
+
+  Transactions: the setup runs in one transaction (pre-hooks inside it);
+  CALL hwm.catch_up runs outside any transaction block, so with batch_size
+  each batch commits with its watermark; post-hooks, grants and docs run in
+  a last transaction, after the load.
+-#}
+
+{% materialization hwm, adapter='postgres' -%}
+  {%- set c = hwm._hwm_model_config('hwm') -%}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set src = hwm._hwm_helper(target_relation, '__hwm_src', 'view') -%}
+  {%- set new_view = hwm._hwm_helper(target_relation, '__hwm_new', 'view') -%}
+  {%- set stg = hwm._hwm_helper(target_relation, '__hwm_stg', 'table') -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {{ run_hooks(pre_hooks, inside_transaction=False) }}
+  {%- do hwm._hwm_begin() -%}
+  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+
+  {#- Everything that can be wrong with the configuration, before anything is created. -#}
+  {%- do hwm._hwm_check_config(c, sql) -%}
+  {%- set state = hwm._hwm_state(c.pipeline) -%}
+  {%- set after_run = hwm._hwm_last_run_id() -%}
+
+  {%- if existing_relation is not none and not existing_relation.is_table -%}
+    {#- A view (the model was materialized otherwise before): replaced by the table. -#}
+    {%- do adapter.drop_relation(existing_relation) -%}
+    {%- set existing_relation = none -%}
+  {%- endif -%}
+  {%- set target_oid = run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")::oid").rows[0][0] -%}
+  {%- if state is not none and (target_oid is none or state.target_oid != target_oid) -%}
+    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which loads " ~ state.target ~ ", not this model: choose another pipeline name (or drop that pipeline)") }}
+  {%- endif -%}
+  {%- if state is not none and state.command is not none -%}
+    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+  {%- endif -%}
+
+  {#- Leftovers of an interrupted run. -#}
+  {%- do run_query("drop view if exists " ~ new_view) -%}
+  {%- do run_query("drop table if exists " ~ stg) -%}
+
+  {%- if existing_relation is none -%}
+    {#- First run. -#}
+    {%- set mode = 'create' -%}
+    {%- do run_query("drop view if exists " ~ src) -%}
+    {%- do run_query("create view " ~ src ~ " as (\n" ~ sql ~ "\n)") -%}
+    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ src ~ " with no data") -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- do create_indexes(target_relation) -%}
+    {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
+    {%- do hwm._hwm_commit() -%}
+    {%- set loaded = hwm._hwm_load(c.pipeline, false) -%}
+
+  {%- elif should_full_refresh() -%}
+    {%- set mode = 'full refresh' -%}
+    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg) -%}
+
+  {%- else -%}
+    {#- An incremental run. -#}
+    {%- set mode = 'incremental' -%}
+    {%- set refresh = "`dbt run --full-refresh --select " ~ model.name ~ "`" -%}
+    {%- if state is none -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists but no hwm pipeline \"" ~ c.pipeline ~ "\" loads it (it was built by another materialization, or its pipeline was dropped): rebuild it as an hwm model with " ~ refresh ~ ", which keeps the table's OID and grants") }}
+    {%- endif -%}
+    {%- if state.unique_key != c.unique_key -%}
+      {{ hwm._hwm_config_error('unique_key', "changed from " ~ state.unique_key | join(', ') ~ " to " ~ c.unique_key | join(', ') ~ ": the table's key and the rows loaded on it change, so rebuild it with " ~ refresh) }}
+    {%- endif -%}
+    {%- if state.watermark_column != c.watermark_column -%}
+      {{ hwm._hwm_config_error('watermark_column', "changed from " ~ state.watermark_column ~ " to " ~ c.watermark_column ~ ": the stored watermark is a value of the old column, so rebuild the model with " ~ refresh) }}
+    {%- endif -%}
+    {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
+    {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
+    {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+    {%- if ch.any -%}
+      {%- do hwm._hwm_apply_schema_changes(c, target_relation, ch, c.unique_key + [c.watermark_column] + ([c.partition_column] if c.partition_column else [])) -%}
+    {%- endif -%}
+    {#- The source view keeps its OID (and the pipeline) while its columns
+        stay the same; otherwise it is replaced and the pipeline declared
+        again from the same watermark. -#}
+    {%- set src_cols = hwm._hwm_live(hwm._hwm_attributes(src)) -%}
+    {%- set src_oid = run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(src) ~ ")::oid").rows[0][0] -%}
+    {%- set same_view = src_oid is not none and src_oid == state.source_oid
+                        and (src_cols | map(attribute='name') | list) == (model_cols | map(attribute='name') | list)
+                        and (src_cols | map(attribute='type') | list) == (model_cols | map(attribute='type') | list) -%}
+    {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
+                          and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay) -%}
+    {%- if same_view -%}
+      {%- do run_query("create or replace view " ~ src ~ " as (\n" ~ sql ~ "\n)") -%}
+      {%- do run_query("drop view " ~ new_view) -%}
+    {%- endif -%}
+    {%- if not same_view or not same_config -%}
+      {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+      {%- if not same_view -%}
+        {%- do run_query("drop view if exists " ~ src) -%}
+        {%- do run_query("alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier)) -%}
+      {%- endif -%}
+      {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation,
+                                                    state.watermark if state.watermark is not none else c.initial_watermark, true)) -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": declared again from watermark " ~ (state.watermark or 'none') ~ " (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
+    {%- elif not hwm._hwm_same_interval(state.schedule, c.schedule) -%}
+      {%- if c.schedule is none -%}
+        {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+      {%- else -%}
+        {%- do run_query("select hwm.schedule(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(c.schedule) ~ "::interval)") -%}
+      {%- endif -%}
+    {%- endif -%}
+    {%- do hwm._hwm_commit() -%}
+    {%- set loaded = hwm._hwm_load(c.pipeline, c.schedule is not none) -%}
+  {%- endif -%}
+
+  {%- if mode != 'full refresh' -%}
+    {%- do hwm._hwm_report(c.pipeline, after_run, loaded, mode) -%}
+  {%- endif -%}
+
+  {%- do hwm._hwm_begin() -%}
+  {{ run_hooks(post_hooks, inside_transaction=True) }}
+  {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
+  {%- do persist_docs(target_relation, model) -%}
+  {%- do hwm._hwm_commit() -%}
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{%- endmaterialization %}
+
+
+{#- Open dbt's transaction unless one is open (run_query never does: it
+    runs with auto_begin=False). -#}
+{% macro _hwm_begin() -%}
+  {%- call statement('hwm_begin', auto_begin=True) -%} select 1 {%- endcall -%}
+{%- endmacro %}
+
+{#- Commit dbt's transaction (opening one first if none is open). -#}
+{% macro _hwm_commit() -%}
+  {%- do hwm._hwm_begin() -%}
+  {%- do adapter.commit() -%}
+{%- endmacro %}
+
+{#- SELECT hwm.create_pipeline(...) for a copy pipeline from view to table. -#}
+{% macro _hwm_create_pipeline_sql(c, pipeline, source, target, initial_watermark, main) -%}
+  {%- set args = [hwm._hwm_literal(pipeline), hwm._hwm_regclass(source), hwm._hwm_regclass(target),
+                  "unique_key => " ~ hwm._hwm_text_array(c.unique_key),
+                  "watermark_column => " ~ hwm._hwm_literal(c.watermark_column)] -%}
+  {%- if main and c.partition_column is not none -%}
+    {%- do args.append("partition_column => " ~ hwm._hwm_literal(c.partition_column)) -%}
+    {%- do args.append("lookback => " ~ c.lookback) -%}
+  {%- endif -%}
+  {%- if main and c.schedule is not none -%}
+    {%- do args.append("schedule => " ~ hwm._hwm_literal(c.schedule) ~ "::interval") -%}
+  {%- endif -%}
+  {%- if initial_watermark is not none -%}
+    {%- do args.append("initial_watermark => " ~ hwm._hwm_literal(initial_watermark)) -%}
+  {%- endif -%}
+  {%- if c.delay is not none -%}
+    {%- do args.append("delay => " ~ hwm._hwm_literal(c.delay) ~ "::interval") -%}
+  {%- endif -%}
+  {%- if c.batch_size is not none -%}
+    {%- do args.append("batch_size => " ~ c.batch_size) -%}
+  {%- endif -%}
+  {{- return("select hwm.create_pipeline(" ~ args | join(', ') ~ ")") -}}
+{%- endmacro %}
+
+{#-
+  --full-refresh of an hwm model.  Returns true (it always loads).
+  1. (a transaction) the new view, the staging table with the layout the
+     target will have, a pipeline "<pipeline>#full_refresh" from the view
+     into it; commit;
+  2. CALL hwm.catch_up of that pipeline (outside a transaction block);
+  3. (a transaction) take the model's pipeline's lock (set_watermark),
+     bring the target's columns and key to the model's, CALL hwm.swap,
+     declare the model's pipeline again over the new view from the staging
+     pipeline's watermark (safe: no transaction in flight can still commit
+     a row at or below it), drop the staging table (the old rows); commit.
+-#}
+{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg) -%}
+  {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
+  {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
+  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
+  {%- set plan = hwm._hwm_create_staging(c, stg, hwm._hwm_attributes(target_relation), model_cols) -%}
+  {%- do create_indexes(stg) -%}
+  {%- do run_query(hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
+  {%- do hwm._hwm_commit() -%}
+
+  {%- set after_run = hwm._hwm_last_run_id() -%}
+  {%- do hwm._hwm_load(stg_pipeline, false) -%}
+  {%- do hwm._hwm_report(stg_pipeline, after_run, true, 'full refresh') -%}
+  {%- do hwm._hwm_begin() -%}
+
+  {%- set wm = hwm._hwm_state(stg_pipeline).watermark -%}
+  {%- if state is not none -%}
+    {%- do run_query("select hwm.set_watermark(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(wm) ~ ")") -%}
+    {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+  {%- endif -%}
+  {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
+  {#- The target's columns become the staging table's (its rows are replaced
+      by the swap, so a retyped column is emptied first: no cast can fail). -#}
+  {%- if plan.retype | length > 0 -%}
+    {%- do run_query("truncate table " ~ target_relation) -%}
+  {%- endif -%}
+  {%- for d in plan.drop -%}
+    {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(d)) -%}
+  {%- endfor -%}
+  {%- for t in plan.retype -%}
+    {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(t.name) ~ " type " ~ t.new ~ " using null") -%}
+  {%- endfor -%}
+  {%- for a in plan.add -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
+  {%- endfor -%}
+  {%- set pk = hwm._hwm_primary_key(target_relation) -%}
+  {%- set key_changed = pk != c.unique_key -%}
+  {%- if key_changed and pk | length > 0 -%}
+    {%- set conname = run_query("select conname::text from pg_catalog.pg_constraint where contype = 'p' and conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")").rows[0][0] -%}
+    {%- do run_query("alter table " ~ target_relation ~ " drop constraint " ~ adapter.quote(conname)) -%}
+  {%- endif -%}
+  {%- do run_query("CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ")") -%}
+  {%- if key_changed -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- endif -%}
+  {%- do run_query("drop view if exists " ~ src) -%}
+  {%- do run_query("alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier)) -%}
+  {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true)) -%}
+  {%- do run_query("drop table " ~ stg) -%}
+  {%- do hwm._hwm_commit() -%}
+  {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
+  {{- return(true) -}}
+{%- endmacro %}
