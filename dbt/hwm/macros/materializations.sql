@@ -181,21 +181,47 @@
 
 {#-
   --full-refresh of an hwm model.  Returns true (it always loads).
-  1. (a transaction) the new view, the staging table with the layout the
-     target will have, a pipeline "<pipeline>#full_refresh" from the view
-     into it; commit;
-  2. CALL hwm.catch_up of that pipeline (outside a transaction block);
-  3. (a transaction) take the model's pipeline's lock (set_watermark),
-     bring the target's columns and key to the model's, CALL hwm.swap,
-     declare the model's pipeline again over the new view from the staging
-     pipeline's watermark (safe: no transaction in flight can still commit
-     a row at or below it), drop the staging table (the old rows); commit.
+  1. (a transaction) drop the model's pipeline; bring the target's columns
+     to the model's (as sync_all_columns does; a column whose old values do
+     not cast to its new type is emptied); with a new key, drop the old
+     primary key; create the staging table with the target's layout and a
+     pipeline "<pipeline>#full_refresh" from the new view into it; commit.
+     Readers see the old rows meanwhile.
+  2. CALL hwm.catch_up of that pipeline (outside a transaction block).
+  3. (a transaction) CALL hwm.swap; with a new key, add its primary key;
+     declare the model's pipeline again over the new view, from the
+     staging pipeline's watermark (safe: no transaction in flight can still
+     commit a row at or below it); drop the staging table (the old rows).
 -#}
 {% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg) -%}
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
   {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
-  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
-  {%- set plan = hwm._hwm_create_staging(c, stg, hwm._hwm_attributes(target_relation), model_cols) -%}
+  {%- if state is not none -%}
+    {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+  {%- endif -%}
+  {%- set ch = hwm._hwm_column_changes(hwm._hwm_live(hwm._hwm_attributes(new_view)), hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+  {%- for r in ch.removed -%}
+    {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(r.name)) -%}
+  {%- endfor -%}
+  {%- for a in ch.added -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
+  {%- endfor -%}
+  {%- for t in ch.retyped -%}
+    {%- set alter = "alter table " ~ target_relation ~ " alter column " ~ adapter.quote(t.name) ~ " type " ~ t.new ~ " using " -%}
+    {%- do run_query("DO $hwm$ BEGIN EXECUTE " ~ hwm._hwm_literal(alter ~ adapter.quote(t.name) ~ "::" ~ t.new) ~ ";
+                      EXCEPTION WHEN others THEN EXECUTE " ~ hwm._hwm_literal(alter ~ "null") ~ "; END $hwm$") -%}
+  {%- endfor -%}
+  {%- set key_changed = hwm._hwm_primary_key(target_relation) != c.unique_key -%}
+  {%- if key_changed -%}
+    {%- set conname = run_query("select conname::text from pg_catalog.pg_constraint where contype = 'p' and conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")") -%}
+    {%- if conname.rows | length > 0 -%}
+      {%- do run_query("alter table " ~ target_relation ~ " drop constraint " ~ adapter.quote(conname.rows[0][0])) -%}
+    {%- endif -%}
+    {%- for a in hwm._hwm_live(hwm._hwm_attributes(target_relation)) if a.notnull -%}
+      {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(a.name) ~ " drop not null") -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- do hwm._hwm_create_staging(c, stg, target_relation, not key_changed) -%}
   {%- do create_indexes(stg) -%}
   {%- do run_query(hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
   {%- do hwm._hwm_commit() -%}
@@ -206,30 +232,10 @@
   {%- do hwm._hwm_begin() -%}
 
   {%- set wm = hwm._hwm_state(stg_pipeline).watermark -%}
-  {%- if state is not none -%}
-    {%- do run_query("select hwm.set_watermark(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(wm) ~ ")") -%}
-    {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-  {%- endif -%}
   {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
-  {#- The target's columns become the staging table's (its rows are replaced
-      by the swap, so a retyped column is emptied first: no cast can fail). -#}
-  {%- if plan.retype | length > 0 -%}
-    {%- do run_query("truncate table " ~ target_relation) -%}
-  {%- endif -%}
-  {%- for d in plan.drop -%}
-    {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(d)) -%}
-  {%- endfor -%}
-  {%- for t in plan.retype -%}
-    {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(t.name) ~ " type " ~ t.new ~ " using null") -%}
-  {%- endfor -%}
-  {%- for a in plan.add -%}
-    {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
-  {%- endfor -%}
-  {%- set pk = hwm._hwm_primary_key(target_relation) -%}
-  {%- set key_changed = pk != c.unique_key -%}
-  {%- if key_changed and pk | length > 0 -%}
-    {%- set conname = run_query("select conname::text from pg_catalog.pg_constraint where contype = 'p' and conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")").rows[0][0] -%}
-    {%- do run_query("alter table " ~ target_relation ~ " drop constraint " ~ adapter.quote(conname)) -%}
+  {%- if key_changed -%}
+    {#- (the target has no index on the new key yet: it gets one after the swap) -#}
+    {%- do run_query("drop index " ~ adapter.quote(stg.schema) ~ "." ~ adapter.quote(stg.identifier ~ "_key")) -%}
   {%- endif -%}
   {%- do run_query("CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ")") -%}
   {%- if key_changed -%}

@@ -31,6 +31,17 @@
   {%- endif -%}
 {%- endmacro %}
 
+{#- A config value the user set (in the model, a .yml file or
+    dbt_project.yml), or default: dbt gives every model its own defaults for
+    some of hwm's names (lookback=1 and batch_size for microbatch models,
+    on_schema_change='ignore'), which must not count as set. -#}
+{% macro _hwm_user_config(key, default=none) -%}
+  {%- if key in (model.unrendered_config or {}) -%}
+    {{- return(config.get(key, default)) -}}
+  {%- endif -%}
+  {{- return(default) -}}
+{%- endmacro %}
+
 {% macro _hwm_opt_string(key) -%}
   {%- set v = config.get(key) -%}
   {%- if v is not none and v is not string -%}
@@ -40,7 +51,7 @@
 {%- endmacro %}
 
 {% macro _hwm_opt_int(key, minimum) -%}
-  {%- set v = config.get(key) -%}
+  {%- set v = hwm._hwm_user_config(key) -%}
   {%- if v is not none and (v is not number or v is boolean or v != (v | int) or v < minimum) -%}
     {{ hwm._hwm_config_error(key, "must be an integer of at least " ~ minimum ~ ", got " ~ v) }}
   {%- endif -%}
@@ -70,7 +81,9 @@
     {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the relation name is longer than 54 characters; hwm's helper relations add 9 (name__hwm_src): set a shorter alias") }}
   {%- endif -%}
   {%- do c.update({'unique_key': hwm._hwm_name_list('unique_key', config.get('unique_key'))}) -%}
-  {%- set osc = config.get('on_schema_change') or 'fail' -%}
+  {#- dbt gives every model on_schema_change='ignore' unless set: hwm's
+      default is 'fail', so only a value the user wrote counts. -#}
+  {%- set osc = hwm._hwm_user_config('on_schema_change') or 'fail' -%}
   {%- if osc not in ['fail', 'append_new_columns', 'sync_all_columns', 'ignore'] -%}
     {{ hwm._hwm_config_error('on_schema_change', "must be fail (the default for hwm models), append_new_columns, sync_all_columns or ignore, got " ~ osc) }}
   {%- endif -%}
@@ -322,14 +335,18 @@
 {#-
   A type of the given length and alignment, for the stand-in of a dropped
   column: a table's physical layout keeps its dropped columns, and
-  hwm.swap trades storage only between tables of the same layout.
+  hwm.swap trades storage only between tables of the same layout, with a
+  TOAST table on both or on neither.  A table gets its TOAST table when it
+  is created (or altered) with a column that may need one, so the stand-in
+  of a dropped variable-length column is toastable (text) when the target
+  has a TOAST table and of plain storage (int2vector) when it has none.
 -#}
-{% macro _hwm_standin_type(len, align) -%}
+{% macro _hwm_standin_type(len, align, toastable) -%}
   {%- set r = run_query("select pg_catalog.format_type(t.oid, null) from pg_catalog.pg_type t
                           where t.typlen = " ~ (len | int) ~ " and t.typalign = " ~ hwm._hwm_literal(align) ~ "
                             and t.typtype = 'b' and t.typisdefined and t.typnamespace = 'pg_catalog'::pg_catalog.regnamespace
                             and t.typname !~ '^(cstring|unknown)$'
-                          order by t.oid limit 1") -%}
+                          order by (t.typstorage = 'p') = " ~ ('false' if toastable else 'true') ~ " desc, t.oid limit 1") -%}
   {%- if r.rows | length == 0 -%}
     {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table has a dropped column of length " ~ len ~ " and alignment " ~ align ~ " that no built-in type matches; rebuild it by hand without dropped columns") }}
   {%- endif -%}
@@ -337,43 +354,32 @@
 {%- endmacro %}
 
 {#-
-  Create the staging table of a full refresh with the layout the target
-  will have: the target's physical columns in order (dropped ones as
-  dropped columns, those the model no longer returns as dropped too, the
-  others with the model's type), then the model's new columns; its primary
-  key is the model's unique_key.  Returns the plan for the target:
-  {'drop': [...], 'add': [...], 'retype': [...]}.
+  Create the staging table of a full refresh with the target's physical
+  layout: its columns in order, dropped ones as dropped columns, the same
+  nullability; its key is the model's unique_key, a primary key when the
+  target has that primary key, otherwise a unique index (with_pk false).
 -#}
-{% macro _hwm_create_staging(c, stg, target_attrs, model_cols) -%}
-  {%- set mtypes = {} -%}
-  {%- for m in model_cols -%}{%- do mtypes.update({m.name: m.type}) -%}{%- endfor -%}
+{% macro _hwm_create_staging(c, stg, target_relation, with_pk) -%}
+  {%- set toastable = run_query("select reltoastrelid <> 0 from pg_catalog.pg_class where oid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")").rows[0][0] -%}
   {%- set defs = [] -%}{%- set standins = [] -%}
-  {%- set plan = {'drop': [], 'add': [], 'retype': []} -%}
-  {%- set seen = [] -%}
-  {%- for a in target_attrs -%}
-    {%- if a.dropped or a.name not in mtypes -%}
+  {%- for a in hwm._hwm_attributes(target_relation) -%}
+    {%- if a.dropped -%}
       {%- set sname = "hwm_dropped_" ~ loop.index -%}
       {%- do standins.append(sname) -%}
-      {%- do defs.append(adapter.quote(sname) ~ " " ~ (hwm._hwm_standin_type(a.len, a.align) if a.dropped else a.type)) -%}
-      {%- if not a.dropped -%}{%- do plan.drop.append(a.name) -%}{%- endif -%}
+      {%- do defs.append(adapter.quote(sname) ~ " " ~ hwm._hwm_standin_type(a.len, a.align, toastable)) -%}
     {%- else -%}
-      {%- do seen.append(a.name) -%}
-      {%- do defs.append(adapter.quote(a.name) ~ " " ~ mtypes[a.name]) -%}
-      {%- if mtypes[a.name] != a.type -%}{%- do plan.retype.append({'name': a.name, 'new': mtypes[a.name]}) -%}{%- endif -%}
+      {%- do defs.append(adapter.quote(a.name) ~ " " ~ a.type ~ (" not null" if a.notnull else "")) -%}
     {%- endif -%}
-  {%- endfor -%}
-  {%- for m in model_cols if m.name not in seen -%}
-    {%- do defs.append(adapter.quote(m.name) ~ " " ~ m.type) -%}
-    {%- do plan.add.append(m) -%}
   {%- endfor -%}
   {%- do run_query("create table " ~ stg ~ " (" ~ defs | join(', ') ~ ")") -%}
   {%- for s in standins -%}
     {%- do run_query("alter table " ~ stg ~ " drop column " ~ adapter.quote(s)) -%}
   {%- endfor -%}
-  {%- if c.unique_key -%}
+  {%- if with_pk -%}
     {%- do run_query("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- else -%}
+    {%- do run_query("create unique index " ~ adapter.quote(stg.identifier ~ "_key") ~ " on " ~ stg ~ " (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
   {%- endif -%}
-  {{- return(plan) -}}
 {%- endmacro %}
 
 {#- The id of the newest run in hwm.runs (0: none), to report what a load did. -#}
