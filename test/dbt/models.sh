@@ -18,6 +18,14 @@ SELECT i, date '2024-01-01' + i / 10, timestamptz '2024-01-01 00:00+00' + i * in
 CREATE TABLE shop.evolving (id int PRIMARY KEY, updated_at timestamptz NOT NULL, seq bigint NOT NULL, amount int);
 INSERT INTO shop.evolving
 SELECT i, timestamptz '2024-01-01 00:00+00' + i * interval '1 hour', i, i FROM generate_series(1, 10) i;
+-- events over the last four hours and the current one, for the hourly rollup
+CREATE TABLE shop.events (id serial PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(),
+                          kind text NOT NULL, amount int NOT NULL);
+INSERT INTO shop.events (created_at, kind, amount)
+SELECT date_trunc('hour', now()) - interval '4 hours' + i * interval '7 minutes', (ARRAY['a', 'b', 'c'])[1 + i % 3], i
+  FROM generate_series(0, 40) i;
+CREATE TABLE shop.ticks (id int PRIMARY KEY, updated_at timestamptz NOT NULL DEFAULT now(), v int);
+INSERT INTO shop.ticks (id, v) SELECT i, i FROM generate_series(1, 5) i;
 CREATE ROLE analyst;
 CREATE ROLE viewer;
 GRANT USAGE ON SCHEMA shop TO dbt;
@@ -31,7 +39,8 @@ mstep=0
 mdbt_run() {
     mstep=$((mstep + 1))
     mlog=$work/models-$mstep.log
-    (cd "$mproject" && "$venv/bin/dbt" "$@") >"$mlog" 2>&1
+    # (bounded: a run that waited for a lock by mistake would never end)
+    (cd "$mproject" && timeout 120 "$venv/bin/dbt" "$@") >"$mlog" 2>&1
 }
 mdbt() {
     local name=$1
@@ -232,3 +241,69 @@ bad_config partition_column "{unique_key: id, watermark_column: updated_at, part
 bad_config lookback "{unique_key: id, watermark_column: updated_at, lookback: 2}"
 bad_config schedule "{unique_key: id, watermark_column: updated_at, schedule: 'every hour'}"
 bad_config schedule "{unique_key: id, watermark_column: updated_at, schedule: '1 minute'}" --target su
+
+# --- backfill of an hwm model through dbt run-operation -----------------------------
+q "UPDATE shop.orders SET amount = amount + 1000 WHERE day = '2024-01-02'" >/dev/null
+mdbt "dbt run-operation hwm_backfill names the model's pipeline with model=" \
+    run-operation hwm_backfill --args "{model: orders, from_partition: '2024-01-01', to_partition: '2024-01-03'}"
+same_rows "... and overwrites the changed partition" dw.orders "TABLE shop.orders"
+
+# --- materialized='hwm_interval': an hourly rollup ------------------------------------
+# The rows of every finished hour, as the model's SQL computes them.
+hourly_sql="SELECT date_trunc('hour', created_at) AS hour, kind, count(*) AS n, sum(amount) AS amount FROM shop.events GROUP BY 1, 2"
+hourly_done() { same_rows "$1" dw.events_hourly "SELECT * FROM ($hourly_sql) h
+    WHERE hour < (SELECT watermark::timestamptz FROM hwm.state WHERE pipeline = 'dw.events_hourly')"; }
+mdbt "first dbt run of an hwm_interval model" run --select events_hourly
+hourly_done "each finished hour is computed, the current one is not"
+check "... on an interval pipeline from the model's only source, up to the current hour" \
+    "shop.events|created_at|01:00:00|true" \
+    "$(q "SELECT source || '|' || watermark_column || '|' || time_interval || '|'
+                 || (watermark::timestamptz >= date_trunc('hour', now()) - interval '1 hour')
+            FROM hwm.state WHERE pipeline = 'dw.events_hourly'")"
+mlogged "... and dbt's output says which intervals it did" 'hwm dw\.events_hourly: [0-9]+ runs, [0-9]+ rows processed, watermark none -> '
+# a row that commits into an hour already done: computed again only when asked
+q "INSERT INTO shop.events (created_at, kind, amount) VALUES (date_trunc('hour', now()) - interval '3 hours' + interval '1 minute', 'late', 1000)" >/dev/null
+mdbt "a dbt run after a row arrived in an hour already done" run --select events_hourly
+check "... leaves that hour as it was computed" "0" "$(q "SELECT count(*) FROM dw.events_hourly WHERE kind = 'late'")"
+from=$(q "SELECT date_trunc('hour', now()) - interval '4 hours'")
+to=$(q "SELECT watermark FROM hwm.state WHERE pipeline = 'dw.events_hourly'")
+mdbt "dbt run-operation hwm_rerun_intervals computes the hours again (a backfill)" \
+    run-operation hwm_rerun_intervals --args "{model: events_hourly, from_time: '$from', to_time: '$to'}"
+hourly_done "... and the late row's hour has it"
+hourly_oid=$(q "SELECT 'dw.events_hourly'::regclass::oid")
+q "DELETE FROM dw.events_hourly WHERE kind = 'a'" >/dev/null
+mdbt "dbt run --full-refresh of the hwm_interval model" run --select events_hourly --full-refresh
+hourly_done "... recomputes every finished hour"
+check "... into the same table" "$hourly_oid" "$(q "SELECT 'dw.events_hourly'::regclass::oid")"
+
+# --- schedule: hwm's background worker keeps the model fresh ---------------------------
+mdbt "dbt run of a model with a schedule" run --select ticks
+check "... schedules its pipeline" "00:00:01" "$(q "SELECT schedule FROM hwm.state WHERE pipeline = 'dw.ticks'")"
+q "INSERT INTO shop.ticks (id, v) VALUES (6, 6)" >/dev/null
+for _ in $(seq 1 120); do
+    [[ $(q "SELECT count(*) FROM dw.ticks WHERE id = 6") == 1 ]] && break
+    sleep 0.5
+done
+check "the background worker loads a new row without dbt" "1" "$(q "SELECT count(*) FROM dw.ticks WHERE id = 6")" ||
+    { q "SELECT * FROM hwm.status WHERE pipeline = 'dw.ticks'"; grep -i hwm "$HWM_CLUSTER_DIR/server.log" | tail -n 20; } | sed 's/^/# /' 
+# a run of the pipeline in progress (held open): dbt run leaves the load to it
+busy_fifo=$work/busy.fifo
+mkfifo "$busy_fifo"
+hwm_psql -q <"$busy_fifo" >"$work/busy.log" 2>&1 &
+busy_pid=$!
+exec 8>"$busy_fifo"
+echo "SET application_name = 'busy_run'; BEGIN; SELECT * FROM hwm.run('dw.ticks');" >&8
+for _ in $(seq 1 100); do
+    [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'busy_run' AND state = 'idle in transaction'") == 1 ]] && break
+    sleep 0.1
+done
+t0=$(date +%s)
+mdbt "dbt run while a run of the scheduled model is in progress" run --select ticks
+mlogged "... does not wait for it (nowait) and says so" 'hwm dw\.ticks: a scheduled run of the pipeline was busy'
+elapsed=$(($(date +%s) - t0))
+check "... and returns at once (in ${elapsed} s)" "t" "$( ((elapsed < 30)) && echo t || echo f)"
+echo "COMMIT;" >&8
+exec 8>&-
+wait "$busy_pid"
+mdbt "dbt run with the schedule removed" run --select ticks --vars "{tick_schedule: null}"
+check "... unschedules the pipeline" "" "$(q "SELECT schedule FROM hwm.state WHERE pipeline = 'dw.ticks'")"

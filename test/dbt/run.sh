@@ -44,6 +44,7 @@ check() {
     else
         not_ok "$1"
         { echo "expected:"; echo "$2"; echo "got:"; echo "$3"; } | sed 's/^/#   /'
+        return 1
     fi
 }
 

@@ -105,7 +105,12 @@
     {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
                           and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay) -%}
     {%- if same_view -%}
-      {%- do run_query("create or replace view " ~ src ~ " as (\n" ~ sql ~ "\n)") -%}
+      {#- Replaced only when its SQL changed: replacing a view waits for the
+          runs reading it (a scheduled run), which nowait would not. -#}
+      {%- if not run_query("select pg_catalog.pg_get_viewdef(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(src) ~ "))
+                               = pg_catalog.pg_get_viewdef(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(new_view) ~ "))").rows[0][0] -%}
+        {%- do run_query("create or replace view " ~ src ~ " as (\n" ~ sql ~ "\n)") -%}
+      {%- endif -%}
       {%- do run_query("drop view " ~ new_view) -%}
     {%- endif -%}
     {%- if not same_view or not same_config -%}
@@ -199,28 +204,7 @@
   {%- if state is not none -%}
     {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
   {%- endif -%}
-  {%- set ch = hwm._hwm_column_changes(hwm._hwm_live(hwm._hwm_attributes(new_view)), hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
-  {%- for r in ch.removed -%}
-    {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(r.name)) -%}
-  {%- endfor -%}
-  {%- for a in ch.added -%}
-    {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
-  {%- endfor -%}
-  {%- for t in ch.retyped -%}
-    {%- set alter = "alter table " ~ target_relation ~ " alter column " ~ adapter.quote(t.name) ~ " type " ~ t.new ~ " using " -%}
-    {%- do run_query("DO $hwm$ BEGIN EXECUTE " ~ hwm._hwm_literal(alter ~ adapter.quote(t.name) ~ "::" ~ t.new) ~ ";
-                      EXCEPTION WHEN others THEN EXECUTE " ~ hwm._hwm_literal(alter ~ "null") ~ "; END $hwm$") -%}
-  {%- endfor -%}
-  {%- set key_changed = hwm._hwm_primary_key(target_relation) != c.unique_key -%}
-  {%- if key_changed -%}
-    {%- set conname = run_query("select conname::text from pg_catalog.pg_constraint where contype = 'p' and conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")") -%}
-    {%- if conname.rows | length > 0 -%}
-      {%- do run_query("alter table " ~ target_relation ~ " drop constraint " ~ adapter.quote(conname.rows[0][0])) -%}
-    {%- endif -%}
-    {%- for a in hwm._hwm_live(hwm._hwm_attributes(target_relation)) if a.notnull -%}
-      {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(a.name) ~ " drop not null") -%}
-    {%- endfor -%}
-  {%- endif -%}
+  {%- set key_changed = hwm._hwm_prepare_rebuild(c, target_relation, hwm._hwm_live(hwm._hwm_attributes(new_view))) -%}
   {%- do hwm._hwm_create_staging(c, stg, target_relation, not key_changed) -%}
   {%- do create_indexes(stg) -%}
   {%- do run_query(hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
@@ -233,14 +217,7 @@
 
   {%- set wm = hwm._hwm_state(stg_pipeline).watermark -%}
   {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
-  {%- if key_changed -%}
-    {#- (the target has no index on the new key yet: it gets one after the swap) -#}
-    {%- do run_query("drop index " ~ adapter.quote(stg.schema) ~ "." ~ adapter.quote(stg.identifier ~ "_key")) -%}
-  {%- endif -%}
-  {%- do run_query("CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ")") -%}
-  {%- if key_changed -%}
-    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
-  {%- endif -%}
+  {%- do hwm._hwm_swap_in(c, target_relation, stg, key_changed) -%}
   {%- do run_query("drop view if exists " ~ src) -%}
   {%- do run_query("alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier)) -%}
   {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true)) -%}
@@ -248,4 +225,49 @@
   {%- do hwm._hwm_commit() -%}
   {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
   {{- return(true) -}}
+{%- endmacro %}
+
+{#-
+  Before a rebuild: bring the target's columns to the model's (as
+  sync_all_columns does; a column whose old values do not cast to its new
+  type is emptied), and with a new key drop the old primary key and the
+  NOT NULLs (hwm.swap wants the same nullability; the new key's primary key
+  comes after the swap).  Returns whether the key changed.
+-#}
+{% macro _hwm_prepare_rebuild(c, target_relation, model_cols) -%}
+  {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+  {%- for r in ch.removed -%}
+    {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(r.name)) -%}
+  {%- endfor -%}
+  {%- for a in ch.added -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
+  {%- endfor -%}
+  {%- for t in ch.retyped -%}
+    {%- set alter = "alter table " ~ target_relation ~ " alter column " ~ adapter.quote(t.name) ~ " type " ~ t.new ~ " using " -%}
+    {%- do run_query("DO $hwm$ BEGIN EXECUTE " ~ hwm._hwm_literal(alter ~ adapter.quote(t.name) ~ "::" ~ t.new) ~ ";
+                      EXCEPTION WHEN others THEN EXECUTE " ~ hwm._hwm_literal(alter ~ "null") ~ "; END $hwm$") -%}
+  {%- endfor -%}
+  {%- set key_changed = hwm._hwm_primary_key(target_relation) != (c.unique_key or []) -%}
+  {%- if key_changed -%}
+    {%- set conname = run_query("select conname::text from pg_catalog.pg_constraint where contype = 'p' and conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")") -%}
+    {%- if conname.rows | length > 0 -%}
+      {%- do run_query("alter table " ~ target_relation ~ " drop constraint " ~ adapter.quote(conname.rows[0][0])) -%}
+    {%- endif -%}
+    {%- for a in hwm._hwm_live(hwm._hwm_attributes(target_relation)) if a.notnull -%}
+      {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(a.name) ~ " drop not null") -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{- return(key_changed) -}}
+{%- endmacro %}
+
+{#- The swap of a rebuild, and a new key's primary key after it. -#}
+{% macro _hwm_swap_in(c, target_relation, stg, key_changed) -%}
+  {%- if key_changed and c.unique_key -%}
+    {#- (the target has no index on the new key yet: it gets one after the swap) -#}
+    {%- do run_query("drop index " ~ adapter.quote(stg.schema) ~ "." ~ adapter.quote(stg.identifier ~ "_key")) -%}
+  {%- endif -%}
+  {%- do run_query("CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ")") -%}
+  {%- if key_changed and c.unique_key -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- endif -%}
 {%- endmacro %}

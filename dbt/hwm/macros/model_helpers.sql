@@ -375,7 +375,8 @@
   {%- for s in standins -%}
     {%- do run_query("alter table " ~ stg ~ " drop column " ~ adapter.quote(s)) -%}
   {%- endfor -%}
-  {%- if with_pk -%}
+  {%- if not c.unique_key -%}
+  {%- elif with_pk -%}
     {%- do run_query("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
   {%- else -%}
     {%- do run_query("create unique index " ~ adapter.quote(stg.identifier ~ "_key") ~ " on " ~ stg ~ " (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
