@@ -62,9 +62,6 @@
   {%- if start_at is not none -%}{%- do args.append("start_at => " ~ hwm._hwm_literal(start_at)) -%}{%- endif -%}
   {%- do args.append("batched => " ~ ('true' if c.batched else 'false')) -%}
   {%- do args.append("skip_empty => " ~ ('true' if c.skip_empty else 'false')) -%}
-  {%- if with_schedule and c.schedule is not none -%}
-    {%- do args.append("schedule => " ~ hwm._hwm_literal(c.schedule) ~ "::interval") -%}
-  {%- endif -%}
   {%- if c.delay is not none -%}{%- do args.append("delay => " ~ hwm._hwm_literal(c.delay) ~ "::interval") -%}{%- endif -%}
   {{- return("select hwm.create_interval_pipeline(" ~ args | join(', ') ~ ")") -}}
 {%- endmacro %}
@@ -177,12 +174,6 @@
       {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, source_rel, command,
                          state.watermark if state.watermark is not none else c.start_at, true)) -%}
       {%- do log("hwm " ~ c.pipeline ~ ": declared again from " ~ (state.watermark or 'the start') ~ " (the model's SQL or configuration changed; intervals done before keep their rows: `dbt run-operation hwm_rerun_intervals` or " ~ refresh ~ " computes them again)", info=true) -%}
-    {%- elif not hwm._hwm_same_interval(state.schedule, c.schedule) -%}
-      {%- if c.schedule is none -%}
-        {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-      {%- else -%}
-        {%- do run_query("select hwm.schedule(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(c.schedule) ~ "::interval)") -%}
-      {%- endif -%}
     {%- endif -%}
     {%- do hwm._hwm_commit() -%}
     {%- set loaded = hwm._hwm_load(c.pipeline, c.schedule is not none) -%}
@@ -190,6 +181,7 @@
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}
+  {%- do hwm._hwm_sync_schedule(c) -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}

@@ -122,12 +122,6 @@
       {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation,
                                                     state.watermark if state.watermark is not none else c.initial_watermark, true)) -%}
       {%- do log("hwm " ~ c.pipeline ~ ": declared again from watermark " ~ (state.watermark or 'none') ~ " (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
-    {%- elif not hwm._hwm_same_interval(state.schedule, c.schedule) -%}
-      {%- if c.schedule is none -%}
-        {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-      {%- else -%}
-        {%- do run_query("select hwm.schedule(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(c.schedule) ~ "::interval)") -%}
-      {%- endif -%}
     {%- endif -%}
     {%- do hwm._hwm_commit() -%}
     {%- set loaded = hwm._hwm_load(c.pipeline, c.schedule is not none) -%}
@@ -138,6 +132,7 @@
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}
+  {%- do hwm._hwm_sync_schedule(c) -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}
@@ -168,9 +163,6 @@
   {%- if main and c.partition_column is not none -%}
     {%- do args.append("partition_column => " ~ hwm._hwm_literal(c.partition_column)) -%}
     {%- do args.append("lookback => " ~ c.lookback) -%}
-  {%- endif -%}
-  {%- if main and c.schedule is not none -%}
-    {%- do args.append("schedule => " ~ hwm._hwm_literal(c.schedule) ~ "::interval") -%}
   {%- endif -%}
   {%- if initial_watermark is not none -%}
     {%- do args.append("initial_watermark => " ~ hwm._hwm_literal(initial_watermark)) -%}
@@ -269,5 +261,20 @@
   {%- do run_query("CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ")") -%}
   {%- if key_changed and c.unique_key -%}
     {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- After the load: the pipeline's schedule becomes the config's, its first
+    scheduled run one period from now (this run has just loaded).  Declaring
+    the pipeline with its schedule would start a scheduled run at once, in
+    the way of dbt's own load. -#}
+{% macro _hwm_sync_schedule(c) -%}
+  {%- set current = run_query("select schedule::text from hwm.state where pipeline = " ~ hwm._hwm_literal(c.pipeline)).rows -%}
+  {%- if current | length > 0 and not hwm._hwm_same_interval(current[0][0], c.schedule) -%}
+    {%- if c.schedule is none -%}
+      {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+    {%- else -%}
+      {%- do run_query("select hwm.schedule(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(c.schedule) ~ "::interval, pg_catalog.now() + " ~ hwm._hwm_literal(c.schedule) ~ "::interval)") -%}
+    {%- endif -%}
   {%- endif -%}
 {%- endmacro %}
