@@ -106,6 +106,7 @@
   {%- do run_query("create view " ~ probe ~ " as (\n" ~ probe_sql ~ "\n)") -%}
   {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(probe)) -%}
 
+  {%- set redeclared = namespace(flag=false) -%}
   {%- if existing_relation is none -%}
     {%- set mode = 'create' -%}
     {%- if state is not none -%}
@@ -154,7 +155,7 @@
     {%- if state is none -%}
       {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists but no hwm pipeline \"" ~ c.pipeline ~ "\" computes it: rebuild it as an hwm_interval model with " ~ refresh ~ ", which keeps the table's OID and grants") }}
     {%- endif -%}
-    {%- if state.watermark_column != c.time_column or state.source_oid != run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(source_rel) ~ ")::oid").rows[0][0] -%}
+    {%- if state.watermark_column != c.time_column or state.source_oid != (run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(source_rel) ~ ")::oid").rows[0][0] | string) -%}
       {{ hwm._hwm_config_error('time_column', "changed from " ~ state.source ~ "." ~ state.watermark_column ~ " to " ~ source_rel.include(database=False) ~ "." ~ c.time_column ~ ": the intervals done are those of the old column, so rebuild the model with " ~ refresh) }}
     {%- endif -%}
     {%- if not hwm._hwm_same_interval(state.time_interval, c.time_interval) -%}
@@ -170,6 +171,7 @@
     {%- set command = hwm._hwm_interval_command(c, target_relation, cols) -%}
     {%- set flags_row = run_query("select batched, skip_empty, delay::text from hwm.state where pipeline = " ~ hwm._hwm_literal(c.pipeline)).rows[0] -%}
     {%- if command != state.command or flags_row[0] != c.batched or flags_row[1] != c.skip_empty or not hwm._hwm_same_interval(flags_row[2], c.delay) -%}
+      {%- set redeclared.flag = true -%}
       {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
       {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, source_rel, command,
                          state.watermark if state.watermark is not none else c.start_at, true)) -%}
@@ -181,7 +183,7 @@
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}
-  {%- do hwm._hwm_sync_schedule(c) -%}
+  {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}

@@ -39,15 +39,17 @@
 
   {#- Everything that can be wrong with the configuration, before anything is created. -#}
   {%- do hwm._hwm_check_config(c, sql) -%}
-  {%- set state = hwm._hwm_state(c.pipeline) -%}
-  {%- set after_run = hwm._hwm_last_run_id() -%}
+  {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
+  {%- set state = facts.state -%}
+  {%- set after_run = facts.last_run_id -%}
 
   {%- if existing_relation is not none and not existing_relation.is_table -%}
     {#- A view (the model was materialized otherwise before): replaced by the table. -#}
     {%- do adapter.drop_relation(existing_relation) -%}
     {%- set existing_relation = none -%}
+    {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
   {%- endif -%}
-  {%- set target_oid = run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")::oid").rows[0][0] -%}
+  {%- set target_oid = facts.oids[0] -%}
   {%- if state is not none and (target_oid is none or state.target_oid != target_oid) -%}
     {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which loads " ~ state.target ~ ", not this model: choose another pipeline name (or drop that pipeline)") }}
   {%- endif -%}
@@ -56,16 +58,16 @@
   {%- endif -%}
 
   {#- Leftovers of an interrupted run. -#}
-  {%- do run_query("drop view if exists " ~ new_view) -%}
-  {%- do run_query("drop table if exists " ~ stg) -%}
+  {%- do run_query("drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg) -%}
 
+  {%- set redeclared = namespace(flag=false) -%}
   {%- if existing_relation is none -%}
     {#- First run. -#}
     {%- set mode = 'create' -%}
-    {%- do run_query("drop view if exists " ~ src) -%}
-    {%- do run_query("create view " ~ src ~ " as (\n" ~ sql ~ "\n)") -%}
-    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ src ~ " with no data") -%}
-    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- do run_query("drop view if exists " ~ src ~ ";\n"
+                     ~ "create view " ~ src ~ " as (\n" ~ sql ~ "\n);\n"
+                     ~ "create table " ~ target_relation ~ " as select * from " ~ src ~ " with no data;\n"
+                     ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
     {%- do create_indexes(target_relation) -%}
     {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
     {%- do hwm._hwm_commit() -%}
@@ -89,16 +91,17 @@
       {{ hwm._hwm_config_error('watermark_column', "changed from " ~ state.watermark_column ~ " to " ~ c.watermark_column ~ ": the stored watermark is a value of the old column, so rebuild the model with " ~ refresh) }}
     {%- endif -%}
     {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
-    {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
-    {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+    {%- set attrs = hwm._hwm_attributes_of([new_view, target_relation, src]) -%}
+    {%- set model_cols = hwm._hwm_live(attrs[0]) -%}
+    {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(attrs[1])) -%}
     {%- if ch.any -%}
       {%- do hwm._hwm_apply_schema_changes(c, target_relation, ch, c.unique_key + [c.watermark_column] + ([c.partition_column] if c.partition_column else [])) -%}
     {%- endif -%}
     {#- The source view keeps its OID (and the pipeline) while its columns
         stay the same; otherwise it is replaced and the pipeline declared
         again from the same watermark. -#}
-    {%- set src_cols = hwm._hwm_live(hwm._hwm_attributes(src)) -%}
-    {%- set src_oid = run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(src) ~ ")::oid").rows[0][0] -%}
+    {%- set src_cols = hwm._hwm_live(attrs[2]) -%}
+    {%- set src_oid = facts.oids[1] -%}
     {%- set same_view = src_oid is not none and src_oid == state.source_oid
                         and (src_cols | map(attribute='name') | list) == (model_cols | map(attribute='name') | list)
                         and (src_cols | map(attribute='type') | list) == (model_cols | map(attribute='type') | list) -%}
@@ -114,6 +117,7 @@
       {%- do run_query("drop view " ~ new_view) -%}
     {%- endif -%}
     {%- if not same_view or not same_config -%}
+      {%- set redeclared.flag = true -%}
       {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
       {%- if not same_view -%}
         {%- do run_query("drop view if exists " ~ src) -%}
@@ -132,11 +136,11 @@
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}
-  {%- do hwm._hwm_sync_schedule(c) -%}
+  {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}
-  {%- do hwm._hwm_commit() -%}
+  {%- do adapter.commit() -%}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
 
   {{ return({'relations': [target_relation]}) }}
@@ -268,9 +272,8 @@
     scheduled run one period from now (this run has just loaded).  Declaring
     the pipeline with its schedule would start a scheduled run at once, in
     the way of dbt's own load. -#}
-{% macro _hwm_sync_schedule(c) -%}
-  {%- set current = run_query("select schedule::text from hwm.state where pipeline = " ~ hwm._hwm_literal(c.pipeline)).rows -%}
-  {%- if current | length > 0 and not hwm._hwm_same_interval(current[0][0], c.schedule) -%}
+{% macro _hwm_sync_schedule(c, current) -%}
+  {%- if not hwm._hwm_same_interval(current, c.schedule) -%}
     {%- if c.schedule is none -%}
       {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
     {%- else -%}

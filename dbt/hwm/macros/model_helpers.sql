@@ -209,6 +209,22 @@
   {{- return(out) -}}
 {%- endmacro %}
 
+{#- _hwm_attributes of several relations, in one query: a list of lists. -#}
+{% macro _hwm_attributes_of(relations) -%}
+  {%- set names = [] -%}
+  {%- for r in relations -%}{%- do names.append(hwm._hwm_literal(r.include(database=False) | string)) -%}{%- endfor -%}
+  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull
+                           from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
+                           join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0
+                          order by n.i, a.attnum") -%}
+  {%- set out = [] -%}
+  {%- for r in relations -%}{%- do out.append([]) -%}{%- endfor -%}
+  {%- for row in r.rows -%}
+    {%- do out[row[0] - 1].append({'name': row[1], 'type': row[2], 'dropped': row[3], 'len': row[4], 'align': row[5], 'notnull': row[6]}) -%}
+  {%- endfor -%}
+  {{- return(out) -}}
+{%- endmacro %}
+
 {% macro _hwm_live(attrs) -%}
   {{- return(attrs | rejectattr('dropped') | list) -}}
 {%- endmacro %}
@@ -217,7 +233,7 @@
 {% macro _hwm_state(pipeline) -%}
   {%- set r = run_query("select pipeline, target::text, source::text, pg_catalog.to_json(unique_key)::text, watermark_column::text, partition_column::text,
                                 lookback, delay::text, batch_size, schedule::text, watermark, command, time_interval::text,
-                                target::oid, source::oid
+                                target::oid::text, source::oid::text
                            from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline)) -%}
   {%- if r.rows | length == 0 -%}
     {{- return(none) -}}
@@ -225,7 +241,30 @@
   {%- set row = r.rows[0] -%}
   {{- return({'pipeline': row[0], 'target': row[1], 'source': row[2], 'unique_key': fromjson(row[3]), 'watermark_column': row[4],
               'partition_column': row[5], 'lookback': row[6], 'delay': row[7], 'batch_size': row[8], 'schedule': row[9],
-              'watermark': row[10], 'command': row[11], 'time_interval': row[12], 'target_oid': row[13], 'source_oid': row[14]}) -}}
+              'watermark': row[10], 'command': row[11], 'time_interval': row[12], 'target_oid': row[13] | string, 'source_oid': row[14] | string}) -}}
+{%- endmacro %}
+
+{#- In one query: the pipeline's row of hwm.state (none: no such
+    pipeline), the newest run id, and the OIDs of the given relations (none
+    for those that do not exist). -#}
+{% macro _hwm_facts(pipeline, relations) -%}
+  {%- set oids = [] -%}
+  {%- for r in relations -%}
+    {%- do oids.append("pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ ")::oid::text") -%}
+  {%- endfor -%}
+  {%- set r = run_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
+                        ~ (", " ~ oids | join(', ') if oids else "") ~ "
+                           from (select 1) as one left join (select pipeline, target::text as target, source::text as source,
+                                 unique_key::text[] as unique_key, watermark_column::text as watermark_column,
+                                 partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
+                                 schedule::text as schedule, watermark, command, time_interval::text as time_interval,
+                                 target::oid::text as target_oid, source::oid::text as source_oid, batched, skip_empty
+                            from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
+  {%- set row = r.rows[0] -%}
+  {%- set out = [] -%}
+  {#- (as text: dbt's result tables turn numbers into decimals) -#}
+  {%- for i in range(relations | length) -%}{%- do out.append(none if row[2 + i] is none else row[2 + i] | string) -%}{%- endfor -%}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out}) -}}
 {%- endmacro %}
 
 {#- Whether two interval texts mean the same interval (none = none). -#}
@@ -396,7 +435,7 @@
   Returns true when it loaded, false when a scheduled run was busy.
 -#}
 {% macro _hwm_load(pipeline, scheduled) -%}
-  {%- do hwm._hwm_commit() -%}
+  {#- (the caller has committed: no transaction is open) -#}
   {%- if scheduled -%}
     {%- call statement('hwm_nowait', auto_begin=False) -%}
       DO $hwm$ BEGIN
