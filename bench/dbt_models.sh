@@ -28,7 +28,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$BENCH/../scripts/lib.sh"
 
 N=${N:-500000} SLICE=${SLICE:-50000} REPS=${REPS:-3}
-COMMAND="${N:+N=$N }${SLICE:+SLICE=$SLICE }${REPS:+REPS=$REPS }bash bench/dbt_models.sh"
+COMMAND="${HWM_PG:+HWM_PG=$HWM_PG }N=$N SLICE=$SLICE REPS=$REPS bash bench/dbt_models.sh"
 DBT_CORE_VERSION=1.10.15 DBT_POSTGRES_VERSION=1.9.1
 WORK=$BENCH/work/dbt_models
 rm -rf "$WORK"

@@ -241,6 +241,9 @@ bad_config partition_column "{unique_key: id, watermark_column: updated_at, part
 bad_config lookback "{unique_key: id, watermark_column: updated_at, lookback: 2}"
 bad_config schedule "{unique_key: id, watermark_column: updated_at, schedule: 'every hour'}"
 bad_config schedule "{unique_key: id, watermark_column: updated_at, schedule: '1 minute'}" --target su
+bad_config time_column "{materialized: hwm_interval, time_interval: '1 hour'}"
+bad_config time_interval "{materialized: hwm_interval, time_column: updated_at}"
+bad_config time_column "{materialized: hwm_interval, time_column: nope, time_interval: '1 hour'}"
 
 # --- backfill of an hwm model through dbt run-operation -----------------------------
 q "UPDATE shop.orders SET amount = amount + 1000 WHERE day = '2024-01-02'" >/dev/null
