@@ -10,12 +10,16 @@
 # `dbt run-operation`.  It checks the tables after each step: the first
 # `dbt run` loads every pipeline once, the second changes nothing, new
 # source rows are loaded exactly once by the third, and an hwm error inside
-# a hook fails the dbt run and leaves everything as it was.
+# a hook fails the dbt run and leaves everything as it was.  Then
+# test/dbt/models.sh runs the models of test/dbt/hwm_models, which are hwm
+# pipelines themselves (materialized='hwm' and 'hwm_interval'), next to
+# dbt's own incremental and microbatch models under late-committing writers.
 #
 # Prints TAP lines (ok N - ..., not ok N - ...) that scripts/test.sh counts,
 # and exits non-zero when any check failed.  Needs hwm installed and PyPI
 # reachable: if pip cannot install dbt, that is a failed check, not a skip.
-# HWM_DBT_VENV=DIR reuses (or creates) the virtual environment in DIR.
+# HWM_DBT_VENV=DIR reuses (or creates) the virtual environment in DIR;
+# HWM_DBT_PART=models runs only the checks of test/dbt/models.sh.
 set -uo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -40,6 +44,7 @@ check() {
     else
         not_ok "$1"
         { echo "expected:"; echo "$2"; echo "got:"; echo "$3"; } | sed 's/^/#   /'
+        return 1
     fi
 }
 
@@ -109,7 +114,7 @@ q() { hwm_psql -qAt -c "$1"; }
 # Copied with the repository's layout, so packages.yml's relative path holds.
 mkdir -p "$work/repo/test/dbt" "$work/repo/dbt" "$work/profiles"
 cp -r "$REPO/dbt/hwm" "$work/repo/dbt/"
-cp -r "$REPO/test/dbt/hwm_example" "$work/repo/test/dbt/"
+cp -r "$REPO/test/dbt/hwm_example" "$REPO/test/dbt/hwm_models" "$work/repo/test/dbt/"
 project=$work/repo/test/dbt/hwm_example
 cat >"$work/profiles/profiles.yml" <<EOF
 hwm_example:
@@ -123,6 +128,27 @@ hwm_example:
       password: unused
       dbname: postgres
       schema: analytics
+      threads: 1
+hwm_models:
+  target: test
+  outputs:
+    test:
+      type: postgres
+      host: 127.0.0.1
+      port: $PGPORT
+      user: dbt
+      password: unused
+      dbname: postgres
+      schema: dw
+      threads: 4
+    su:
+      type: postgres
+      host: 127.0.0.1
+      port: $PGPORT
+      user: postgres
+      password: unused
+      dbname: postgres
+      schema: dw
       threads: 1
 EOF
 export DBT_PROFILES_DIR=$work/profiles DBT_SEND_ANONYMOUS_USAGE_STATS=false DO_NOT_TRACK=1 \
@@ -176,6 +202,8 @@ same_as_source() {
     check "$name" "" "$bad"
 }
 
+# HWM_DBT_PART=models runs only test/dbt/models.sh (a shortcut while working on it).
+if [[ ${HWM_DBT_PART:-all} != models ]]; then
 dbt_ok "dbt deps installs the local hwm package" deps
 
 # --- what the macros render for a hook ----------------------------------------
@@ -280,5 +308,11 @@ fi
 check "... and the model, the targets and the orders pipeline's history are unchanged" \
     "$before|$model_before|" \
     "$(q "$targets_sql")|$(q "SELECT sum(orders) FROM analytics.orders_daily")|$(runs_after "$last" | grep -o 'orders[^,]*')"
+
+fi  # HWM_DBT_PART
+
+# --- models that are hwm pipelines: materialized='hwm' and 'hwm_interval' ----------
+# shellcheck source=test/dbt/models.sh
+source "$REPO/test/dbt/models.sh"
 
 finish

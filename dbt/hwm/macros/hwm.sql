@@ -16,7 +16,9 @@
   one transaction.
 -#}
 
-{#- hwm.run(pipeline): one incremental run. -#}
+{#- hwm.run(pipeline): one incremental run.  (The materializations
+    materialized='hwm' and 'hwm_interval' are in materializations.sql and
+    interval.sql.) -#}
 {% macro hwm_run(pipeline, nowait=false) -%}
   {{- return(hwm._hwm_statement(
         "SELECT * FROM hwm.run(" ~ hwm._hwm_literal(pipeline)
@@ -32,17 +34,47 @@
         ~ ", nowait => " ~ hwm._hwm_bool(nowait) ~ ")")) -}}
 {%- endmacro %}
 
-{#- CALL hwm.backfill(pipeline, from, to, batch_size, dry_run): overwrite every partition of a range. -#}
-{% macro hwm_backfill(pipeline, from_partition, to_partition, batch_size=1, dry_run=false) -%}
+{#- CALL hwm.backfill(pipeline, from, to, batch_size, dry_run): overwrite every partition of a range.
+    model=NAME instead of pipeline names the pipeline of an hwm model. -#}
+{% macro hwm_backfill(pipeline=none, from_partition=none, to_partition=none, batch_size=1, dry_run=false, model=none) -%}
   {%- if batch_size is not number or batch_size is boolean -%}
     {{ exceptions.raise_compiler_error("hwm_backfill: batch_size must be an integer, got " ~ batch_size) }}
   {%- endif -%}
   {{- return(hwm._hwm_statement(
-        "CALL hwm.backfill(" ~ hwm._hwm_literal(pipeline)
+        "CALL hwm.backfill(" ~ hwm._hwm_literal(hwm._hwm_pipeline_arg('hwm_backfill', pipeline, model))
         ~ ", " ~ hwm._hwm_literal(from_partition)
         ~ ", " ~ hwm._hwm_literal(to_partition)
         ~ ", batch_size => " ~ (batch_size | int)
         ~ ", dry_run => " ~ hwm._hwm_bool(dry_run) ~ ")")) -}}
+{%- endmacro %}
+
+{#- CALL hwm.rerun_intervals(pipeline, from_time, to_time): compute the
+    intervals [from_time, to_time) of an interval pipeline (an hwm_interval
+    model: model=NAME) again. -#}
+{% macro hwm_rerun_intervals(pipeline=none, from_time=none, to_time=none, model=none) -%}
+  {{- return(hwm._hwm_statement(
+        "CALL hwm.rerun_intervals(" ~ hwm._hwm_literal(hwm._hwm_pipeline_arg('hwm_rerun_intervals', pipeline, model))
+        ~ ", " ~ hwm._hwm_literal(from_time)
+        ~ ", " ~ hwm._hwm_literal(to_time) ~ ")")) -}}
+{%- endmacro %}
+
+{#- The pipeline of an hwm or hwm_interval model: its config 'pipeline', or
+    "schema.alias". -#}
+{% macro hwm_model_pipeline(model_name) -%}
+  {%- if execute -%}
+    {%- for node in graph.nodes.values() if node.resource_type == 'model' and node.name == model_name -%}
+      {{- return(node.config.get('pipeline') or (node.schema ~ '.' ~ node.alias)) -}}
+    {%- endfor -%}
+    {{ exceptions.raise_compiler_error("hwm: no model named " ~ model_name) }}
+  {%- endif -%}
+  {{- return(none) -}}
+{%- endmacro %}
+
+{% macro _hwm_pipeline_arg(macro_name, pipeline, model) -%}
+  {%- if (pipeline is none) == (model is none) -%}
+    {{ exceptions.raise_compiler_error(macro_name ~ ": give either pipeline or model (the name of an hwm model)") }}
+  {%- endif -%}
+  {{- return(pipeline if model is none else hwm.hwm_model_pipeline(model)) -}}
 {%- endmacro %}
 
 {#- CALL hwm.catch_up(pipeline): run batch after batch until the watermark stops moving. -#}

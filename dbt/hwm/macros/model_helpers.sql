@@ -1,0 +1,505 @@
+{#-
+  Helpers of the hwm materializations (materialized='hwm' and
+  materialized='hwm_interval', see materializations.sql).  Every name that
+  reaches SQL is quoted with adapter.quote(); every value is an SQL literal
+  (hwm._hwm_literal), never pasted in raw.
+-#}
+
+{#- "schema.identifier" of the model, for messages and the default pipeline name. -#}
+{% macro _hwm_where() -%}
+  {{- return(this.schema ~ '.' ~ this.identifier) -}}
+{%- endmacro %}
+
+{#- A configuration error, raised before anything is created: names the key. -#}
+{% macro _hwm_config_error(key, msg) -%}
+  {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": config '" ~ key ~ "' " ~ msg) }}
+{%- endmacro %}
+
+{#- A column list config (a name or a list of names) as a list; none stays none. -#}
+{% macro _hwm_name_list(key, value) -%}
+  {%- if value is none -%}
+    {{- return(none) -}}
+  {%- elif value is string -%}
+    {{- return([value]) -}}
+  {%- elif value is sequence and value is not mapping and value | length > 0 -%}
+    {%- for v in value if v is not string -%}
+      {{ hwm._hwm_config_error(key, "must be a column name or a list of column names, got " ~ value) }}
+    {%- endfor -%}
+    {{- return(value | list) -}}
+  {%- else -%}
+    {{ hwm._hwm_config_error(key, "must be a column name or a list of column names, got " ~ value) }}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- A config value the user set (in the model, a .yml file or
+    dbt_project.yml), or default: dbt gives every model its own defaults for
+    some of hwm's names (lookback=1 and batch_size for microbatch models,
+    on_schema_change='ignore'), which must not count as set. -#}
+{% macro _hwm_user_config(key, default=none) -%}
+  {%- if key in (model.unrendered_config or {}) -%}
+    {{- return(config.get(key, default)) -}}
+  {%- endif -%}
+  {{- return(default) -}}
+{%- endmacro %}
+
+{% macro _hwm_opt_string(key) -%}
+  {%- set v = config.get(key) -%}
+  {%- if v is not none and v is not string -%}
+    {{ hwm._hwm_config_error(key, "must be a string, got " ~ v) }}
+  {%- endif -%}
+  {{- return(v) -}}
+{%- endmacro %}
+
+{% macro _hwm_opt_int(key, minimum) -%}
+  {%- set v = hwm._hwm_user_config(key) -%}
+  {%- if v is not none and (v is not number or v is boolean or v != (v | int) or v < minimum) -%}
+    {{ hwm._hwm_config_error(key, "must be an integer of at least " ~ minimum ~ ", got " ~ v) }}
+  {%- endif -%}
+  {{- return(none if v is none else v | int) -}}
+{%- endmacro %}
+
+{% macro _hwm_opt_bool(key, default) -%}
+  {%- set v = config.get(key, default) -%}
+  {%- if v is not boolean -%}
+    {{ hwm._hwm_config_error(key, "must be true or false, got " ~ v) }}
+  {%- endif -%}
+  {{- return(v) -}}
+{%- endmacro %}
+
+{#-
+  The model's configuration, checked (everything that can be checked
+  without the database).  flavour: 'hwm' or 'hwm_interval'.
+-#}
+{% macro _hwm_model_config(flavour) -%}
+  {%- set c = {'flavour': flavour} -%}
+  {%- set pipeline = config.get('pipeline') or hwm._hwm_where() -%}
+  {%- if pipeline is not string or pipeline | length > 63 -%}
+    {{ hwm._hwm_config_error('pipeline', "must be a pipeline name of at most 63 characters (the default is schema.model), got " ~ pipeline) }}
+  {%- endif -%}
+  {%- do c.update({'pipeline': pipeline}) -%}
+  {%- if this.identifier | length > 54 -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the relation name is longer than 54 characters; hwm's helper relations add 9 (name__hwm_src): set a shorter alias") }}
+  {%- endif -%}
+  {%- do c.update({'unique_key': hwm._hwm_name_list('unique_key', config.get('unique_key'))}) -%}
+  {#- dbt gives every model on_schema_change='ignore' unless set: hwm's
+      default is 'fail', so only a value the user wrote counts. -#}
+  {%- set osc = hwm._hwm_user_config('on_schema_change') or 'fail' -%}
+  {%- if osc not in ['fail', 'append_new_columns', 'sync_all_columns', 'ignore'] -%}
+    {{ hwm._hwm_config_error('on_schema_change', "must be fail (the default for hwm models), append_new_columns, sync_all_columns or ignore, got " ~ osc) }}
+  {%- endif -%}
+  {%- do c.update({'on_schema_change': osc}) -%}
+  {%- do c.update({'schedule': hwm._hwm_opt_string('schedule'), 'delay': hwm._hwm_opt_string('delay')}) -%}
+  {%- if flavour == 'hwm' -%}
+    {%- if c.unique_key is none -%}
+      {{ hwm._hwm_config_error('unique_key', "is required: the business key hwm upserts on, e.g. unique_key='id' or unique_key=['id', 'day']") }}
+    {%- endif -%}
+    {%- set wm = config.get('watermark_column') -%}
+    {%- if wm is none or wm is not string or wm == '' -%}
+      {{ hwm._hwm_config_error('watermark_column', "is required: the column whose new values say which rows are new, e.g. watermark_column='updated_at'") }}
+    {%- endif -%}
+    {%- set lookback = hwm._hwm_opt_int('lookback', 0) or 0 -%}
+    {%- set part = hwm._hwm_opt_string('partition_column') -%}
+    {%- if lookback > 0 and part is none -%}
+      {{ hwm._hwm_config_error('lookback', "needs partition_column: the lookback re-overwrites the newest partitions of that column") }}
+    {%- endif -%}
+    {%- do c.update({'watermark_column': wm, 'partition_column': part, 'lookback': lookback,
+                     'batch_size': hwm._hwm_opt_int('batch_size', 1),
+                     'initial_watermark': hwm._hwm_opt_string('initial_watermark')}) -%}
+  {%- else -%}
+    {%- set tc = config.get('time_column') -%}
+    {%- if tc is none or tc is not string or tc == '' -%}
+      {{ hwm._hwm_config_error('time_column', "is required: the time column of the source whose finished intervals the model computes, e.g. time_column='created_at'") }}
+    {%- endif -%}
+    {%- set ti = config.get('time_interval') -%}
+    {%- if ti is none or ti is not string or ti == '' -%}
+      {{ hwm._hwm_config_error('time_interval', "is required: the length of one interval, e.g. time_interval='1 hour'") }}
+    {%- endif -%}
+    {%- do c.update({'time_column': tc, 'time_interval': ti,
+                     'target_time_column': config.get('target_time_column') or tc,
+                     'time_source': hwm._hwm_opt_string('time_source'),
+                     'anchor': hwm._hwm_opt_string('anchor'),
+                     'start_at': hwm._hwm_opt_string('start_at'),
+                     'batched': hwm._hwm_opt_bool('batched', false),
+                     'skip_empty': hwm._hwm_opt_bool('skip_empty', false)}) -%}
+  {%- endif -%}
+  {{- return(c) -}}
+{%- endmacro %}
+
+{#- Check that a config value parses as an SQL type, with an error naming the
+    key (a DO block that catches the cast's error: PostgreSQL 15 has no
+    pg_input_error_message). -#}
+{% macro _hwm_check_cast(key, value, type) -%}
+  {%- if value is not none -%}
+    {%- do run_query("DO $hwm$ BEGIN PERFORM pg_catalog.set_config('hwm_dbt.cast_error', '', true);
+                        PERFORM " ~ hwm._hwm_literal(value) ~ "::" ~ type ~ ";
+                      EXCEPTION WHEN others THEN PERFORM pg_catalog.set_config('hwm_dbt.cast_error', SQLERRM, true);
+                      END $hwm$") -%}
+    {%- set err = run_query("select pg_catalog.current_setting('hwm_dbt.cast_error', true)").rows[0][0] -%}
+    {%- if err -%}
+      {{ hwm._hwm_config_error(key, "must be a valid " ~ type ~ ": " ~ err ~ " (got " ~ value ~ ")") }}
+    {%- endif -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  Checks that need the database but create nothing: the model's columns
+  (from the model's query, LIMIT 0), the keys that must name them, the
+  values that must parse, a scheduled model owned by a superuser.
+  Returns the model's column names.
+-#}
+{% macro _hwm_check_config(c, probe_sql) -%}
+  {%- set cols = get_columns_in_query(probe_sql) -%}
+  {%- if c.flavour == 'hwm' -%}
+    {%- for k in c.unique_key if k not in cols -%}
+      {{ hwm._hwm_config_error('unique_key', "names column " ~ k ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+    {%- endfor -%}
+    {%- if c.watermark_column not in cols -%}
+      {{ hwm._hwm_config_error('watermark_column', "names column " ~ c.watermark_column ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+    {%- endif -%}
+    {%- if c.partition_column is not none and c.partition_column not in cols -%}
+      {{ hwm._hwm_config_error('partition_column', "names column " ~ c.partition_column ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+    {%- endif -%}
+  {%- else -%}
+    {%- for k in (c.unique_key or []) if k not in cols -%}
+      {{ hwm._hwm_config_error('unique_key', "names column " ~ k ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+    {%- endfor -%}
+    {%- if c.target_time_column not in cols -%}
+      {{ hwm._hwm_config_error('target_time_column' if config.get('target_time_column') else 'time_column',
+           "names column " ~ c.target_time_column ~ ", which the model does not return (it returns " ~ cols | join(', ')
+           ~ "): the model returns the time of each row, whose interval it replaces (set target_time_column if the model names it differently)") }}
+    {%- endif -%}
+    {{ hwm._hwm_check_cast('time_interval', c.time_interval, 'interval') }}
+  {%- endif -%}
+  {{ hwm._hwm_check_cast('schedule', c.schedule, 'interval') }}
+  {{ hwm._hwm_check_cast('delay', c.delay, 'interval') }}
+  {%- if c.schedule is not none -%}
+    {%- set su = run_query("select rolsuper from pg_catalog.pg_roles where rolname = current_user").rows[0][0] -%}
+    {%- if su -%}
+      {{ hwm._hwm_config_error('schedule', "needs dbt to connect as an ordinary role: " ~ target.user ~ " is a superuser, and hwm's background worker runs a pipeline as its owner, so it would run this model with unlimited rights. Connect as a role that owns the model, or drop schedule") }}
+    {%- endif -%}
+  {%- endif -%}
+  {{- return(cols) -}}
+{%- endmacro %}
+
+{#- The helper relations of a model, next to it: the source view, the new
+    view being checked, the staging table of a full refresh. -#}
+{% macro _hwm_helper(relation, suffix, type) -%}
+  {{- return(api.Relation.create(database=relation.database, schema=relation.schema,
+                                 identifier=relation.identifier ~ suffix, type=type)) -}}
+{%- endmacro %}
+
+{#- A relation as a text literal for regclass ('"schema"."name"'). -#}
+{% macro _hwm_regclass(relation) -%}
+  {{- return(hwm._hwm_literal(relation.include(database=False) | string)) -}}
+{%- endmacro %}
+
+{#-
+  The physical columns of a relation, dropped ones included, in order:
+  a list of {name, type, dropped, len, align, notnull}.
+-#}
+{% macro _hwm_attributes(relation) -%}
+  {%- set r = run_query("select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull
+                           from pg_catalog.pg_attribute a
+                          where a.attrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(relation) ~ ") and a.attnum > 0
+                          order by a.attnum") -%}
+  {%- set out = [] -%}
+  {%- for row in r.rows -%}
+    {%- do out.append({'name': row[0], 'type': row[1], 'dropped': row[2], 'len': row[3], 'align': row[4], 'notnull': row[5]}) -%}
+  {%- endfor -%}
+  {{- return(out) -}}
+{%- endmacro %}
+
+{#- _hwm_attributes of several relations, in one query: a list of lists. -#}
+{% macro _hwm_attributes_of(relations) -%}
+  {%- set names = [] -%}
+  {%- for r in relations -%}{%- do names.append(hwm._hwm_literal(r.include(database=False) | string)) -%}{%- endfor -%}
+  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull
+                           from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
+                           join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0
+                          order by n.i, a.attnum") -%}
+  {%- set out = [] -%}
+  {%- for r in relations -%}{%- do out.append([]) -%}{%- endfor -%}
+  {%- for row in r.rows -%}
+    {%- do out[row[0] - 1].append({'name': row[1], 'type': row[2], 'dropped': row[3], 'len': row[4], 'align': row[5], 'notnull': row[6]}) -%}
+  {%- endfor -%}
+  {{- return(out) -}}
+{%- endmacro %}
+
+{% macro _hwm_live(attrs) -%}
+  {{- return(attrs | rejectattr('dropped') | list) -}}
+{%- endmacro %}
+
+{#- The pipeline's row of hwm.state, as a dict (none: no such pipeline). -#}
+{% macro _hwm_state(pipeline) -%}
+  {%- set r = run_query("select pipeline, target::text, source::text, pg_catalog.to_json(unique_key)::text, watermark_column::text, partition_column::text,
+                                lookback, delay::text, batch_size, schedule::text, watermark, command, time_interval::text,
+                                target::oid::text, source::oid::text
+                           from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline)) -%}
+  {%- if r.rows | length == 0 -%}
+    {{- return(none) -}}
+  {%- endif -%}
+  {%- set row = r.rows[0] -%}
+  {{- return({'pipeline': row[0], 'target': row[1], 'source': row[2], 'unique_key': fromjson(row[3]), 'watermark_column': row[4],
+              'partition_column': row[5], 'lookback': row[6], 'delay': row[7], 'batch_size': row[8], 'schedule': row[9],
+              'watermark': row[10], 'command': row[11], 'time_interval': row[12], 'target_oid': row[13] | string, 'source_oid': row[14] | string}) -}}
+{%- endmacro %}
+
+{#- In one query: the pipeline's row of hwm.state (none: no such
+    pipeline), the newest run id, and the OIDs of the given relations (none
+    for those that do not exist). -#}
+{% macro _hwm_facts(pipeline, relations) -%}
+  {%- set oids = [] -%}
+  {%- for r in relations -%}
+    {%- do oids.append("pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ ")::oid::text") -%}
+  {%- endfor -%}
+  {%- set r = run_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
+                        ~ (", " ~ oids | join(', ') if oids else "") ~ "
+                           from (select 1) as one left join (select pipeline, target::text as target, source::text as source,
+                                 unique_key::text[] as unique_key, watermark_column::text as watermark_column,
+                                 partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
+                                 schedule::text as schedule, watermark, command, time_interval::text as time_interval,
+                                 target::oid::text as target_oid, source::oid::text as source_oid, batched, skip_empty
+                            from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
+  {%- set row = r.rows[0] -%}
+  {%- set out = [] -%}
+  {#- (as text: dbt's result tables turn numbers into decimals) -#}
+  {%- for i in range(relations | length) -%}{%- do out.append(none if row[2 + i] is none else row[2 + i] | string) -%}{%- endfor -%}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out}) -}}
+{%- endmacro %}
+
+{#- Whether two interval texts mean the same interval (none = none). -#}
+{% macro _hwm_same_interval(a, b) -%}
+  {%- if a is none or b is none -%}
+    {{- return(a is none and b is none) -}}
+  {%- endif -%}
+  {{- return(run_query("select " ~ hwm._hwm_literal(a) ~ "::interval = " ~ hwm._hwm_literal(b) ~ "::interval").rows[0][0]) -}}
+{%- endmacro %}
+
+{#- The columns of the target's primary key, in order ([] when none). -#}
+{% macro _hwm_primary_key(relation) -%}
+  {%- set r = run_query("select a.attname::text
+                           from pg_catalog.pg_constraint c
+                           cross join lateral pg_catalog.unnest(c.conkey) with ordinality as k(attnum, n)
+                           join pg_catalog.pg_attribute a on a.attrelid = c.conrelid and a.attnum = k.attnum
+                          where c.conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(relation) ~ ") and c.contype = 'p'
+                          order by k.n") -%}
+  {{- return(r.columns[0].values() | list) -}}
+{%- endmacro %}
+
+{#- A list of names, quoted and joined with commas. -#}
+{% macro _hwm_quoted_list(names) -%}
+  {%- set out = [] -%}
+  {%- for n in names -%}{%- do out.append(adapter.quote(n)) -%}{%- endfor -%}
+  {{- return(out | join(', ')) -}}
+{%- endmacro %}
+
+{#- A list of names as an SQL text[] literal. -#}
+{% macro _hwm_text_array(names) -%}
+  {%- set out = [] -%}
+  {%- for n in names -%}{%- do out.append(hwm._hwm_literal(n)) -%}{%- endfor -%}
+  {{- return("ARRAY[" ~ out | join(', ') ~ "]::text[]") -}}
+{%- endmacro %}
+
+{#-
+  How the model's columns (of the new view) differ from the target's live
+  columns: {'added': [...], 'removed': [...], 'retyped': [{name, old, new}]}.
+-#}
+{% macro _hwm_column_changes(model_cols, target_cols) -%}
+  {%- set tnames = target_cols | map(attribute='name') | list -%}
+  {%- set mnames = model_cols | map(attribute='name') | list -%}
+  {%- set added = [] -%}{%- set removed = [] -%}{%- set retyped = [] -%}
+  {%- for m in model_cols -%}
+    {%- if m.name not in tnames -%}
+      {%- do added.append(m) -%}
+    {%- else -%}
+      {%- for t in target_cols if t.name == m.name and t.type != m.type -%}
+        {%- do retyped.append({'name': m.name, 'old': t.type, 'new': m.type}) -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for t in target_cols if t.name not in mnames -%}{%- do removed.append(t) -%}{%- endfor -%}
+  {{- return({'added': added, 'removed': removed, 'retyped': retyped,
+              'any': (added | length + removed | length + retyped | length) > 0}) -}}
+{%- endmacro %}
+
+{% macro _hwm_describe_changes(ch) -%}
+  {%- set parts = [] -%}
+  {%- for a in ch.added -%}{%- do parts.append("new column " ~ a.name ~ " " ~ a.type) -%}{%- endfor -%}
+  {%- for r in ch.removed -%}{%- do parts.append("column " ~ r.name ~ " no longer returned") -%}{%- endfor -%}
+  {%- for t in ch.retyped -%}{%- do parts.append("column " ~ t.name ~ " changed type from " ~ t.old ~ " to " ~ t.new) -%}{%- endfor -%}
+  {{- return(parts | join('; ')) -}}
+{%- endmacro %}
+
+{#-
+  Apply on_schema_change to an incremental run: alter the target, or raise
+  an error saying what to do.  Never leaves the model and the target
+  silently different.
+-#}
+{% macro _hwm_apply_schema_changes(c, target_relation, ch, protected) -%}
+  {%- set what = hwm._hwm_describe_changes(ch) -%}
+  {%- set osc = c.on_schema_change -%}
+  {%- set refresh = "dbt run --full-refresh --select " ~ model.name -%}
+  {%- for r in ch.removed + ch.retyped if r.name in protected -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model changed its key, watermark or partition column (" ~ what ~ "); rebuild it with `" ~ refresh ~ "`") }}
+  {%- endfor -%}
+  {%- if osc == 'fail' -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model's columns differ from the table's (" ~ what ~ "), and on_schema_change is 'fail' (the default for hwm models). Either set on_schema_change='append_new_columns' (add new columns), 'sync_all_columns' (add, drop and retype columns to match), or rebuild with `" ~ refresh ~ "`") }}
+  {%- elif osc == 'ignore' -%}
+    {%- if ch.removed | length > 0 -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": " ~ what ~ "; on_schema_change='ignore' would load NULL into the columns the model no longer returns. Set on_schema_change='sync_all_columns' (drop them), 'append_new_columns' (keep them, NULL in new rows), or rebuild with `" ~ refresh ~ "`") }}
+    {%- endif -%}
+    {%- do log("hwm model " ~ hwm._hwm_where() ~ ": on_schema_change='ignore': " ~ what ~ ": new columns are not loaded and changed types are cast to the table's", info=true) -%}
+  {%- elif osc == 'append_new_columns' -%}
+    {%- if ch.retyped | length > 0 -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": " ~ what ~ "; on_schema_change='append_new_columns' only adds columns. Set on_schema_change='sync_all_columns' to change the column types (the table is rewritten), or rebuild with `" ~ refresh ~ "`") }}
+    {%- endif -%}
+    {%- for a in ch.added -%}
+      {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
+    {%- endfor -%}
+    {%- do log("hwm model " ~ hwm._hwm_where() ~ ": on_schema_change='append_new_columns': " ~ what ~ (": columns the model no longer returns are kept and get NULL in new rows" if ch.removed else "") ~ "; rows loaded before have NULL in the new columns (`" ~ refresh ~ "` fills them)", info=true) -%}
+  {%- else -%}
+    {%- for a in ch.added -%}
+      {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
+    {%- endfor -%}
+    {%- for r in ch.removed -%}
+      {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(r.name)) -%}
+    {%- endfor -%}
+    {%- for t in ch.retyped -%}
+      {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(t.name) ~ " type " ~ t.new ~ " using " ~ adapter.quote(t.name) ~ "::" ~ t.new) -%}
+    {%- endfor -%}
+    {%- do log("hwm model " ~ hwm._hwm_where() ~ ": on_schema_change='sync_all_columns': " ~ what ~ "; rows loaded before have NULL in new columns (`" ~ refresh ~ "` fills them)", info=true) -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  A type of the given length and alignment, for the stand-in of a dropped
+  column: a table's physical layout keeps its dropped columns, and
+  hwm.swap trades storage only between tables of the same layout, with a
+  TOAST table on both or on neither.  A table gets its TOAST table when it
+  is created (or altered) with a column that may need one, so the stand-in
+  of a dropped variable-length column is toastable (text) when the target
+  has a TOAST table and of plain storage (int2vector) when it has none.
+-#}
+{% macro _hwm_standin_type(len, align, toastable) -%}
+  {%- set r = run_query("select pg_catalog.format_type(t.oid, null) from pg_catalog.pg_type t
+                          where t.typlen = " ~ (len | int) ~ " and t.typalign = " ~ hwm._hwm_literal(align) ~ "
+                            and t.typtype = 'b' and t.typisdefined and t.typnamespace = 'pg_catalog'::pg_catalog.regnamespace
+                            and t.typname !~ '^(cstring|unknown)$'
+                          order by (t.typstorage = 'p') = " ~ ('false' if toastable else 'true') ~ " desc, t.oid limit 1") -%}
+  {%- if r.rows | length == 0 -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table has a dropped column of length " ~ len ~ " and alignment " ~ align ~ " that no built-in type matches; rebuild it by hand without dropped columns") }}
+  {%- endif -%}
+  {{- return(r.rows[0][0]) -}}
+{%- endmacro %}
+
+{#-
+  Create the staging table of a full refresh with the target's physical
+  layout: its columns in order, dropped ones as dropped columns, the same
+  nullability; its key is the model's unique_key, a primary key when the
+  target has that primary key, otherwise a unique index (with_pk false).
+-#}
+{% macro _hwm_create_staging(c, stg, target_relation, with_pk) -%}
+  {%- set toastable = run_query("select reltoastrelid <> 0 from pg_catalog.pg_class where oid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")").rows[0][0] -%}
+  {%- set defs = [] -%}{%- set standins = [] -%}
+  {%- for a in hwm._hwm_attributes(target_relation) -%}
+    {%- if a.dropped -%}
+      {%- set sname = "hwm_dropped_" ~ loop.index -%}
+      {%- do standins.append(sname) -%}
+      {%- do defs.append(adapter.quote(sname) ~ " " ~ hwm._hwm_standin_type(a.len, a.align, toastable)) -%}
+    {%- else -%}
+      {%- do defs.append(adapter.quote(a.name) ~ " " ~ a.type ~ (" not null" if a.notnull else "")) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- do run_query("create table " ~ stg ~ " (" ~ defs | join(', ') ~ ")") -%}
+  {%- for s in standins -%}
+    {%- do run_query("alter table " ~ stg ~ " drop column " ~ adapter.quote(s)) -%}
+  {%- endfor -%}
+  {%- if not c.unique_key -%}
+  {%- elif with_pk -%}
+    {%- do run_query("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- else -%}
+    {%- do run_query("create unique index " ~ adapter.quote(stg.identifier ~ "_key") ~ " on " ~ stg ~ " (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- The id of the newest run in hwm.runs (0: none), to report what a load did. -#}
+{% macro _hwm_last_run_id() -%}
+  {{- return(run_query("select coalesce(max(run_id), 0) from hwm.runs").rows[0][0]) -}}
+{%- endmacro %}
+
+{#-
+  Load: CALL hwm.catch_up outside dbt's transaction, so that with
+  batch_size each batch commits with its watermark.  A scheduled model
+  first tries one run with nowait => true: when the background worker is
+  running it, the load is left to that run (nowait semantics).
+  Returns true when it loaded, false when a scheduled run was busy.
+-#}
+{% macro _hwm_load(pipeline, scheduled) -%}
+  {#- (the caller has committed: no transaction is open) -#}
+  {%- if scheduled -%}
+    {%- call statement('hwm_nowait', auto_begin=False) -%}
+      DO $hwm$ BEGIN
+        PERFORM pg_catalog.set_config('hwm_dbt.busy', 'off', false);
+        PERFORM * FROM hwm.run({{ hwm._hwm_literal(pipeline) }}, nowait => true);
+      EXCEPTION WHEN lock_not_available THEN
+        PERFORM pg_catalog.set_config('hwm_dbt.busy', 'on', false);
+      END $hwm$
+    {%- endcall -%}
+    {%- call statement('hwm_busy', fetch_result=True, auto_begin=False) -%}
+      select pg_catalog.current_setting('hwm_dbt.busy', true) = 'on'
+    {%- endcall -%}
+    {%- if load_result('hwm_busy').table.rows[0][0] -%}
+      {{- return(false) -}}
+    {%- endif -%}
+  {%- endif -%}
+  {%- call statement('hwm_catch_up', auto_begin=False) -%}
+    CALL hwm.catch_up({{ hwm._hwm_literal(pipeline) }})
+  {%- endcall -%}
+  {{- return(true) -}}
+{%- endmacro %}
+
+{#-
+  Log what the load did, from hwm.runs and hwm.state: runs, rows, the
+  watermark before and after, and what held it back.  This is the model's
+  'main' statement.
+-#}
+{% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
+  {%- call statement('main', fetch_result=True) -%}
+    select count(*),
+           coalesce(sum(r.rows_upserted), 0),
+           coalesce(sum(r.partitions_overwritten), 0),
+           coalesce(sum(r.rows_deleted), 0),
+           coalesce(sum(r.rows_inserted), 0),
+           (pg_catalog.array_agg(r.watermark_before order by r.run_id))[1],
+           (pg_catalog.array_agg(r.watermark_after order by r.run_id desc))[1],
+           s.watermark, s.held_by_pid, s.held_by_application,
+           pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text,
+           s.null_watermarks,
+           pg_catalog.string_agg(distinct r.from_partition || ' .. ' || r.to_partition, ', ')
+      from hwm.state s
+      left join hwm.runs r on r.pipeline = s.pipeline and r.run_id > {{ after_run_id }} and r.kind = 'load'
+     where s.pipeline = {{ hwm._hwm_literal(pipeline) }}
+     group by s.watermark, s.held_by_pid, s.held_by_application, s.held_since, s.null_watermarks
+  {%- endcall -%}
+  {%- set rows = load_result('main').table.rows -%}
+  {%- if rows | length == 0 -%}{{ return('') }}{%- endif -%}
+  {%- set row = rows[0] -%}
+  {%- if not loaded -%}
+    {%- set msg = "a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark " ~ (row[7] or 'none') -%}
+  {%- elif label == 'interval' -%}
+    {%- set msg = row[0] ~ " run" ~ ("s" if row[0] != 1 else "") ~ ", " ~ row[1] ~ " rows processed"
+                  ~ ", watermark " ~ ((row[5] if row[0] > 0 else row[7]) or 'none') ~ " -> " ~ ((row[6] if row[0] > 0 else row[7]) or 'none') -%}
+  {%- else -%}
+    {%- set msg = row[0] ~ " run" ~ ("s" if row[0] != 1 else "") ~ ", " ~ row[1] ~ " rows upserted"
+                  ~ (", " ~ row[2] ~ " partitions overwritten (" ~ row[3] ~ " rows deleted, " ~ row[4] ~ " inserted or updated)" if row[2] else "")
+                  ~ ", watermark " ~ ((row[5] if row[0] > 0 else row[7]) or 'none') ~ " -> " ~ ((row[6] if row[0] > 0 else row[7]) or 'none') -%}
+  {%- endif -%}
+  {%- if row[8] is not none -%}
+    {%- set msg = msg ~ "; held back by pid " ~ row[8] ~ (" (" ~ row[9] ~ ")" if row[9] else "") ~ ", in a transaction open for " ~ row[10] -%}
+  {%- endif -%}
+  {%- if row[11] -%}
+    {%- set msg = msg ~ "; " ~ row[11] ~ " source rows have a NULL " ~ "watermark and are never loaded" -%}
+  {%- endif -%}
+  {%- do log("hwm " ~ pipeline ~ ": " ~ msg, info=true) -%}
+  {{- return(msg) -}}
+{%- endmacro %}
