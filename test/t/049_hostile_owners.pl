@@ -172,11 +172,17 @@ BEGIN
 END $$;
 RESET ROLE;
 GRANT SELECT ON src TO mallory;
+-- each of mallory's runs made slow by its source (2 ms a row read), so that
+-- her 300 pipelines keep a backlog however fast the scheduler is
+CREATE FUNCTION public.slow(x bigint) RETURNS bigint LANGUAGE plpgsql AS $f$
+BEGIN PERFORM pg_catalog.pg_sleep(0.002); RETURN x; END $f$;
+CREATE VIEW slow_src AS SELECT public.slow(id) AS id, v FROM src;
+GRANT SELECT ON slow_src TO mallory;
 SET ROLE mallory;
 DO $$
 BEGIN
   FOR i IN 1..300 LOOP
-    PERFORM hwm.create_pipeline('flood_' || i, 'src', format('flood_%s', i)::regclass, '{id}', 'id',
+    PERFORM hwm.create_pipeline('flood_' || i, 'slow_src', format('flood_%s', i)::regclass, '{id}', 'id',
                                 schedule => '1 second');
   END LOOP;
 END $$;
