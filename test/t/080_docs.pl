@@ -1,0 +1,127 @@
+# The README's examples are tests: every ```sql block of README.md runs, in
+# the order of the document, on a fresh database ("analytics") of a
+# throwaway cluster with hwm preloaded, one TAP check per block, named after
+# the heading it is under.  A block runs from what the document shows before
+# it, nothing else: a table, schema or role an example needs must be created
+# in the README itself.
+#
+# How a block is marked: an HTML comment on the line just before its fence
+# (GitHub shows nothing of it), with one or more of, comma-separated:
+#
+#   <!-- docs: signature -->     not run: a signature, not a statement
+#   <!-- docs: skip -->          not run: not SQL for psql (e.g. dbt Jinja)
+#   <!-- docs: error 42501 -->   must fail, with that SQLSTATE
+#   <!-- docs: as alice -->      connect as role alice for this block and
+#                                every later one (until the next "as");
+#                                "as superuser" goes back to the bootstrap
+#                                superuser, which runs the blocks before any
+#                                "as"
+#
+# Each block is one psql session (-f -, so CALLs run outside a transaction
+# block) with ON_ERROR_STOP; an error block stops at its first error.
+use strict;
+use warnings;
+use File::Path qw(make_path remove_tree);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use HwmTest;
+
+my $readme = 'README.md';
+
+# the export example's directory: the README tells the reader to create it
+my $exports = '/tmp/hwm-exports';
+
+# blocks(file): the ```sql blocks of a Markdown file, in order, each
+# { line, heading, sql, marks }
+sub blocks
+{
+	my ($file) = @_;
+	open my $fh, '<', $file or die "$file: $!";
+	my @lines = <$fh>;
+	close $fh;
+	my (@blocks, $heading, $fence, $block);
+	for my $i (0 .. $#lines)
+	{
+		my $line = $lines[$i];
+		if (defined $fence)
+		{
+			if ($line =~ /^```\s*$/)
+			{
+				push @blocks, $block if $block;
+				undef $fence;
+				undef $block;
+			}
+			elsif ($block)
+			{
+				$block->{sql} .= $line;
+			}
+			next;
+		}
+		if ($line =~ /^```(\S*)/)
+		{
+			$fence = $1;
+			next unless $fence eq 'sql';
+			my $mark = $i > 0 ? $lines[$i - 1] : '';
+			my @marks;
+			if ($mark =~ /^<!--\s*docs:\s*(.*?)\s*-->\s*$/)
+			{
+				@marks = split /\s*,\s*/, $1;
+			}
+			$block = { line => $i + 1, heading => $heading // '(top)', sql => '', marks => \@marks };
+			next;
+		}
+		$heading = $1 if $line =~ /^#+\s+(.*?)\s*$/;
+	}
+	die "$file: a fence is not closed" if defined $fence;
+	return @blocks;
+}
+
+make_path($exports);
+remove_tree($exports, { keep_root => 1 });
+
+my $node = new_node('docs', 'hwm.max_workers' => 2, max_worker_processes => 16);
+my $superuser = sql($node, 'postgres', 'SELECT current_user');
+sql($node, 'postgres', 'CREATE DATABASE analytics');
+
+my $role = $superuser;
+my %seen;
+for my $b (blocks($readme))
+{
+	my ($run, $error) = (1, undef);
+	for my $mark (@{ $b->{marks} })
+	{
+		if ($mark eq 'signature' || $mark eq 'skip') { $run = 0; }
+		elsif ($mark =~ /^error\s+([0-9A-Z]{5})$/) { $error = $1; }
+		elsif ($mark =~ /^as\s+(\S+)$/) { $role = $1 eq 'superuser' ? $superuser : $1; }
+		else { die "$readme line $b->{line}: unknown mark \"$mark\""; }
+	}
+	my $name = "$readme line $b->{line}, \"$b->{heading}\"";
+	next unless $run;
+
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql('analytics', "\\set VERBOSITY verbose\n\\pset footer off\n" . $b->{sql},
+		stdout => \$out, stderr => \$err, extra_params => [ '-U', $role, '-P', 'format=aligned', '-P', 'tuples_only=off' ]);
+	if (defined $error)
+	{
+		ok($rc != 0 && $err =~ /ERROR:  \Q$error\E:/, "$name fails with $error, as $role")
+		  or diag("exit code $rc\n$err");
+	}
+	else
+	{
+		ok($rc == 0, "$name runs, as $role") or diag($err);
+	}
+	note($out) if $out ne '';
+
+	# Getting started ends with a pipeline its reader watches run: it must
+	# have run, scheduled, as its owner
+	if ($b->{heading} eq 'Getting started' && $b->{sql} =~ /hwm\.schedule\(/ && !$seen{schedule}++)
+	{
+		wait_for($node, 'analytics',
+			"SELECT last_status = 'succeeded' AND (SELECT count(*) FROM target) = (SELECT count(*) FROM source) FROM hwm.status WHERE pipeline = 'orders'",
+			undef, 'the pipeline Getting started schedules runs on its own');
+	}
+}
+
+remove_tree($exports);
+done_testing();
