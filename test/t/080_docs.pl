@@ -106,6 +106,7 @@ for my $b (blocks($readme))
 	{
 		ok($rc != 0 && $err =~ /ERROR:  \Q$error\E:/, "$name fails with $error, as $role")
 		  or diag("exit code $rc\n$err");
+		note($err);
 	}
 	else
 	{
