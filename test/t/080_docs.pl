@@ -117,7 +117,10 @@ for my $b (blocks($file))
 	{
 		ok($rc == 0, "$name runs, as $role") or diag($err);
 	}
-	note($out) if $out ne '';
+	# what the block printed (its first 12 lines), for whoever writes its
+	# output into the document
+	my @out = split /\n/, $out;
+	note(join("\n", @out[0 .. ($#out < 11 ? $#out : 11)])) if @out;
 
 	# Getting started ends with a pipeline its reader watches run: it must
 	# have run, scheduled, as its owner
@@ -131,4 +134,75 @@ for my $b (blocks($file))
 }
 
 remove_tree($exports);
+
+# The reference cannot drift from the installed extension.
+sub slurp
+{
+	my ($file) = @_;
+	open my $fh, '<', $file or die "$file: $!";
+	local $/;
+	my $text = <$fh>;
+	close $fh;
+	return $text;
+}
+my $readme = slurp('README.md');
+my $ecosystem = slurp('doc/ecosystem.md');
+my ($reference) = $readme =~ /^## Reference\n(.*?)^## /ms;
+my ($errors) = $readme =~ /^## Errors\n(.*?)^## /ms;
+my ($eco_ref) = $ecosystem =~ /^## Reference\n(.*?)^## /ms;
+
+# every function and procedure of schema hwm: named in README's Reference,
+# and in doc/ecosystem.md with its arguments' names in order
+for my $row (split /\n/, sql($node, 'analytics', q{
+	SELECT p.proname || '|' || pg_catalog.array_to_string(
+	         (SELECT pg_catalog.array_agg(a.n ORDER BY a.i)
+	            FROM unnest(p.proargnames, p.proargmodes) WITH ORDINALITY AS a(n, m, i)
+	           WHERE a.m IS NULL OR a.m IN ('i', 'v')), ',', '')
+	  FROM pg_catalog.pg_proc p
+	 WHERE p.pronamespace = 'hwm'::pg_catalog.regnamespace ORDER BY 1}))
+{
+	my ($name, $args) = split /\|/, $row, -1;
+	like($reference, qr/`hwm\.\Q$name\E[(`]/, "README's Reference names hwm.$name")
+	  unless $name eq 'on_sql_drop' || $name eq 'changed';
+	my ($sig) = $eco_ref =~ /`(?:CALL )?hwm\.\Q$name\E\(([^`]*)\)`/;
+	ok(defined $sig, "doc/ecosystem.md gives the signature of hwm.$name") or next;
+	my @documented = map { /^\s*(?:VARIADIC\s+)?(\S+)/ ? $1 : () } split /,/, $sig;
+	@documented = () if $sig =~ /^\s*(VARIADIC\s+)?"any"\s*$/;
+	is(join(',', @documented), $args, "doc/ecosystem.md: hwm.$name takes ($args)");
+}
+
+# every table and view of schema hwm
+for my $rel (split /\n/, sql($node, 'analytics',
+	"SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = 'hwm'::pg_catalog.regnamespace AND relkind IN ('r', 'v') ORDER BY 1"))
+{
+	like($eco_ref, qr/\| `hwm\.\Q$rel\E` \|/, "doc/ecosystem.md lists hwm.$rel");
+}
+
+# every hwm.* setting of a server that preloads hwm
+for my $guc (split /\n/, sql($node, 'analytics', "SELECT name FROM pg_catalog.pg_settings WHERE name LIKE 'hwm.%' ORDER BY 1"))
+{
+	like($eco_ref, qr/\| `\Q$guc\E` \|/, "doc/ecosystem.md's Settings list $guc");
+	like($reference, qr/`\Q$guc\E`/, "README's Reference names $guc");
+}
+
+# every SQLSTATE the C code raises by name is in README's Errors
+my $include = $node->config_data('--includedir-server');
+my %sqlstate;
+for (split /\n/, slurp("$include/utils/errcodes.h"))
+{
+	next unless /#define (ERRCODE_\w+)\s+MAKE_SQLSTATE\((.*)\)/;
+	my ($name, $chars) = ($1, $2);
+	$sqlstate{$name} = join '', $chars =~ /'(.)'/g;
+}
+my %raised;
+for my $c (glob 'src/*.c')
+{
+	$raised{$_} = 1 for slurp($c) =~ /errcode\((ERRCODE_\w+)\)/g;
+}
+for my $code (sort keys %raised)
+{
+	my $state = $sqlstate{$code} // die "$code is not in errcodes.h";
+	like($errors, qr/`\Q$state\E`/, "README's Errors lists $state ($code)");
+}
+
 done_testing();
