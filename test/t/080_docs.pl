@@ -182,6 +182,19 @@ for my $rel (split /\n/, sql($node, 'analytics',
 	like($eco_ref, qr/\| `hwm\.\Q$rel\E` \|/, "doc/ecosystem.md lists hwm.$rel");
 }
 
+# every column of those tables and views, in doc/ecosystem.md's Columns
+my ($eco_cols) = $eco_ref =~ /^### Columns\n(.*?)^### /ms;
+for my $col (split /\n/, sql($node, 'analytics', q{
+	SELECT c.relname || '.' || a.attname FROM pg_catalog.pg_class c
+	  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+	 WHERE c.relnamespace = 'hwm'::pg_catalog.regnamespace AND c.relkind IN ('r', 'v') ORDER BY 1}))
+{
+	my ($rel, $att) = split /\./, $col;
+	# the paragraph or table that follows `hwm.<rel>` names the column
+	my ($part) = $eco_cols =~ /^`hwm\.\Q$rel\E`(.*?)(?=^`hwm\.|\z)/ms;
+	like($part // '', qr/`\Q$att\E`/, "doc/ecosystem.md's Columns: hwm.$col");
+}
+
 # every hwm.* setting of a server that preloads hwm
 for my $guc (split /\n/, sql($node, 'analytics', "SELECT name FROM pg_catalog.pg_settings WHERE name LIKE 'hwm.%' ORDER BY 1"))
 {
