@@ -202,6 +202,25 @@ for my $guc (split /\n/, sql($node, 'analytics', "SELECT name FROM pg_catalog.pg
 	like($reference, qr/`\Q$guc\E`/, "README's Reference names $guc");
 }
 
+# every heading of README is unique, and every link to one lands (GitHub's
+# anchors: lowercase, punctuation dropped, spaces to dashes)
+{
+	my (%anchor, $fence);
+	for (split /\n/, $readme)
+	{
+		$fence = !$fence if /^```/;
+		next if $fence || !/^#+\s+(.*?)\s*$/;
+		my $a = lc $1;
+		$a =~ s/[^\w\- ]//g;
+		$a =~ s/ /-/g;
+		$anchor{$a}++;
+	}
+	my @dup = grep { $anchor{$_} > 1 } sort keys %anchor;
+	is("@dup", '', "README's headings are unique");
+	my @lost = grep { !$anchor{$_} } $readme =~ /\]\(#([^)]+)\)/g;
+	is("@lost", '', "README's links to its headings land");
+}
+
 # every SQLSTATE the C code raises by name is in README's Errors
 my $include = $node->config_data('--includedir-server');
 my %sqlstate;
