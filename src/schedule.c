@@ -146,7 +146,7 @@ warn_if_owner_cannot_connect(const char *pipeline)
 		ereport(WARNING,
 				(errmsg("pipeline \"%s\" is scheduled, but its owner \"%s\" may not connect to database \"%s\"",
 						pipeline, rolname, get_database_name(MyDatabaseId)),
-				 errdetail("Scheduled runs connect as the pipeline's owner; each would fail."),
+				 errdetail("Scheduled runs connect as the pipeline's owner; each would fail with SQLSTATE 42501."),
 				 errhint("GRANT CONNECT ON DATABASE %s TO %s, or run the pipeline by hand.",
 						 quote_identifier(get_database_name(MyDatabaseId)), quote_identifier(rolname))));
 }
