@@ -86,6 +86,29 @@ SET ROLE hwm_sched_other;
 UPDATE hwm.state SET next_run_at = now() WHERE pipeline = 'sp';
 RESET ROLE;
 
+-- the scheduler connects as the owner: an owner who cannot log in, or may
+-- not connect to this database, gets a warning when the schedule is set
+-- (the schedule is stored all the same); one who can gets none
+CREATE ROLE hwm_sched_nologin NOLOGIN;
+GRANT USAGE ON SCHEMA sched TO hwm_sched_nologin;
+GRANT SELECT ON src TO hwm_sched_nologin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON tgt TO hwm_sched_nologin;
+SET ROLE hwm_sched_nologin;
+SELECT hwm.create_pipeline('sp_nologin', 'src', 'tgt', '{id}', 'id', schedule => '1 hour');
+SELECT hwm.schedule('sp_nologin', '1 day') IS NOT NULL AS scheduled;
+RESET ROLE;
+SELECT schedule FROM hwm.state WHERE pipeline = 'sp_nologin';
+ALTER ROLE hwm_sched_nologin LOGIN;
+SELECT hwm.schedule('sp_nologin', '1 hour') IS NOT NULL AS scheduled;
+SELECT current_database() AS db \gset
+REVOKE CONNECT ON DATABASE :"db" FROM PUBLIC;
+SELECT hwm.schedule('sp_nologin', '1 hour') IS NOT NULL AS scheduled;
+GRANT CONNECT ON DATABASE :"db" TO PUBLIC;
+SELECT hwm.drop_pipeline('sp_nologin');
+REVOKE ALL ON src, tgt FROM hwm_sched_nologin;
+REVOKE USAGE ON SCHEMA sched FROM hwm_sched_nologin;
+DROP ROLE hwm_sched_nologin;
+
 SELECT hwm.drop_pipeline('sp');
 SELECT hwm.drop_pipeline('sp2');
 REVOKE USAGE ON SCHEMA sched FROM hwm_sched_other;

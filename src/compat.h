@@ -24,6 +24,7 @@
 
 #include "access/attmap.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_namespace.h"
 #include "commands/defrem.h"
 #include "pgstat.h"
@@ -42,7 +43,7 @@
 /*
  * 16: ownership and privilege checks take the catalog of the object
  * (object_ownercheck, object_aclcheck) instead of one function per catalog.
- * hwm checks tables and schemas only.
+ * hwm checks tables, schemas and (for schedules) databases.
  */
 #if PG_VERSION_NUM < 160000
 static inline bool
@@ -63,6 +64,8 @@ hwm_compat_object_aclcheck(Oid classid, Oid objectid, Oid roleid, AclMode mode)
 		return pg_namespace_aclcheck(objectid, roleid, mode);
 	if (classid == RelationRelationId)
 		return pg_class_aclcheck(objectid, roleid, mode);
+	if (classid == DatabaseRelationId)
+		return pg_database_aclcheck(objectid, roleid, mode);
 	elog(ERROR, "hwm compat: object_aclcheck for catalog %u", classid);
 	return ACLCHECK_NO_PRIV;	/* keep the compiler quiet */
 }

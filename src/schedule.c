@@ -21,17 +21,22 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "compat.h"
 #include "grid.h"
 #include "privilege.h"
 #include "schedule.h"
 #include "util.h"
 #include "wakeup.h"
 
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 /* Has the interval a negative part (months, days or time)? */
@@ -99,6 +104,54 @@ warn_if_not_served(const char *pipeline)
 }
 
 /*
+ * Every scheduled run connects to this database as the pipeline's owner: an
+ * owner without LOGIN, or without CONNECT on the database, makes every run
+ * fail (SQLSTATE 28000 and 42501).  Say so when the schedule is set, not
+ * at the first run.  A warning, not a refusal: the role may be given LOGIN
+ * later, and a dump restores schedules before anyone fixes roles.
+ */
+static void
+warn_if_owner_cannot_connect(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	bool		isnull;
+	Oid			owner;
+	HeapTuple	tup;
+	char	   *rolname;
+	bool		canlogin;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM hwm.state"
+							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		return;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (isnull)
+		return;
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
+	if (!HeapTupleIsValid(tup))
+		return;
+	rolname = pstrdup(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname));
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+
+	if (!canlogin)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but its owner \"%s\" cannot log in", pipeline, rolname),
+				 errdetail("Scheduled runs connect as the pipeline's owner; each would fail with SQLSTATE 28000."),
+				 errhint("ALTER ROLE %s LOGIN, or run the pipeline by hand.", quote_identifier(rolname))));
+	else if (object_aclcheck(DatabaseRelationId, MyDatabaseId, owner, ACL_CONNECT) != ACLCHECK_OK)
+		ereport(WARNING,
+				(errmsg("pipeline \"%s\" is scheduled, but its owner \"%s\" may not connect to database \"%s\"",
+						pipeline, rolname, get_database_name(MyDatabaseId)),
+				 errdetail("Scheduled runs connect as the pipeline's owner; each would fail with SQLSTATE 42501."),
+				 errhint("GRANT CONNECT ON DATABASE %s TO %s, or run the pipeline by hand.",
+						 quote_identifier(get_database_name(MyDatabaseId)), quote_identifier(rolname))));
+}
+
+/*
  * Store a schedule (anchored at start_at) and its first run time, and wake
  * the launcher at commit.  Also used by hwm.create_pipeline(schedule => ...).
  * The caller has called SPI_connect() and checked the caller's rights.
@@ -132,6 +185,7 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 				  4, argtypes, values, NULL, SPI_OK_UPDATE);
 	warn_if_not_served(pipeline);
+	warn_if_owner_cannot_connect(pipeline);
 	hwm_wakeup_at_commit();
 	return next;
 }
