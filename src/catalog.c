@@ -385,8 +385,10 @@ hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("pipeline \"%s\" does not exist", name),
 					 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
-		check_may_manage(p, orphan_ok);
+		/* remembered before the check: a name taken over by another owner
+		 * is not locked by this caller a second time */
 		remember_owner(name, p->owner);
+		check_may_manage(p, orphan_ok);
 		return p;
 	}
 	p = pipeline_read(name);
@@ -395,8 +397,8 @@ hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("pipeline \"%s\" does not exist", name),
 				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
-	check_may_manage(p, orphan_ok);
 	remember_owner(name, p->owner);
+	check_may_manage(p, orphan_ok);
 	if (!lock)
 		return p;
 
