@@ -115,4 +115,60 @@ SELECT s.pipeline,
 GRANT SELECT ON hwm.status TO PUBLIC;
 COMMENT ON VIEW hwm.status IS
 'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler.';
+-- Partition bounds and watermarks of the column's own type (issue 22): a
+-- date, a timestamp or a number is passed as it is, and turned into the
+-- text form the functions above take, in the caller's session (whose
+-- DateStyle and TimeZone read it back).  Quoted literals still call the
+-- text versions.  (CALL hwm.backfill and hwm.rerun_intervals take text: a
+-- wrapper would make their commits between batches impossible.)
+CREATE FUNCTION hwm.overwrite(
+    pipeline           text,
+    from_partition     anyelement,
+    to_partition       anyelement,
+    nowait             boolean DEFAULT false,
+    OUT rows_deleted   bigint,
+    OUT rows_inserted  bigint,
+    OUT run_id         bigint)
+RETURNS record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM hwm.overwrite($1, $2::pg_catalog.text, $3::pg_catalog.text, $4) $$;
+COMMENT ON FUNCTION hwm.overwrite(text, anyelement, anyelement, boolean) IS
+'hwm.overwrite with the bounds in the partition column''s own type (a date, a timestamp, a number) rather than text.';
+
+CREATE FUNCTION hwm.overwrite_partition(
+    target             regclass,
+    source             regclass,
+    partition_column   name,
+    from_partition     anyelement,
+    to_partition       anyelement,
+    OUT rows_deleted   bigint,
+    OUT rows_inserted  bigint,
+    OUT run_id         bigint)
+RETURNS record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM hwm.overwrite_partition($1, $2, $3, $4::pg_catalog.text, $5::pg_catalog.text) $$;
+COMMENT ON FUNCTION hwm.overwrite_partition(regclass, regclass, name, anyelement, anyelement) IS
+'hwm.overwrite_partition with the bounds in the partition column''s own type rather than text.';
+
+CREATE FUNCTION hwm.backfill_plan(
+    pipeline          text,
+    from_partition    anyelement,
+    to_partition      anyelement)
+RETURNS TABLE (partition text, source_rows bigint, target_rows bigint)
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM hwm.backfill_plan($1, $2::pg_catalog.text, $3::pg_catalog.text) $$;
+COMMENT ON FUNCTION hwm.backfill_plan(text, anyelement, anyelement) IS
+'hwm.backfill_plan with the bounds in the partition column''s own type rather than text.';
+
+CREATE FUNCTION hwm.set_watermark(pipeline text, watermark anyelement)
+RETURNS void
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT hwm.set_watermark($1, $2::pg_catalog.text) $$;
+COMMENT ON FUNCTION hwm.set_watermark(text, anyelement) IS
+'hwm.set_watermark with the watermark in the watermark column''s own type rather than text.';
+
 -- End of 1.2.

@@ -1,5 +1,5 @@
 -- fuzz: every public function of hwm (found in pg_proc, so functions added
--- later are fuzzed too) is called 1500 times in all, by an ordinary role,
+-- later are fuzzed too) is called 2500 times in all, by an ordinary role,
 -- with arguments drawn at random (fixed seed) from pools of valid, boundary
 -- and hostile values per argument type: NULLs, empty and two-dimensional
 -- arrays, 100 kB strings, out-of-range numbers, relations that are not
@@ -109,6 +109,9 @@ BEGIN
         WHEN 'bigint'::regtype THEN fz.pick(bigints) || '::bigint'
         WHEN 'interval'::regtype THEN fz.pick(intervals) || '::interval'
         WHEN 'boolean'::regtype THEN fz.pick(ARRAY['true', 'false']) || '::boolean'
+        WHEN 'anyelement'::regtype THEN fz.pick(ARRAY['''2026-03-02''::date', '''infinity''::date',
+                                                      '''2026-03-01 05:00+00''::timestamptz', '7', '-1',
+                                                      '2147483648', '''c15''::text', 'point(1, 2)'])
         ELSE format('NULL::%s', typ)
     END;
 END
@@ -135,6 +138,9 @@ BEGIN
         WHEN typ = 'bigint'::regtype THEN fz.pick(ARRAY['1', '10', '1000']) || '::bigint'
         WHEN typ = 'interval'::regtype THEN fz.pick(ARRAY['NULL', '''1 minute''', '''1 day''']) || '::interval'
         WHEN typ = 'boolean'::regtype THEN fz.pick(ARRAY['true', 'false']) || '::boolean'
+        WHEN typ = 'anyelement'::regtype THEN
+            fz.pick(ARRAY['''2026-03-01''::date', '''2026-03-02''::date', '''2026-03-04''::date',
+                          '''2026-03-01 05:00+00''::timestamptz', '3', '7'])
         ELSE format('NULL::%s', typ)
     END;
 END
@@ -216,7 +222,7 @@ SET ROLE regress_hwm_fuzz;
 SELECT setseed(0.6);
 -- (only the outcome of each call matters: no messages)
 SET client_min_messages = error;
-SELECT fz.fuzz(1500);
+SELECT fz.fuzz(2500);
 SET client_min_messages = warning;
 RESET ROLE;
 

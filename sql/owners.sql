@@ -48,7 +48,10 @@ SELECT hwm.unschedule('a_pipe');
 -- 2. a backfill that fails on the trigger, whose error quotes row data:
 -- recorded with its owner (an error of 8 kB or more is stored cut, see
 -- test/t/049_hostile_owners.pl, which fails a scheduled run with 9 MB)
+-- (terse: the detail names the backfill's id, which other tests move)
+\set VERBOSITY terse
 CALL hwm.backfill('a_pipe', '2026-01-01', '2026-01-03');
+\set VERBOSITY default
 SELECT status, error_sqlstate, error, owner, run_by
   FROM hwm.backfills WHERE pipeline = 'a_pipe';
 SELECT kind, status, error, owner FROM hwm.runs WHERE pipeline = 'a_pipe' ORDER BY run_id;
