@@ -25,7 +25,7 @@ SELECT watermark FROM hwm.state WHERE pipeline = 'tb';
 -- bounds of another type: the error their text gives, nothing changed
 SELECT * FROM hwm.overwrite('tb', 5, 7);
 \echo :LAST_ERROR_SQLSTATE
-SELECT hwm.set_watermark('tb', 42);
+SELECT hwm.set_watermark('tb', point(1, 2));
 \echo :LAST_ERROR_SQLSTATE
 SELECT watermark FROM hwm.state WHERE pipeline = 'tb';
 SELECT hwm.set_watermark('tb', NULL);
