@@ -362,6 +362,31 @@ known_owner(const char *name, Oid *owner)
  * was dropped, provided the caller is a superuser: such a pipeline runs for
  * nobody, and only a superuser may remove it (see check_may_manage).
  */
+/*
+ * The pipeline's row, which must exist (waited: it was there before its lock
+ * was waited for), its owner remembered before the rights check (so that a
+ * caller refused once, on a name another owner has taken over, never locks
+ * that pipeline first again), and the check.
+ */
+static HwmPipeline *
+read_checked(const char *name, bool orphan_ok, bool waited)
+{
+	HwmPipeline *p = pipeline_read(name);
+
+	if (p == NULL && waited)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" was dropped while waiting for its lock", name)));
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("pipeline \"%s\" does not exist", name),
+				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
+	remember_owner(name, p->owner);
+	check_may_manage(p, orphan_ok);
+	return p;
+}
+
 HwmPipeline *
 hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 							bool orphan_ok)
@@ -379,37 +404,13 @@ hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 	if (lock && known_owner(name, &owner) && has_privs_of_role(GetUserId(), owner))
 	{
 		pipeline_lock(name, nowait);
-		p = pipeline_read(name);
-		if (p == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("pipeline \"%s\" does not exist", name),
-					 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
-		/* remembered before the check: a name taken over by another owner
-		 * is not locked by this caller a second time */
-		remember_owner(name, p->owner);
-		check_may_manage(p, orphan_ok);
-		return p;
+		return read_checked(name, orphan_ok, false);
 	}
-	p = pipeline_read(name);
-	if (p == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("pipeline \"%s\" does not exist", name),
-				 errhint("SELECT pipeline FROM hwm.status lists the pipelines.")));
-	remember_owner(name, p->owner);
-	check_may_manage(p, orphan_ok);
+	p = read_checked(name, orphan_ok, false);
 	if (!lock)
 		return p;
-
 	pipeline_lock(name, nowait);
-	p = pipeline_read(name);
-	if (p == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("pipeline \"%s\" was dropped while waiting for its lock", name)));
-	check_may_manage(p, orphan_ok);
-	return p;
+	return read_checked(name, orphan_ok, true);
 }
 
 
