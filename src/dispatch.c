@@ -434,11 +434,11 @@ claim_failed_step(void *arg)
 }
 
 /*
- * Copy row i of select_due's result; false when a column it needs is NULL
- * (select_due states that none is: a row that breaks it is left alone and
- * logged, never read).
+ * Copy row i of select_due's result; pipeline NULL when a column it needs
+ * is NULL (select_due states that none is: a row that breaks it is left
+ * alone and logged, never read).
  */
-static bool
+static void
 read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 {
 	HeapTuple	tup = tt->vals[i];
@@ -457,14 +457,14 @@ read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 		ereport(LOG,
 				(errmsg("hwm: due pipeline \"%s\" not claimed: its row lacks an owner, a schedule or a run time",
 						due->pipeline ? due->pipeline : "?")));
-		return false;
+		due->pipeline = NULL;
+		return;
 	}
 	due->owner = DatumGetObjectId(owner);
 	due->every = palloc(sizeof(Interval));
 	*due->every = *DatumGetIntervalP(every);
 	due->anchor = DatumGetTimestampTz(anchor);
 	due->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
-	return true;
 }
 
 /*
@@ -498,7 +498,7 @@ claim_due_runs(int quota)
 	ndue = SPI_processed;
 	due = palloc0(sizeof(DueRun) * (ndue + 1));
 	for (uint64 i = 0; i < ndue; i++)
-		due[i].pipeline = read_due(tt, i, &due[i]) ? due[i].pipeline : NULL;
+		read_due(tt, i, &due[i]);
 	for (uint64 i = 0; i < ndue; i++)
 	{
 		ClaimStep	c = {.due = &due[i], .now = now};
