@@ -193,6 +193,33 @@ backfill_failed(HwmJob *job, ErrorData *edata, TimestampTz started_at)
 }
 
 /*
+ * A partition overwritten: its run in hwm.runs and the pipeline's state, and
+ * the job's progress.
+ */
+static void
+partition_record(HwmJob *job, const HwmPipeline *p, const PartitionDone *d)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", d->started_at);
+	int64		run_id;
+
+	run.partitions = 1;
+	run.rows_deleted = d->ow.deleted;
+	run.rows_inserted = d->ow.inserted;
+	run.watermark_before = p->watermark;
+	run.watermark_after = p->watermark;
+	run.from_partition = d->value;
+	run.to_partition = d->value;
+	run.method = d->ow.method;
+	run_id = hwm_record_run(&run);
+	hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
+							   d->ow.deleted + d->ow.inserted, NULL);
+	job->done_through = MemoryContextStrdup(job->cxt, d->value);
+	job->steps_done++;
+	job->rows_deleted += d->ow.deleted;
+	job->rows_inserted += d->ow.inserted;
+}
+
+/*
  * One batch, the step of a backfill, in the current transaction: overwrite up
  * to batch_size partitions after done_through and record them.  Returns true
  * when the range is finished.
@@ -243,28 +270,7 @@ backfill_batch(HwmJob *job)
 
 	/* record as the caller, like hwm.overwrite does */
 	foreach(lc, done)
-	{
-		PartitionDone *d = lfirst(lc);
-		int64		run_id;
-
-		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", d->started_at);
-
-		run.partitions = 1;
-		run.rows_deleted = d->ow.deleted;
-		run.rows_inserted = d->ow.inserted;
-		run.watermark_before = p->watermark;
-		run.watermark_after = p->watermark;
-		run.from_partition = d->value;
-		run.to_partition = d->value;
-		run.method = d->ow.method;
-		run_id = hwm_record_run(&run);
-		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
-								   d->ow.deleted + d->ow.inserted, NULL);
-		job->done_through = MemoryContextStrdup(job->cxt, d->value);
-		job->steps_done++;
-		job->rows_deleted += d->ow.deleted;
-		job->rows_inserted += d->ow.inserted;
-	}
+		partition_record(job, p, lfirst(lc));
 	return finished;
 }
 
