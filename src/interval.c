@@ -466,7 +466,7 @@ static const HwmJobKind rerun_kind = {
 	.busy = "a rerun of these intervals of pipeline \"{pipeline}\" is running in another session",
 	.busy_detail = "Rerun {id} of the intervals from {from} to {to} is being run by another CALL that has not finished.",
 	.resuming = "hwm: resuming rerun {id} of pipeline \"{pipeline}\" from {from} to {to} after {done}",
-	.stopped = NULL,
+	.stopped = "The rerun stopped; intervals up to {done} are done and committed.",
 	.step = rerun_step,
 };
 
