@@ -106,7 +106,8 @@ sub wait_for
 }
 
 # same_rows(node, database, source, target, test name, columns => 'a, b'):
-# one test, that two tables (or parenthesised queries) hold the same rows,
+# one test, that two tables (or subqueries with an alias, "(SELECT ...) AS
+# g") hold the same rows,
 # duplicates counted (EXCEPT ALL both ways), over the columns given (all by
 # default).  When they differ, the first twenty rows that one side has more
 # of than the other are shown.
