@@ -6,6 +6,7 @@
 -- its failure; a stored error is cut to 8 kB; DROP ROLE, REASSIGN OWNED and
 -- DROP OWNED treat pipelines as the role's objects; names that no one means
 -- are refused.  (The scheduler's side is test/t/049_hostile_owners.pl.)
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 SET client_min_messages = warning;

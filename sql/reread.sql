@@ -4,6 +4,7 @@
 -- watermark is NULL; hwm.runs keeps hwm.max_runs_per_pipeline runs of every
 -- kind, runs by hand included, but not the backfill runs of an unfinished
 -- backfill.  (Transactions in flight: test/specs/reread_memory.spec.)
+\i test/setup.sql
 CREATE SCHEMA rr;
 SET search_path = rr, public;
 SET datestyle = ISO;

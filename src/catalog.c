@@ -1,7 +1,9 @@
 /*
  * catalog.c
- *		Reading and locking a pipeline's row in hwm.state, writing the state
- *		back and appending to hwm.runs.
+ *		hwm's tables: reading and locking a pipeline's row in hwm.state and
+ *		writing the state back, the run history in hwm.runs (and the
+ *		scheduler's run rows), the homes in hwm.homes; hwm.backfills' rows
+ *		are job.c's, through the same entry (hwm_catalog_exec).
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;

@@ -1,7 +1,9 @@
 /*
  * catalog.h
- *		A pipeline's row in hwm.state, and the run history in hwm.runs
- *		(catalog.c).
+ *		hwm's tables (catalog.c): a pipeline's row in hwm.state, the run
+ *		history in hwm.runs (the scheduler's run rows too), the homes in
+ *		hwm.homes, and the one entry that runs SQL on them as the catalog's
+ *		owner (hwm_catalog_exec), which job.c uses for hwm.backfills.
  */
 #ifndef HWM_CATALOG_H
 #define HWM_CATALOG_H

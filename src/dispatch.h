@@ -2,7 +2,7 @@
  * dispatch.h
  *		The scheduler's processes inside a database (dispatch.c): the
  *		dispatcher, which claims a database's due runs, and the worker that
- *		runs one.  The launcher starts them by name (bgw_function_name) and
+ *		serves a queue of them.  The launcher starts them by name (bgw_function_name) and
  *		never calls into dispatch.c; only hwm.c does, for its settings.
  */
 #ifndef HWM_DISPATCH_H

@@ -374,15 +374,12 @@ hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 *rows, char **aft
 	return run_id;
 }
 
-/* A rerun of a range of intervals is a job of hwm.backfills (job.c) */
-typedef HwmJob Rerun;
-
 /*
  * As the owner: the pipeline's plan and grid, and the range parsed and
  * checked (on the grid, ascending, no later than the watermark).
  */
 static void
-rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
+rerun_parse(HwmJob *rr, FunctionCallInfo fcinfo)
 {
 	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, false, false);
 	HwmRoleSwitch sw;
@@ -422,29 +419,12 @@ rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
 	hwm_unbecome(&sw);
 }
 
-/* One interval, for hwm_try_subxact */
-typedef struct RerunStep
-{
-	Rerun	   *rr;
-	bool		more;
-} RerunStep;
-
-static bool rerun_step(Rerun *rr);
-
-static void
-rerun_step_guarded(void *arg)
-{
-	RerunStep  *st = arg;
-
-	st->more = rerun_step(st->rr);
-}
-
 /*
- * Rerun the next interval of the range under the pipeline's lock and record
- * it; false when the range is done.
+ * The step of a rerun: the next interval of the range, under the pipeline's
+ * lock, and its record; true when the range is done.
  */
 static bool
-rerun_step(Rerun *rr)
+rerun_step(HwmJob *rr)
 {
 	TimestampTz started_at = GetCurrentTimestamp();
 	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, true, false);
@@ -462,7 +442,7 @@ rerun_step(Rerun *rr)
 	if (s >= as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->to_text, "to_time")))
 	{
 		hwm_unbecome(&sw);
-		return false;
+		return true;
 	}
 	e = boundary(&g, index_of(&g, s) + 1);
 	rows = hwm_command_exec(p->name, p->command, plan->wm.type,
@@ -475,9 +455,20 @@ rerun_step(Rerun *rr)
 	rr->done_through = MemoryContextStrdup(rr->cxt, run.to_partition);
 	rr->steps_done++;
 	rr->rows_inserted += rows;
-	hwm_job_save(rr, false);
-	return true;
+	return false;
 }
+
+/* A rerun of a range of intervals is a job of hwm.backfills (job.c) */
+static const HwmJobKind rerun_kind = {
+	.procedure = "hwm.rerun_intervals",
+	.step_name = "interval",
+	.snapshot_detail = "Each interval must be read from the source as it is now, not as a snapshot taken earlier saw it.",
+	.busy = "a rerun of these intervals of pipeline \"{pipeline}\" is running in another session",
+	.busy_detail = "Rerun {id} of the intervals from {from} to {to} is being run by another CALL that has not finished.",
+	.resuming = "hwm: resuming rerun {id} of pipeline \"{pipeline}\" from {from} to {to} after {done}",
+	.stopped = "The rerun stopped; intervals up to {done} are done and committed.",
+	.step = rerun_step,
+};
 
 PG_FUNCTION_INFO_V1(hwm_rerun_intervals);
 
@@ -490,84 +481,19 @@ PG_FUNCTION_INFO_V1(hwm_rerun_intervals);
 Datum
 hwm_rerun_intervals(PG_FUNCTION_ARGS)
 {
-	bool		atomic = hwm_call_is_atomic(fcinfo);
-	Rerun	   *rr;
-	MemoryContext cxt;
-	RerunStep	st = {0};
-	ErrorData  *edata;
+	HwmJob	   *rr;
+	char	   *name;
 
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("hwm.rerun_intervals cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
-				 errdetail("Each interval must be read from the source as it is now, not as a snapshot taken earlier saw it."),
-				 errhint("Call hwm.rerun_intervals in a READ COMMITTED transaction (the default), or on its own.")));
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "hwm rerun", ALLOCSET_SMALL_SIZES);
-	rr = MemoryContextAllocZero(cxt, sizeof(Rerun));
-	rr->what = "rerun";
-	rr->batch_size = 1;
-	rr->cxt = cxt;
-	rr->pipeline = MemoryContextStrdup(cxt, hwm_text_arg(fcinfo, 0, "pipeline"));
-	rr->session_lock = !atomic;
-
-	/*
-	 * Under the pipeline's lock, take over the unfinished rerun of this
-	 * range or start one, and claim it: a CALL in another session that is
-	 * working on it holds its lock until it ends.
-	 */
-	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
+	hwm_job_require_read_committed(&rerun_kind);
+	name = hwm_text_arg(fcinfo, 0, "pipeline");
+	rr = hwm_job_new(&rerun_kind, fcinfo);
+	rr->pipeline = MemoryContextStrdup(rr->cxt, name);
 	rerun_parse(rr, fcinfo);
-	PG_TRY();
-	{
-		/* refused at once, before queueing for the pipeline's lock */
-		if (hwm_job_find_unfinished(rr))
-			hwm_job_claim(rr);
-		(void) hwm_pipeline_fetch(rr->pipeline, true, false);
-		hwm_job_start(rr);
-		hwm_job_claim(rr);
-		if (rr->resumed)
-			ereport(NOTICE,
-					(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
-							rr->id, rr->pipeline, rr->from_text, rr->to_text,
-							rr->done_through ? rr->done_through : "(none)")));
-		for (;;)
-		{
-			if (!atomic)
-			{
-				SPI_commit();
-				SPI_start_transaction();
-			}
-			st.rr = rr;
-			edata = hwm_try_subxact(rerun_step_guarded, &st, rr->cxt);
-			if (edata != NULL)
-			{
-				/* recorded, and kept (outside a transaction block), then raised */
-				hwm_job_fail(rr, edata);
-				if (!atomic)
-				{
-					SPI_commit();
-					SPI_start_transaction();
-				}
-				ReThrowError(edata);
-			}
-			if (!st.more)
-				break;
-			CHECK_FOR_INTERRUPTS();
-		}
-		hwm_job_save(rr, true);
-	}
-	PG_CATCH();
-	{
-		hwm_job_unclaim(rr);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	hwm_job_unclaim(rr);
-	SPI_finish();
+	hwm_job_run(rr);
 	ereport(NOTICE,
 			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
 					rr->id, rr->pipeline, rr->from_text, rr->to_text,
 					rr->steps_done, rr->rows_inserted)));
-	MemoryContextDelete(cxt);
+	hwm_job_free(rr);
 	PG_RETURN_VOID();
 }

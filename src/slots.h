@@ -12,7 +12,11 @@
 
 #include "datatype/timestamp.h"
 
-/* A run slot's life: FREE -> CLAIMED -> STARTING -> RUNNING -> FREE */
+/*
+ * A run slot's life: FREE -> CLAIMED -> STARTING -> RUNNING -> FREE, or
+ * ORPHANED (from STARTING or RUNNING: gone without recording every run of its
+ * queue) until the next dispatcher records them -> FREE (src/README.md).
+ */
 typedef enum HwmSlotState
 {
 	HWM_SLOT_FREE = 0,

@@ -111,12 +111,7 @@ wait_for($node, 'db_a', 'SELECT count(*) FROM tgt', '11', 'a listed database is 
 # stops scheduling, so that anything the standby did would be its own)
 $node->append_conf('postgresql.conf', "hwm.enabled = off\nhwm.database = '*'\n");
 $node->reload;
-$node->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($node, 'b', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "hwm.enabled = on\n");
-$standby->start;
-$node->wait_for_catchup($standby);
+my $standby = new_standby($node, 'standby', 'hwm.enabled' => 'on');
 ok($standby->poll_query_until('db_a',
 		"SELECT next_run_at < now() - interval '2 seconds' FROM hwm.state WHERE pipeline = 'p'"),
 	'the pipelines have been due on the standby for a while');
