@@ -209,7 +209,7 @@ backfill_batch(Backfill *bf)
 		run.to_partition = d->value;
 		run.method = d->ow.method;
 		run_id = hwm_record_run(&run);
-		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
+		hwm_update_state_after_run(p, run_id, d->started_at, false, NULL,
 								   d->ow.deleted + d->ow.inserted, NULL);
 		old = MemoryContextSwitchTo(bf->job.cxt);
 		bf->job.done_through = pstrdup(d->value);
