@@ -161,21 +161,27 @@ ROLLBACK;
 -- 6. DROP ROLE by a role that may not drop the owner: PostgreSQL's
 -- permission error (42501), not hwm's list of her pipelines (2BP01); a
 -- role that may gets hwm's, and the role stays
+CREATE ROLE regress_hwm_ro_alice;
+GRANT regress_hwm_ro_readers TO regress_hwm_ro_alice;
+SET ROLE regress_hwm_ro_alice;
+SELECT hwm.create_command_pipeline('alice_secret', 'ro.ev', 'id', 'SELECT $1, $2');
+RESET ROLE;
 CREATE ROLE regress_hwm_ro_nobody;
 DO $$
 BEGIN
     SET LOCAL ROLE regress_hwm_ro_nobody;
-    DROP ROLE regress_hwm_ro_owner;
+    DROP ROLE regress_hwm_ro_alice;
 EXCEPTION WHEN OTHERS THEN
     RAISE NOTICE 'DROP ROLE by a role without the right: SQLSTATE %', SQLSTATE;
 END $$;
-DROP ROLE regress_hwm_ro_owner;
-SELECT count(*) FROM pg_roles WHERE rolname = 'regress_hwm_ro_owner';
+DROP ROLE regress_hwm_ro_alice;
+SELECT count(*) FROM pg_roles WHERE rolname = 'regress_hwm_ro_alice';
 
 -- clean up
 SELECT hwm.drop_pipeline(pipeline) FROM hwm.state
- WHERE pipeline IN ('own', 'own2', 'other', 'dropped_by_owner');
+ WHERE pipeline IN ('own', 'own2', 'other', 'dropped_by_owner', 'alice_secret');
 SET client_min_messages = warning;
 DROP SCHEMA ro CASCADE;
 RESET client_min_messages;
-DROP ROLE regress_hwm_ro_owner, regress_hwm_ro_readers, regress_hwm_ro_nobody;
+DROP ROLE regress_hwm_ro_owner, regress_hwm_ro_alice, regress_hwm_ro_readers,
+  regress_hwm_ro_nobody;
