@@ -14,8 +14,9 @@
  * Each acts only once PostgreSQL's own processing of the command has
  * succeeded, so that its checks of rights apply first: a role that may not
  * drop r gets PostgreSQL's permission error, never the names of r's
- * pipelines; DROP ROLE is then refused, which rolls the drop back.  PostgreSQL checks a role's objects in every
- * database of the server through pg_shdepend; hwm sees only the database
+ * pipelines; DROP ROLE is then refused, which rolls the drop back.
+ * PostgreSQL checks a role's objects in every database of the server
+ * through pg_shdepend; hwm sees only the database
  * the command runs in, so DROP ROLE run elsewhere leaves this database's
  * pipelines of that role without an owner: the scheduler no longer runs
  * them, hwm.status says so, and a superuser drops them.  The hook is set
