@@ -211,7 +211,7 @@ partition_record(HwmJob *job, const HwmPipeline *p, const PartitionDone *d)
 	run.to_partition = d->value;
 	run.method = d->ow.method;
 	run_id = hwm_record_run(&run);
-	hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
+	hwm_update_state_after_run(p, run_id, d->started_at, false, NULL,
 							   d->ow.deleted + d->ow.inserted, NULL);
 	job->done_through = MemoryContextStrdup(job->cxt, d->value);
 	job->steps_done++;

@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "running.h"
 #include "util.h"
 #include "wakeup.h"
 
@@ -244,7 +245,7 @@ pipeline_read(const char *name)
 	hwm_catalog_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 						  " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 						  " partition_column::pg_catalog.text, lookback, watermark,"
-						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s"
+						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s, created_at"
 						  " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 						  hwm_catalog_is_1_0() ?
 						  "NULL::pg_catalog.text, NULL::pg_catalog.text[],"
@@ -291,6 +292,9 @@ pipeline_read(const char *name)
 	p->interval_anchor = SPI_getvalue(tup, desc, 19);
 	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
 	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 21, &isnull));
+	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 22, &isnull));
+	if (isnull)
+		p->created_at = DT_NOBEGIN;
 	return p;
 }
 
@@ -395,6 +399,9 @@ hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 {
 	HwmPipeline *p;
 	Oid			owner;
+
+	/* nothing acts on a pipeline from inside its own run (running.c) */
+	hwm_running_refuse(name);
 
 	/*
 	 * A pipeline this backend has run before, whose owner the caller may act
@@ -664,22 +671,27 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 /*
  * Record a successful run in the pipeline's row: its facts, with
  * set_watermark the new watermark, and with memory what the load
- * remembers for the next one (NULL: leave that as it is).
+ * remembers for the next one (NULL: leave that as it is).  The row is the
+ * one the run started from, found by the pipeline's identity (its name and
+ * created_at, which a declaration sets to the clock, so that a pipeline
+ * dropped and declared again in one transaction is another): a run whose
+ * pipeline was dropped, or replaced by another of the same name, fails
+ * rather than store its result in the wrong row.
  */
 void
-hwm_update_state_after_run(const char *pipeline, int64 run_id,
+hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 						   TimestampTz started_at, bool set_watermark,
 						   const char *watermark, int64 rows,
 						   const HwmLoadMemory *memory)
 {
-	Oid			argtypes[7 + MEMORY_NARGS] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
-	TEXTOID, INT8OID, BOOLOID};
-	Datum		values[7 + MEMORY_NARGS];
-	char		nulls[7 + MEMORY_NARGS];
+	Oid			argtypes[8 + MEMORY_NARGS] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
+	TEXTOID, INT8OID, BOOLOID, TIMESTAMPTZOID};
+	Datum		values[8 + MEMORY_NARGS];
+	char		nulls[8 + MEMORY_NARGS];
 	bool		old;
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(pipeline);
+	values[0] = CStringGetTextDatum(p->name);
 	values[1] = Int64GetDatum(run_id);
 	values[2] = TimestampTzGetDatum(started_at);
 	values[3] = BoolGetDatum(set_watermark);
@@ -689,7 +701,8 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 		nulls[4] = 'n';
 	values[5] = Int64GetDatum(rows);
 	values[6] = BoolGetDatum(memory != NULL);
-	memory_args(memory, argtypes + 7, values + 7, nulls + 7);
+	values[7] = TimestampTzGetDatum(p->created_at);
+	memory_args(memory, argtypes + 8, values + 8, nulls + 8);
 
 	/* a 1.0 catalog has no memory columns: the facts only */
 	old = hwm_catalog_is_1_0();
@@ -699,17 +712,25 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 						  " last_run_finished_at = pg_catalog.clock_timestamp(),"
 						  " last_status = 'succeeded', last_rows = $6,"
 						  " consecutive_failures = 0, last_error = NULL%s"
-						  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+						  " WHERE pipeline OPERATOR(pg_catalog.=) $1"
+						  "  AND created_at OPERATOR(pg_catalog.=) $8",
 						  old ? "" :
-						  ", reread_from = CASE WHEN $7 THEN $8 ELSE reread_from END,"
-						  " reread_vxids = CASE WHEN $7 THEN $9 ELSE reread_vxids END,"
-						  " reread_starts = CASE WHEN $7 THEN $10 ELSE reread_starts END,"
-						  " reread_epoch = CASE WHEN $7 THEN $11 ELSE reread_epoch END,"
-						  " held_by_pid = CASE WHEN $7 THEN $12 ELSE held_by_pid END,"
-						  " held_by_application = CASE WHEN $7 THEN $13 ELSE held_by_application END,"
-						  " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
-						  " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"),
-				 old ? 6 : 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+						  ", reread_from = CASE WHEN $7 THEN $9 ELSE reread_from END,"
+						  " reread_vxids = CASE WHEN $7 THEN $10 ELSE reread_vxids END,"
+						  " reread_starts = CASE WHEN $7 THEN $11 ELSE reread_starts END,"
+						  " reread_epoch = CASE WHEN $7 THEN $12 ELSE reread_epoch END,"
+						  " held_by_pid = CASE WHEN $7 THEN $13 ELSE held_by_pid END,"
+						  " held_by_application = CASE WHEN $7 THEN $14 ELSE held_by_application END,"
+						  " held_since = CASE WHEN $7 THEN $15 ELSE held_since END,"
+						  " null_watermarks = CASE WHEN $7 THEN $16 ELSE null_watermarks END"),
+				 old ? 8 : 8 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" was dropped or declared again during its run", p->name),
+				 errdetail("The run's result belongs to the pipeline it started with, declared at %s, which is gone; nothing of the run is kept.",
+						   timestamptz_to_str(p->created_at)),
+				 errhint("Drop or declare the pipeline again before or after its runs, never from inside one.")));
 }
 
 /* ------------------------------------------------------------------------

@@ -57,6 +57,7 @@ typedef struct HwmPipeline
 	bool		batched;		/* ... one command over the whole backlog */
 	bool		skip_empty;		/* ... no command for an interval without rows */
 	HwmLoadMemory memory;		/* what the last load remembered */
+	TimestampTz created_at;		/* with the name, the pipeline's identity */
 } HwmPipeline;
 
 /*
@@ -109,7 +110,7 @@ extern int64 hwm_record_run(const HwmRunFacts *run);
 /* set by the scheduler's worker while it serves a run: its 'running' row */
 extern int64 hwm_scheduled_run_id;
 extern void hwm_prune_runs(const char *pipeline);
-extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
+extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,
 									   int64 rows, const HwmLoadMemory *memory);

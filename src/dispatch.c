@@ -89,6 +89,7 @@
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
@@ -704,9 +705,37 @@ run_pipeline(const char *pipeline)
 	hwm_scheduled_run_id = 0;
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
+	/* a timeout that fired as the run ended cancels nothing after it */
+	QueryCancelPending = false;
 	notify_success(pipeline);
 	/* (were it recorded in a row of its own, the 'running' one goes) */
 	hwm_runs_delete_running(my_run_ids[my_current]);
+}
+
+/*
+ * Begin the transaction that records a failed run's outcome, whatever the
+ * owner's settings that made the run fail: this worker's session is the
+ * owner's, with the owner's default_transaction_read_only, lock_timeout
+ * and statement_timeout, and a cancel the run's timeout left pending.  The
+ * run is over; its outcome is hwm's to write, so this transaction is
+ * read-write and waits for its row locks, with no cancel pending (set LOCAL:
+ * the settings are the owner's again after it).
+ */
+static void
+record_begin(void)
+{
+	QueryCancelPending = false;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	/* before the transaction's first snapshot, as SET TRANSACTION READ WRITE */
+	(void) set_config_option("transaction_read_only", "off", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("lock_timeout", "0", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("statement_timeout", "0", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
 /*
@@ -747,7 +776,7 @@ worker_record_failure(ErrorData *edata)
 						my_pipeline ? my_pipeline : "?", error)));
 	}
 
-	hwm_bgw_begin();
+	record_begin();
 	record_outcome(my_run_ids[my_current], status, sqlstate, error);
 	hwm_bgw_commit();
 	mark_recorded();

@@ -15,6 +15,7 @@
 #include "dispatch.h"
 #include "exchange.h"
 #include "owners.h"
+#include "running.h"
 #include "privilege.h"
 #include "launcher.h"
 #include "wakeup.h"
@@ -123,5 +124,6 @@ _PG_init(void)
 							   hwm_notify_channel_check, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 	hwm_owners_init();
+	hwm_running_init();
 	hwm_scheduler_init();
 }

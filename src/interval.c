@@ -30,6 +30,7 @@
 #include "job.h"
 #include "pipeline.h"
 #include "privilege.h"
+#include "running.h"
 #include "util.h"
 #include "watermark.h"
 
@@ -147,22 +148,38 @@ hwm_interval_check_boundary(const HwmPlan *plan, const Interval *step,
 }
 
 /*
- * What create_interval_pipeline checks on top of the command: a time-typed
- * column, a positive interval (whole days for a date column), an anchor and
- * a start that parse, the start on the grid.
+ * Refuse a time column that an interval pipeline cannot cut into intervals
+ * (anything but timestamptz, timestamp or date), naming it and its type:
+ * checked before the anchor and start_at are parsed with that type.
+ */
+void
+hwm_interval_check_column(const HwmPlan *plan, const char *column)
+{
+	if (!hwm_is_time_type(plan->wm.type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("time column \"%s\" of an interval pipeline must be of type timestamptz, timestamp or date",
+						column),
+				 errdetail("The column has type %s.", format_type_be(plan->wm.type)),
+				 errhint("Use hwm.create_command_pipeline for ranges of other types.")));
+}
+
+/*
+ * What create_interval_pipeline checks on top of the command and the
+ * column: a positive interval (whole days for a date column), an anchor and
+ * a start that parse, the start on the grid, and, as for a schedule, the
+ * end of the first interval to run and of the one after it within the range
+ * of timestamps.
  */
 void
 hwm_interval_check(const HwmPlan *plan, const Interval *step, const char *anchor,
 				   const char *start_at)
 {
 	Grid		g;
+	Timestamp	first;
+	Timestamp	end;
+	int64		k;
 
-	if (!hwm_is_time_type(plan->wm.type))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("time column of an interval pipeline must be of type timestamptz, timestamp or date"),
-				 errdetail("The column has type %s.", format_type_be(plan->wm.type)),
-				 errhint("Use hwm.create_command_pipeline for ranges of other types.")));
 	if (hwm_grid_step_problem(step) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -174,9 +191,20 @@ hwm_interval_check(const HwmPlan *plan, const Interval *step, const char *anchor
 				 errmsg("time_interval of a date column must be whole days"),
 				 errhint("Pass an interval such as '1 day', '7 days' or '1 month'.")));
 	grid_init(&g, plan, step, anchor);
+	/* the first interval: at start_at, else the one that holds now (UTC) */
+	first = start_at ? as_ts(&plan->wm, hwm_value_in(&plan->wm, start_at, "start_at"))
+		: (Timestamp) GetCurrentTransactionStartTimestamp();
 	if (start_at)
-		check_on_grid(&g, as_ts(&plan->wm, hwm_value_in(&plan->wm, start_at, "start_at")),
-					  "start_at", start_at);
+		check_on_grid(&g, first, "start_at", start_at);
+	if (!hwm_grid_index(&g.g, first, &k) ||
+		!hwm_grid_point(&g.g, k + 1, &end) || !hwm_grid_point(&g.g, k + 2, &end))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_interval is too long: its intervals would end after the last time PostgreSQL can store"),
+				 errdetail("Interval boundaries are timestamps, which end in the year 294276; every %s from %s reaches past that within two intervals.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(step))),
+						   start_at ? start_at : anchor),
+				 errhint("Pass an interval of at most a few thousand years, such as '1 day' or '1 year'.")));
 }
 
 /* One run of an interval pipeline, as its steps fill it in */
@@ -332,7 +360,7 @@ record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
 	run.from_partition = from_text;
 	run.to_partition = to_text;
 	run_id = hwm_record_run(&run);
-	hwm_update_state_after_run(r->p->name, run_id, started_at, *after != r->p->watermark,
+	hwm_update_state_after_run(r->p, run_id, started_at, *after != r->p->watermark,
 							   *after, r->rows, &r->p->memory);
 	ereport(NOTICE,
 			(errmsg("hwm: pipeline \"%s\": %s, rows %s " INT64_FORMAT ", watermark %s -> %s%s%s",
@@ -434,7 +462,7 @@ rerun_step(HwmJob *rr)
 	Grid		g;
 	Timestamp	s;
 	Timestamp	e;
-	int64		rows;
+	volatile int64 rows = 0;
 
 	plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&g, plan, p->time_interval, p->interval_anchor);
@@ -445,8 +473,18 @@ rerun_step(HwmJob *rr)
 		return true;
 	}
 	e = boundary(&g, index_of(&g, s) + 1);
-	rows = hwm_command_exec(p->name, p->command, plan->wm.type,
-							from_ts(&plan->wm, s), false, from_ts(&plan->wm, e));
+	/* the rerun owns its pipeline while the command runs (running.c) */
+	hwm_running_push(p->name);
+	PG_TRY();
+	{
+		rows = hwm_command_exec(p->name, p->command, plan->wm.type,
+								from_ts(&plan->wm, s), false, from_ts(&plan->wm, e));
+	}
+	PG_FINALLY();
+	{
+		hwm_running_pop();
+	}
+	PG_END_TRY();
 	run.from_partition = hwm_value_out(&plan->wm, from_ts(&plan->wm, s));
 	run.to_partition = hwm_value_out(&plan->wm, from_ts(&plan->wm, e));
 	hwm_unbecome(&sw);
