@@ -221,12 +221,15 @@ sweep_interrupted(void)
 	}
 }
 
-/* Keep the run history bounded (hwm.max_runs_per_pipeline,
- * hwm.history_days), for every pipeline of the database */
+/*
+ * Keep the run history bounded (hwm.max_runs_per_pipeline,
+ * hwm.history_days), for every pipeline of the database and every role's
+ * runs without a pipeline, each owner's history on its own
+ */
 static void
 prune_history(void)
 {
-	hwm_prune_runs(NULL);
+	hwm_prune_runs(NULL, InvalidOid);
 }
 
 /* Interval to milliseconds (months of 30 days), clamped to int32 */

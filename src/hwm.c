@@ -100,8 +100,8 @@ _PG_init(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.max_runs_per_pipeline",
-							"How many finished runs hwm.runs keeps per pipeline.",
-							"Older ones are deleted, of every kind, by hand or scheduled (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps all.",
+							"How many finished runs hwm.runs keeps per pipeline, and per role of its runs without a pipeline.",
+							"Older ones are deleted, of every kind, by hand or scheduled, each owner's on their own; 0 keeps all.",
 							&hwm_max_runs_per_pipeline,
 							1000, 0, INT_MAX,
 							PGC_SUSET, 0,
