@@ -46,9 +46,9 @@
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
  * transaction that records it, so listeners hear of it when, and only if, it
- * is committed; its payload is a JSON object with the database, pipeline,
- * status, run_id and sqlstate.  Runs by hand notify nothing: their caller
- * gets the outcome.
+ * is committed; its payload is a JSON object with the database and the
+ * run_id, nothing row security would hide (the listener reads the run from
+ * hwm.runs).  Runs by hand notify nothing: their caller gets the outcome.
  *
  * Both register, before connecting, the database they enter (wakeup.c), so
  * that DROP DATABASE can terminate them.  Calls go one way: this module
@@ -77,7 +77,6 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -119,35 +118,28 @@ hwm_notify_channel_check(char **newval, void **extra, GucSource source)
 }
 
 /*
- * NOTIFY hwm.notify_channel (nothing when it is empty) with a JSON payload
- * about one finished scheduled run; sent when the transaction commits.
+ * NOTIFY hwm.notify_channel (nothing when it is empty) about one finished
+ * scheduled run; sent when the transaction commits.  The payload, {"database":
+ * ..., "run_id": N}, holds only what anyone who may LISTEN in the database
+ * may know: every role may listen, and row security, which hides other
+ * owners' pipelines and runs, does not apply to a payload.  A listener reads
+ * the run from hwm.runs, where it sees it only if it may; and since any role
+ * may NOTIFY the same channel, a forged payload leads it to nothing it could
+ * not read anyway.
  */
 static void
-notify_outcome(const char *pipeline, const char *status, int64 run_id,
-			   const char *sqlstate)
+notify_outcome(int64 run_id)
 {
 	StringInfoData buf;
 	char	   *dbname;
-	char	   *name;
 
 	if (hwm_notify_channel == NULL || hwm_notify_channel[0] == '\0')
 		return;
-	/* NOTIFY refuses payloads of 8000 bytes: clip a very long name */
-	name = pnstrdup(pipeline, pg_mbcliplen(pipeline, strlen(pipeline), 1024));
 	dbname = get_database_name(MyDatabaseId);
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"database\": ");
 	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfoString(&buf, ", \"pipeline\": ");
-	escape_json(&buf, name);
-	appendStringInfoString(&buf, ", \"status\": ");
-	escape_json(&buf, status);
-	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT ", \"sqlstate\": ", run_id);
-	if (sqlstate)
-		escape_json(&buf, sqlstate);
-	else
-		appendStringInfoString(&buf, "null");
-	appendStringInfoChar(&buf, '}');
+	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT "}", run_id);
 	Async_Notify(hwm_notify_channel, buf.data);
 }
 
@@ -197,7 +189,7 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 		return;
 	if (strcmp(status, "failed") == 0)
 		back_off(pipeline, finished);
-	notify_outcome(pipeline, status, run_id, sqlstate);
+	notify_outcome(run_id);
 }
 
 /*
@@ -213,11 +205,8 @@ sweep_interrupted(void)
 	{
 		bool		isnull;
 
-		notify_outcome(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-					   "interrupted",
-					   DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-												   SPI_tuptable->tupdesc, 2, &isnull)),
-					   NULL);
+		notify_outcome(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 2, &isnull)));
 	}
 }
 
@@ -653,7 +642,7 @@ read_run_pipeline(MemoryContext cxt)
 
 /* Tell listeners of a successful run: hwm.run's result has its run_id */
 static void
-notify_success(const char *pipeline)
+notify_success(void)
 {
 	int			col = SPI_fnumber(SPI_tuptable->tupdesc, "run_id");
 	bool		isnull = true;
@@ -661,8 +650,7 @@ notify_success(const char *pipeline)
 
 	if (SPI_processed > 0 && col > 0)
 		run_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-	notify_outcome(pipeline, "succeeded",
-				   isnull ? my_run_ids[my_current] : DatumGetInt64(run_id), NULL);
+	notify_outcome(isnull ? my_run_ids[my_current] : DatumGetInt64(run_id));
 }
 
 /*
@@ -689,7 +677,7 @@ run_pipeline(const char *pipeline)
 	hwm_scheduled_run_id = 0;
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
-	notify_success(pipeline);
+	notify_success();
 	/* (were it recorded in a row of its own, the 'running' one goes) */
 	hwm_runs_delete_running(my_run_ids[my_current]);
 }

@@ -116,7 +116,7 @@ _PG_init(void)
 	DefineCustomStringVariable("hwm.notify_channel",
 							   "The channel on which each finished scheduled run is notified.",
 							   "Every scheduled run that ends (succeeded, failed, skipped, interrupted) sends NOTIFY "
-							   "on this channel in its database, with a JSON payload; empty: no notifications.",
+							   "on this channel in its database, with the payload {\"database\": ..., \"run_id\": N}; empty: no notifications.",
 							   &hwm_notify_channel,
 							   "hwm_runs",
 							   PGC_SIGHUP, 0,
