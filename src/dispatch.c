@@ -58,6 +58,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "compat.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "schedule.h"
@@ -67,6 +68,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "storage/lock.h"
@@ -83,6 +85,7 @@
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -251,6 +254,18 @@ owner_problem(Oid owner, const char **sqlstate)
 		problem = psprintf("the pipeline's owner \"%s\" cannot log in, and scheduled runs connect as the owner;"
 						   " ALTER ROLE %s LOGIN, or run the pipeline by hand",
 						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname),
+						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
+	}
+	else if (object_aclcheck(DatabaseRelationId, MyDatabaseId, owner, ACL_CONNECT) != ACLCHECK_OK)
+	{
+		/* (its worker would be refused the connection, and record nothing) */
+		char	   *dbname = get_database_name(MyDatabaseId);
+
+		*sqlstate = "42501";
+		problem = psprintf("the pipeline's owner \"%s\" may not connect to database \"%s\", and scheduled runs connect as the owner;"
+						   " GRANT CONNECT ON DATABASE %s TO %s, or run the pipeline by hand",
+						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname), dbname,
+						   quote_identifier(dbname),
 						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
 	}
 	ReleaseSysCache(tup);
@@ -548,6 +563,19 @@ hwm_dispatcher_main(Datum main_arg)
 	SetConfigOption("lock_timeout", DISPATCH_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
+	/*
+	 * The dispatcher writes only hwm's own catalog (claims, outcomes,
+	 * upkeep), as the scheduler: what the database's owner sets for the
+	 * database's sessions (ALTER DATABASE ... SET) does not stop it, so that
+	 * whatever stops the runs is recorded against them.  A read-only default
+	 * or a statement_timeout of the database still applies to the runs (the
+	 * owner's sessions), which record it.
+	 */
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+
 	memset(&result, 0, sizeof(result));
 	result.dispatch_id = args.dispatch_id;
 	result.next_due_at = DT_NOEND;
@@ -683,9 +711,57 @@ run_pipeline(const char *pipeline)
 }
 
 /*
+ * Where the session's value of setting name came from, for a message: "the
+ * database's statement_timeout, set by ALTER DATABASE ... SET", as
+ * pg_settings.source tells it; read in a transaction of its own (the
+ * caller is between two).
+ */
+static char *
+setting_origin(const char *name)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	char	   *source = NULL;
+	char	   *origin;
+
+	hwm_bgw_begin();
+	if (SPI_execute_with_args("SELECT source FROM pg_catalog.pg_settings WHERE name OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		source = v ? MemoryContextStrdup(cxt, v) : NULL;
+	}
+	hwm_bgw_commit();
+	if (source == NULL)
+		origin = psprintf("the session's %s", name);
+	else if (strcmp(source, "database") == 0)
+		origin = psprintf("the database's %s, set by ALTER DATABASE ... SET", name);
+	else if (strcmp(source, "user") == 0)
+		origin = psprintf("the owner's %s, set by ALTER ROLE ... SET", name);
+	else if (strcmp(source, "database user") == 0)
+		origin = psprintf("the owner's %s in this database, set by ALTER ROLE ... IN DATABASE ... SET", name);
+	else if (strcmp(source, "global") == 0)
+		origin = psprintf("every role's %s, set by ALTER ROLE ALL ... SET", name);
+	else if (strcmp(source, "configuration file") == 0)
+		origin = psprintf("the server's %s, set in postgresql.conf or by ALTER SYSTEM", name);
+	else
+		origin = psprintf("the session's %s (source: %s)", name, source);
+	return origin;
+}
+
+/*
  * Record the run's error, in a transaction of its own after the failed one:
  * 'skipped' when a run by hand (or a backfill) held the pipeline, so that the
- * run is not doubled; else 'failed', which also backs off the next run.
+ * run is not doubled; else 'failed', which also backs off the next run.  A
+ * timeout says whose it was; a read-only default says who set it.  The
+ * recording is the scheduler's own write to its catalog: it is made
+ * read-write whatever default_transaction_read_only the database or the
+ * owner set (as SET transaction_read_only = off, which any role may do),
+ * which the run itself obeyed; else the run that failed for it would be
+ * recorded only as a worker that exited.
  */
 static void
 worker_record_failure(ErrorData *edata)
@@ -707,8 +783,14 @@ worker_record_failure(ErrorData *edata)
 	{
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
 			strstr(edata->message, "statement timeout") != NULL)
-			error = psprintf("canceling the run: it took longer than its timeout of %d ms",
-							 worker_timeout_ms());
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
+							 worker_timeout_ms(),
+							 my_timeouts_ms[my_current] > 0 ? "the pipeline's, set by hwm.set_timeout" :
+							 setting_origin("statement_timeout"));
+		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
+			error = psprintf("%s\nDETAIL: Every transaction of the owner's sessions here is read-only by default: %s is on.",
+							 edata->message ? edata->message : "read-only transaction",
+							 setting_origin("default_transaction_read_only"));
 		else if (edata->detail)
 			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
 		else
@@ -721,6 +803,7 @@ worker_record_failure(ErrorData *edata)
 	}
 
 	hwm_bgw_begin();
+	XactReadOnly = false;		/* the scheduler's own write: see above */
 	record_outcome(my_run_ids[my_current], status, sqlstate, error);
 	hwm_bgw_commit();
 	mark_recorded();
