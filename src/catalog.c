@@ -42,6 +42,7 @@ int			hwm_history_days = 0;
 int64		hwm_scheduled_run_id = 0;
 
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
+static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
 /*
  * Is hwm.state still 1.0's?  Between installing this library and ALTER
@@ -575,6 +576,17 @@ hwm_record_run(const HwmRunFacts *run)
 void
 hwm_prune_runs(const char *pipeline, Oid owner)
 {
+	(void) prune_runs(pipeline, owner, 0);
+}
+
+/*
+ * hwm_prune_runs, and by count only the runs after run_id above (0: all) of
+ * one history; returns the newest run_id beyond the bound there (above when
+ * there is none), from which the next prune of the same history may start.
+ */
+static int64
+prune_runs(const char *pipeline, Oid owner, int64 above)
+{
 	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) 'running'";
 	static const char *keep_backfill =
 		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
@@ -586,11 +598,12 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 								   " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
 								   "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
 								   pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
-	Oid			argtypes[3] = {INT4OID, TEXTOID, OIDOID};
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Oid			argtypes[5] = {INT4OID, TEXTOID, OIDOID, INT8OID, INT8OID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		all = pipeline == NULL && !OidIsValid(owner);
 	int			nargs = all ? 1 : 3;
+	int64		cut = above;
 
 	if (pipeline)
 		values[1] = CStringGetTextDatum(pipeline);
@@ -608,31 +621,47 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 							  all ? "" : scope_r, keep_running, keep_backfill),
 					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
 	}
-	if (hwm_max_runs_per_pipeline > 0)
+	if (hwm_max_runs_per_pipeline <= 0)
+		return cut;
+	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+	if (all)
 	{
-		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
-		if (!all)
-		{
-			/*
-			 * The run_id of the newest run beyond the bound, through the index
-			 * on (pipeline, run_id); NULL (nothing to delete) when there is
-			 * none.  A pipeline's rows are found by that index, runs without a
-			 * pipeline by the IS NULL part of it.
-			 */
-			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-								  " WHERE r.run_id OPERATOR(pg_catalog.<=) (SELECT r.run_id FROM hwm.runs AS r"
-								  "  WHERE TRUE%s ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1)%s%s",
-								  scope_r, scope_r, keep_running),
-							 3, argtypes, values, nulls, SPI_OK_DELETE);
-		}
-		else
-			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-								  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-								  "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
-								  "  FROM hwm.runs) AS x"
-								  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep_running),
-						 1, argtypes, values, NULL, SPI_OK_DELETE);
+		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+							  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+							  "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
+							  "  FROM hwm.runs) AS x"
+							  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep_running),
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+		return cut;
 	}
+
+	/*
+	 * The newest run beyond the bound, through the index on (pipeline,
+	 * run_id) from its newest end (a pipeline's rows by its name, runs
+	 * without a pipeline by the IS NULL part of it); then the runs up to it,
+	 * after the last cut: a loop that prunes as it goes reads the bound's
+	 * rows and the few beyond it, never the index entries of the runs it
+	 * deleted before (dead until VACUUM).
+	 */
+	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
+							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope_r),
+					 3, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return cut;
+	{
+		bool		isnull;
+
+		cut = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	if (cut <= above)
+		return above;
+	values[3] = Int64GetDatum(above);
+	values[4] = Int64GetDatum(cut);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s%s",
+							  scope_r, keep_running),
+					 5, argtypes, values, nulls, SPI_OK_DELETE);
+	return cut;
 }
 
 /*
@@ -641,18 +670,24 @@ hwm_prune_runs(const char *pipeline, Oid owner)
  * (first), and after each of its runs: the first call and every
  * PRUNE_EVERY-th after it prune that pipeline's history, so that it stays
  * within hwm.max_runs_per_pipeline (at most PRUNE_EVERY - 1 more between two
- * prunes) however long the loop goes on, the scheduler's upkeep or not.  It
- * costs one index scan over the bound's rows every PRUNE_EVERY runs.
+ * prunes) however long the loop goes on, the scheduler's upkeep or not.
+ * After the first, a prune reads only the bound's rows and those beyond it
+ * since the last one (prune_runs): a catch-up of many runs costs the same
+ * per run at its end as at its start.
  */
 void
 hwm_prune_runs_in_loop(const char *pipeline, bool first)
 {
 	static uint32 calls = 0;
+	static int64 last_cut = 0;
 
 	if (first)
+	{
 		calls = 0;
+		last_cut = 0;
+	}
 	if (calls++ % PRUNE_EVERY == 0)
-		hwm_prune_runs(pipeline, InvalidOid);
+		last_cut = prune_runs(pipeline, InvalidOid, last_cut);
 }
 
 /*
