@@ -12,7 +12,7 @@
 #     database's owner made every dispatch fail, seen only in the server
 #     log; now the runs are claimed and recorded as failed with the cause,
 #     and hwm.status.not_scheduled_because says it; the same for the
-#     owner's role setting;
+#     owner's role setting; and a claim that fails;
 #  4. a database's statement_timeout was reported as "its timeout"; now the
 #     message says whose;
 #  5. a long CALL hwm.catch_up or hwm.rerun_intervals left every run in
@@ -165,6 +165,25 @@ is(sql($node, 'ro', q{SELECT count(*) FROM hwm.status WHERE not_scheduled_becaus
 sql($node, 'ro', q{SELECT hwm.schedule('ro_alice', '1 second')});   # due at once, past its backoff
 wait_for($node, 'ro', q{SELECT last_status = 'succeeded' FROM hwm.status WHERE pipeline = 'ro_alice'},
 	undef, 'and the pipeline runs again');
+
+# a claim that fails (a trigger planted by the catalog's owner, as in 049):
+# recorded against the pipeline, and hwm.status says so
+sql($node, 'ro', q{
+CREATE FUNCTION public.refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.pipeline = 'ro_bob' AND NEW.status = 'running' THEN
+    RAISE EXCEPTION 'planted fault in claiming ro_bob';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_claim BEFORE INSERT ON hwm.runs FOR EACH ROW EXECUTE FUNCTION public.refuse_claim();
+SELECT hwm.schedule('ro_bob', '1 second');
+});
+wait_for($node, 'ro', q{SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'ro_bob' AND error LIKE '%could not claim%'},
+	undef, 'a failing claim is recorded against its pipeline');
+like(sql($node, 'ro', q{SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'ro_bob'}),
+	qr/could not claim its last run/, 'and hwm.status says the scheduler could not claim it');
+sql($node, 'ro', q{DROP TRIGGER refuse_claim ON hwm.runs; SELECT hwm.unschedule('ro_bob')});
 
 # --- 4. a database's statement_timeout says whose it is ---------------------
 sql($node, 'ro', q{
