@@ -112,7 +112,9 @@ DROP OWNED BY regress_hwm_own_a;
 SELECT count(*) AS pipelines_left FROM hwm.state;
 
 -- 6. a pipeline resumed here is at home here; a copy's row (another
--- database's OID) keeps the scheduler off it until then
+-- database's OID) keeps the scheduler off it until then (its owner may log
+-- in: else hwm.status would say that first)
+ALTER ROLE regress_hwm_own_b LOGIN;
 SET ROLE regress_hwm_own_b;
 CREATE TABLE own.c_src (id int PRIMARY KEY, ts timestamptz NOT NULL);
 CREATE TABLE own.c_tgt (LIKE own.c_src INCLUDING ALL);
@@ -129,6 +131,15 @@ SELECT not_scheduled_because IS NULL AS scheduled FROM hwm.status WHERE pipeline
 SELECT hwm.pause('c_pipe');
 SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'c_pipe';
 RESET ROLE;
+-- an owner that cannot log in, or may not connect: the scheduler cannot run it
+SELECT hwm.resume('c_pipe');
+ALTER ROLE regress_hwm_own_b NOLOGIN;
+SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'c_pipe';
+ALTER ROLE regress_hwm_own_b LOGIN;
+REVOKE CONNECT ON DATABASE :"DBNAME" FROM PUBLIC;
+SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'c_pipe';
+GRANT CONNECT ON DATABASE :"DBNAME" TO PUBLIC;
+SELECT not_scheduled_because IS NULL AS scheduled FROM hwm.status WHERE pipeline = 'c_pipe';
 
 DROP OWNED BY regress_hwm_own_a, regress_hwm_own_b;
 DROP SCHEMA own CASCADE;

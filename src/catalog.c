@@ -45,6 +45,7 @@ int			hwm_history_days = 0;
 int64		hwm_scheduled_run_id = 0;
 
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
+static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
 /*
  * Is hwm.state still 1.0's?  Between installing this library and ALTER
@@ -481,6 +482,7 @@ hwm_record_run(const HwmRunFacts *run)
 	char		nulls[17];
 	bool		isnull;
 	int64		run_id;
+	Oid			owner;
 	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
 		run->watermark_after, run->from_partition, run->to_partition, run->method,
 		run->status ? run->status : "succeeded", run->error_sqlstate,
@@ -551,66 +553,150 @@ hwm_record_run(const HwmRunFacts *run)
 					 " COALESCE((SELECT s.owner FROM hwm.state AS s"
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14,"
 					 " $16, $17)"
-					 " RETURNING run_id",
+					 " RETURNING run_id, owner::pg_catalog.oid",
 					 17, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
-	if (run->pipeline && run_id % PRUNE_EVERY == 0 && !scheduler_prunes_here())
-		hwm_prune_runs(run->pipeline);
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 2, &isnull));
+	/* its own history: the pipeline's under its owner, or the caller's runs without one */
+	if (!isnull && run_id % PRUNE_EVERY == 0 && !scheduler_prunes_here())
+		hwm_prune_runs(run->pipeline, owner);
 	return run_id;
 }
 
 /*
  * Apply hwm.max_runs_per_pipeline and hwm.history_days to the history of
- * one pipeline (pipeline NULL: of all, and of runs without a pipeline),
- * every kind of run alike.  Never deleted: runs in progress, and the
- * backfill runs of a pipeline with an unfinished backfill, so that its
- * history stays whole until the backfill ends.  Each database's dispatcher
+ * one owner: with pipeline, to that pipeline's runs made with the rights of
+ * owner (InvalidOid: of its owner now); without, to owner's runs without a
+ * pipeline (hwm.overwrite_partition, hwm.swap); with neither, to every
+ * such history of the database at once.  A history is never counted across
+ * owners: the runs without a pipeline of one role, and the runs of a
+ * pipeline name under one owner, are each a history of their own (so a
+ * role that makes many runs deletes only its own).  Never deleted: runs in
+ * progress, and, by age only, the backfill runs of a pipeline with an
+ * unfinished backfill (by count they go as any other run, so that a long
+ * backfill or rerun stays within the bound).  Each database's dispatcher
  * prunes all of it at its upkeep (dispatch.c); in a database the scheduler
- * does not serve, runs by hand prune their own pipeline's history every
- * PRUNE_EVERY runs.
+ * does not serve, runs by hand prune their own history every PRUNE_EVERY
+ * runs; a loop of runs (hwm.catch_up, a backfill, a rerun) prunes its
+ * pipeline's every PRUNE_EVERY runs wherever it is (hwm_prune_runs_in_loop).
  */
 void
-hwm_prune_runs(const char *pipeline)
+hwm_prune_runs(const char *pipeline, Oid owner)
 {
-	static const char *keep =
-		" AND r.status OPERATOR(pg_catalog.<>) 'running'"
+	(void) prune_runs(pipeline, owner, 0);
+}
+
+/*
+ * hwm_prune_runs, and by count only the runs after run_id above (0: all) of
+ * one history; returns the newest run_id beyond the bound there (above when
+ * there is none), from which the next prune of the same history may start.
+ */
+static int64
+prune_runs(const char *pipeline, Oid owner, int64 above)
+{
+	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) 'running'";
+	static const char *keep_backfill =
 		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
 		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 		"   AND b.status OPERATOR(pg_catalog.<>) 'succeeded'))";
-	Oid			argtypes[2] = {INT4OID, TEXTOID};
-	Datum		values[2];
-	int			nargs = pipeline ? 2 : 1;
+	/* whose history: $2 the pipeline (NULL: none), $3 the owner (NULL: the pipeline's) */
+	const char *scope_r = psprintf(" AND r.pipeline %s"
+								   " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
+								   " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
+								   "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
+								   pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
+	Oid			argtypes[5] = {INT4OID, TEXTOID, OIDOID, INT8OID, INT8OID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		all = pipeline == NULL && !OidIsValid(owner);
+	int			nargs = all ? 1 : 3;
+	int64		cut = above;
 
 	if (pipeline)
 		values[1] = CStringGetTextDatum(pipeline);
+	else
+		nulls[1] = 'n';
+	values[2] = ObjectIdGetDatum(owner);
+	if (!OidIsValid(owner))
+		nulls[2] = 'n';
 	if (hwm_history_days > 0)
 	{
 		values[0] = Int32GetDatum(hwm_history_days);
 		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-							  " WHERE r.started_at OPERATOR(pg_catalog.<) pg_catalog.now()"
-							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1)%s%s",
-							  pipeline ? " AND r.pipeline OPERATOR(pg_catalog.=) $2" : "", keep),
-					 nargs, argtypes, values, NULL, SPI_OK_DELETE);
+							  " WHERE r.started_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))%s%s%s",
+							  all ? "" : scope_r, keep_running, keep_backfill),
+					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
 	}
-	if (hwm_max_runs_per_pipeline > 0)
+	if (hwm_max_runs_per_pipeline <= 0)
+		return cut;
+	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+	if (all)
 	{
-		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
-		if (pipeline)
-			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-								  " WHERE r.pipeline OPERATOR(pg_catalog.=) $2"
-								  " AND r.run_id OPERATOR(pg_catalog.<=) (SELECT x.run_id FROM hwm.runs AS x"
-								  "  WHERE x.pipeline OPERATOR(pg_catalog.=) $2"
-								  "  ORDER BY x.run_id DESC OFFSET $1 LIMIT 1)%s", keep),
-						 2, argtypes, values, NULL, SPI_OK_DELETE);
-		else
-			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-								  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-								  "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
-								  "  FROM hwm.runs) AS x"
-								  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep),
-						 1, argtypes, values, NULL, SPI_OK_DELETE);
+		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+							  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+							  "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
+							  "  FROM hwm.runs) AS x"
+							  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep_running),
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+		return cut;
 	}
+
+	/*
+	 * The newest run beyond the bound, through the index on (pipeline,
+	 * run_id) from its newest end (a pipeline's rows by its name, runs
+	 * without a pipeline by the IS NULL part of it); then the runs up to it,
+	 * after the last cut: a loop that prunes as it goes reads the bound's
+	 * rows and the few beyond it, never the index entries of the runs it
+	 * deleted before (dead until VACUUM).
+	 */
+	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
+							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope_r),
+					 3, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return cut;
+	{
+		bool		isnull;
+
+		cut = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	if (cut <= above)
+		return above;
+	values[3] = Int64GetDatum(above);
+	values[4] = Int64GetDatum(cut);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s%s",
+							  scope_r, keep_running),
+					 5, argtypes, values, nulls, SPI_OK_DELETE);
+	return cut;
+}
+
+/*
+ * A loop of runs of one pipeline (CALL hwm.catch_up, hwm.backfill,
+ * hwm.rerun_intervals) calls this when it starts or after its first run
+ * (first), and after each of its runs: the first call and every
+ * PRUNE_EVERY-th after it prune that pipeline's history, so that it stays
+ * within hwm.max_runs_per_pipeline (at most PRUNE_EVERY - 1 more between two
+ * prunes) however long the loop goes on, the scheduler's upkeep or not.
+ * After the first, a prune reads only the bound's rows and those beyond it
+ * since the last one (prune_runs): a catch-up of many runs costs the same
+ * per run at its end as at its start.
+ */
+void
+hwm_prune_runs_in_loop(const char *pipeline, bool first)
+{
+	static uint32 calls = 0;
+	static int64 last_cut = 0;
+
+	if (first)
+	{
+		calls = 0;
+		last_cut = 0;
+	}
+	if (calls++ % PRUNE_EVERY == 0)
+		last_cut = prune_runs(pipeline, InvalidOid, last_cut);
 }
 
 /*

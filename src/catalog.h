@@ -109,7 +109,8 @@ extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *ve
 extern int64 hwm_record_run(const HwmRunFacts *run);
 /* set by the scheduler's worker while it serves a run: its 'running' row */
 extern int64 hwm_scheduled_run_id;
-extern void hwm_prune_runs(const char *pipeline);
+extern void hwm_prune_runs(const char *pipeline, Oid owner);
+extern void hwm_prune_runs_in_loop(const char *pipeline, bool first);
 extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,

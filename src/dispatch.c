@@ -46,9 +46,9 @@
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
  * transaction that records it, so listeners hear of it when, and only if, it
- * is committed; its payload is a JSON object with the database, pipeline,
- * status, run_id and sqlstate.  Runs by hand notify nothing: their caller
- * gets the outcome.
+ * is committed; its payload is a JSON object with the database and the
+ * run_id, nothing row security would hide (the listener reads the run from
+ * hwm.runs).  Runs by hand notify nothing: their caller gets the outcome.
  *
  * Both register, before connecting, the database they enter (wakeup.c), so
  * that DROP DATABASE can terminate them.  Calls go one way: this module
@@ -58,6 +58,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "compat.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "schedule.h"
@@ -67,6 +68,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "storage/lock.h"
@@ -77,13 +79,13 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -120,35 +122,28 @@ hwm_notify_channel_check(char **newval, void **extra, GucSource source)
 }
 
 /*
- * NOTIFY hwm.notify_channel (nothing when it is empty) with a JSON payload
- * about one finished scheduled run; sent when the transaction commits.
+ * NOTIFY hwm.notify_channel (nothing when it is empty) about one finished
+ * scheduled run; sent when the transaction commits.  The payload, {"database":
+ * ..., "run_id": N}, holds only what anyone who may LISTEN in the database
+ * may know: every role may listen, and row security, which hides other
+ * owners' pipelines and runs, does not apply to a payload.  A listener reads
+ * the run from hwm.runs, where it sees it only if it may; and since any role
+ * may NOTIFY the same channel, a forged payload leads it to nothing it could
+ * not read anyway.
  */
 static void
-notify_outcome(const char *pipeline, const char *status, int64 run_id,
-			   const char *sqlstate)
+notify_outcome(int64 run_id)
 {
 	StringInfoData buf;
 	char	   *dbname;
-	char	   *name;
 
 	if (hwm_notify_channel == NULL || hwm_notify_channel[0] == '\0')
 		return;
-	/* NOTIFY refuses payloads of 8000 bytes: clip a very long name */
-	name = pnstrdup(pipeline, pg_mbcliplen(pipeline, strlen(pipeline), 1024));
 	dbname = get_database_name(MyDatabaseId);
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"database\": ");
 	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfoString(&buf, ", \"pipeline\": ");
-	escape_json(&buf, name);
-	appendStringInfoString(&buf, ", \"status\": ");
-	escape_json(&buf, status);
-	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT ", \"sqlstate\": ", run_id);
-	if (sqlstate)
-		escape_json(&buf, sqlstate);
-	else
-		appendStringInfoString(&buf, "null");
-	appendStringInfoChar(&buf, '}');
+	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT "}", run_id);
 	Async_Notify(hwm_notify_channel, buf.data);
 }
 
@@ -198,7 +193,7 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 		return;
 	if (strcmp(status, "failed") == 0)
 		back_off(pipeline, finished);
-	notify_outcome(pipeline, status, run_id, sqlstate);
+	notify_outcome(run_id);
 }
 
 /*
@@ -214,20 +209,20 @@ sweep_interrupted(void)
 	{
 		bool		isnull;
 
-		notify_outcome(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-					   "interrupted",
-					   DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-												   SPI_tuptable->tupdesc, 2, &isnull)),
-					   NULL);
+		notify_outcome(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 2, &isnull)));
 	}
 }
 
-/* Keep the run history bounded (hwm.max_runs_per_pipeline,
- * hwm.history_days), for every pipeline of the database */
+/*
+ * Keep the run history bounded (hwm.max_runs_per_pipeline,
+ * hwm.history_days), for every pipeline of the database and every role's
+ * runs without a pipeline, each owner's history on its own
+ */
 static void
 prune_history(void)
 {
-	hwm_prune_runs(NULL);
+	hwm_prune_runs(NULL, InvalidOid);
 }
 
 /* Interval to milliseconds (months of 30 days), clamped to int32 */
@@ -260,6 +255,18 @@ owner_problem(Oid owner, const char **sqlstate)
 		problem = psprintf("the pipeline's owner \"%s\" cannot log in, and scheduled runs connect as the owner;"
 						   " ALTER ROLE %s LOGIN, or run the pipeline by hand",
 						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname),
+						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
+	}
+	else if (object_aclcheck(DatabaseRelationId, MyDatabaseId, owner, ACL_CONNECT) != ACLCHECK_OK)
+	{
+		/* (its worker would be refused the connection, and record nothing) */
+		char	   *dbname = get_database_name(MyDatabaseId);
+
+		*sqlstate = "42501";
+		problem = psprintf("the pipeline's owner \"%s\" may not connect to database \"%s\", and scheduled runs connect as the owner;"
+						   " GRANT CONNECT ON DATABASE %s TO %s, or run the pipeline by hand",
+						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname), dbname,
+						   quote_identifier(dbname),
 						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
 	}
 	ReleaseSysCache(tup);
@@ -575,6 +582,19 @@ hwm_dispatcher_main(Datum main_arg)
 	SetConfigOption("lock_timeout", DISPATCH_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
+	/*
+	 * The dispatcher writes only hwm's own catalog (claims, outcomes,
+	 * upkeep), as the scheduler: what the database's owner sets for the
+	 * database's sessions (ALTER DATABASE ... SET) does not stop it, so that
+	 * whatever stops the runs is recorded against them.  A read-only default
+	 * or a statement_timeout of the database still applies to the runs (the
+	 * owner's sessions), which record it.
+	 */
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+
 	memset(&result, 0, sizeof(result));
 	result.dispatch_id = args.dispatch_id;
 	result.next_due_at = DT_NOEND;
@@ -669,7 +689,7 @@ read_run_pipeline(MemoryContext cxt)
 
 /* Tell listeners of a successful run: hwm.run's result has its run_id */
 static void
-notify_success(const char *pipeline)
+notify_success(void)
 {
 	int			col = SPI_fnumber(SPI_tuptable->tupdesc, "run_id");
 	bool		isnull = true;
@@ -677,8 +697,7 @@ notify_success(const char *pipeline)
 
 	if (SPI_processed > 0 && col > 0)
 		run_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-	notify_outcome(pipeline, "succeeded",
-				   isnull ? my_run_ids[my_current] : DatumGetInt64(run_id), NULL);
+	notify_outcome(isnull ? my_run_ids[my_current] : DatumGetInt64(run_id));
 }
 
 /*
@@ -707,7 +726,7 @@ run_pipeline(const char *pipeline)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	/* a timeout that fired as the run ended cancels nothing after it */
 	QueryCancelPending = false;
-	notify_success(pipeline);
+	notify_success();
 	/* (were it recorded in a row of its own, the 'running' one goes) */
 	hwm_runs_delete_running(my_run_ids[my_current]);
 }
@@ -739,9 +758,57 @@ record_begin(void)
 }
 
 /*
+ * Where the session's value of setting name came from, for a message: "the
+ * database's statement_timeout, set by ALTER DATABASE ... SET", as
+ * pg_settings.source tells it; read in a transaction of its own (the
+ * caller is between two).
+ */
+static char *
+setting_origin(const char *name)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	char	   *source = NULL;
+	char	   *origin;
+
+	hwm_bgw_begin();
+	if (SPI_execute_with_args("SELECT source FROM pg_catalog.pg_settings WHERE name OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		source = v ? MemoryContextStrdup(cxt, v) : NULL;
+	}
+	hwm_bgw_commit();
+	if (source == NULL)
+		origin = psprintf("the session's %s", name);
+	else if (strcmp(source, "database") == 0)
+		origin = psprintf("the database's %s, set by ALTER DATABASE ... SET", name);
+	else if (strcmp(source, "user") == 0)
+		origin = psprintf("the owner's %s, set by ALTER ROLE ... SET", name);
+	else if (strcmp(source, "database user") == 0)
+		origin = psprintf("the owner's %s in this database, set by ALTER ROLE ... IN DATABASE ... SET", name);
+	else if (strcmp(source, "global") == 0)
+		origin = psprintf("every role's %s, set by ALTER ROLE ALL ... SET", name);
+	else if (strcmp(source, "configuration file") == 0)
+		origin = psprintf("the server's %s, set in postgresql.conf or by ALTER SYSTEM", name);
+	else
+		origin = psprintf("the session's %s (source: %s)", name, source);
+	return origin;
+}
+
+/*
  * Record the run's error, in a transaction of its own after the failed one:
  * 'skipped' when a run by hand (or a backfill) held the pipeline, so that the
- * run is not doubled; else 'failed', which also backs off the next run.
+ * run is not doubled; else 'failed', which also backs off the next run.  A
+ * timeout says whose it was; a read-only default says who set it.  The
+ * recording is the scheduler's own write to its catalog: it is made
+ * read-write whatever default_transaction_read_only the database or the
+ * owner set (as SET transaction_read_only = off, which any role may do),
+ * which the run itself obeyed; else the run that failed for it would be
+ * recorded only as a worker that exited.
  */
 static void
 worker_record_failure(ErrorData *edata)
@@ -750,6 +817,8 @@ worker_record_failure(ErrorData *edata)
 	const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
 	char	   *error;
 
+	/* the run is over: a cancel its timeout left pending cancels nothing here */
+	QueryCancelPending = false;
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
 		edata->message != NULL &&
 		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
@@ -763,8 +832,14 @@ worker_record_failure(ErrorData *edata)
 	{
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
 			strstr(edata->message, "statement timeout") != NULL)
-			error = psprintf("canceling the run: it took longer than its timeout of %d ms",
-							 worker_timeout_ms());
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
+							 worker_timeout_ms(),
+							 my_timeouts_ms[my_current] > 0 ? "the pipeline's, set by hwm.set_timeout" :
+							 setting_origin("statement_timeout"));
+		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
+			error = psprintf("%s\nDETAIL: Every transaction of the owner's sessions here is read-only by default: %s is on.",
+							 edata->message ? edata->message : "read-only transaction",
+							 setting_origin("default_transaction_read_only"));
 		else if (edata->detail)
 			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
 		else

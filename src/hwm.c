@@ -101,8 +101,8 @@ _PG_init(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.max_runs_per_pipeline",
-							"How many finished runs hwm.runs keeps per pipeline.",
-							"Older ones are deleted, of every kind, by hand or scheduled (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps all.",
+							"How many finished runs hwm.runs keeps per pipeline, and per role of its runs without a pipeline.",
+							"Older ones are deleted, of every kind, by hand or scheduled, each owner's on their own; 0 keeps all.",
 							&hwm_max_runs_per_pipeline,
 							1000, 0, INT_MAX,
 							PGC_SUSET, 0,
@@ -117,7 +117,7 @@ _PG_init(void)
 	DefineCustomStringVariable("hwm.notify_channel",
 							   "The channel on which each finished scheduled run is notified.",
 							   "Every scheduled run that ends (succeeded, failed, skipped, interrupted) sends NOTIFY "
-							   "on this channel in its database, with a JSON payload; empty: no notifications.",
+							   "on this channel in its database, with the payload {\"database\": ..., \"run_id\": N}; empty: no notifications.",
 							   &hwm_notify_channel,
 							   "hwm_runs",
 							   PGC_SIGHUP, 0,

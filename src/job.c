@@ -118,6 +118,7 @@ hwm_job_start(HwmJob *job)
 											 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	bool		isnull;
 
+	hwm_prune_runs_in_loop(job->pipeline, true);	/* its steps prune as they go */
 	job->resumed = hwm_job_find_unfinished(job);
 	if (job->resumed)
 	{
@@ -214,6 +215,9 @@ hwm_job_save(const HwmJob *job, bool finished)
 					 " finished_at = CASE WHEN $6 THEN pg_catalog.clock_timestamp() END"
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 					 6, argtypes, values, nulls, SPI_OK_UPDATE);
+	/* a step done: the pipeline's history stays within its bound as the job goes */
+	if (!finished)
+		hwm_prune_runs_in_loop(job->pipeline, false);
 }
 
 void

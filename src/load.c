@@ -476,6 +476,7 @@ catch_up_loop(const char *name, bool atomic, int *runs, int64 *total)
 		if (after)
 			pfree(after);
 		(*runs)++;
+		hwm_prune_runs_in_loop(name, *runs == 1);	/* history within its bound */
 		if (!atomic)
 			SPI_commit();
 		if (!moved)
