@@ -352,17 +352,19 @@ queue_for(const DueRun *due)
  * ------------------------------------------------------------------------
  *
  * hwm.max_workers is shared between the parties that want a worker: the
- * owners of this database with runs due, and the other databases with runs
- * due (each counted once; the launcher tells their next due times).  Before
- * a new queue is claimed, its owner must hold fewer workers (server-wide)
- * than its share, and this database fewer than its own, where a share is
- * hwm.max_workers divided by the parties that will want a worker while
- * the queue's first run holds this one (at least one): those due before it
- * is expected to end, judged by how long that pipeline's last run took
- * (unknown: every party with anything scheduled counts).  So an owner whose
- * runs take 10 seconds holds one worker of two while another owner or
- * database is due within those 10 seconds, and a quick run may still take
- * the second worker between their runs: it is back before they are due.
+ * databases with runs due (the launcher tells a dispatcher when the others
+ * are next due), and within a database the owners with runs due.  Before a
+ * new queue is claimed, this database must hold fewer workers than its
+ * share among the databases, and the queue's owner fewer than its share
+ * among this database's owners, where a share is hwm.max_workers divided
+ * by the parties that will want a worker while the queue's first run holds
+ * this one (at least one): those due before it is expected to end, judged
+ * by how long that pipeline's last run took (unknown: every party with
+ * anything scheduled counts), and only the workers still busy when the
+ * first of them is due count against it.  So an owner whose runs take 10
+ * seconds holds one worker of two while another owner or database is due
+ * within those 10 seconds, and a quick run may still take the second
+ * worker between their runs: it is back before they are due.
  */
 
 /* This database's owners, and when each is next due (hwm_state_due_by_owner) */
@@ -460,12 +462,14 @@ share_of(int others)
 
 /*
  * May a new queue start with this run?  The parties due before it is
- * expected to end are the other databases and the other owners here due by
- * then; when there are any, this database must hold fewer workers busy
- * when the first other database is due than its share among the
- * databases, and the owner fewer busy when the first other party is due
- * than its share among all of them.  With none, the run takes what the
- * launcher's quota leaves.
+ * expected to end are the other databases, and the other owners here, due
+ * by then.  With other databases among them, this database must hold fewer
+ * workers still busy when the first of them is due than its share among
+ * the databases; with other owners, the owner must hold fewer workers
+ * (in every database) still busy when the first of them is due than its
+ * share among the owners.  (An owner's runs in another database are that
+ * database's share: the owners there are counted by its own dispatches.)
+ * With none, the run takes what the launcher's quota leaves.
  */
 static bool
 fair_to_claim(const DueRun *due, TimestampTz now)
@@ -473,7 +477,7 @@ fair_to_claim(const DueRun *due, TimestampTz now)
 	TimestampTz until = due->expected_ms < 0 ? DT_NOEND :
 		TimestampTzPlusMilliseconds(now, due->expected_ms);
 	TimestampTz first_db = DT_NOEND;
-	TimestampTz first_any;
+	TimestampTz first_owner = DT_NOEND;
 	int			other_dbs = 0;
 	int			other_owners = 0;
 
@@ -483,18 +487,17 @@ fair_to_claim(const DueRun *due, TimestampTz now)
 			other_dbs++;
 			first_db = Min(first_db, share_args->others_due_at[i]);
 		}
-	first_any = first_db;
 	for (int i = 0; i < n_due_owners; i++)
 		if (due_owners[i] != due->owner && due_owners_at[i] <= until)
 		{
 			other_owners++;
-			first_any = Min(first_any, due_owners_at[i]);
+			first_owner = Min(first_owner, due_owners_at[i]);
 		}
 	if (other_dbs > 0 &&
 		workers_held(InvalidOid, Max(first_db, now)) >= share_of(other_dbs))
 		return false;
-	if (other_dbs + other_owners > 0 &&
-		workers_held(due->owner, Max(first_any, now)) >= share_of(other_dbs + other_owners))
+	if (other_owners > 0 &&
+		workers_held(due->owner, Max(first_owner, now)) >= share_of(other_owners))
 		return false;
 	return true;
 }
@@ -1024,7 +1027,7 @@ worker_record_failure(ErrorData *edata)
 	{
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
 			strstr(edata->message, "statement timeout") != NULL)
-			error = psprintf("canceling the run: it took longer than its time limit of %d ms (%s)",
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
 							 worker_timeout_ms(), worker_timeout_source());
 		else if (edata->detail)
 			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
