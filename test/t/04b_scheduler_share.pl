@@ -151,13 +151,20 @@ SELECT count(*) >= 1 FROM hwm.runs WHERE pipeline = 'a2' AND status = 'failed'
    AND error LIKE '%4000 ms (statement_timeout of role "alice")%'}),
 	"the owner's statement_timeout applies last, and the error names it");
 
+# ... or the database's
+sql($node, 'postgres', q{ALTER ROLE alice RESET statement_timeout; ALTER DATABASE one SET statement_timeout = '5s'});
+ok($node->poll_query_until('one', q{
+SELECT count(*) >= 1 FROM hwm.runs WHERE pipeline = 'a2' AND status = 'failed'
+   AND error LIKE '%5000 ms (statement_timeout of database "one")%'}),
+	"the database's statement_timeout, and the error names it");
+
 # --- a queue handed back: the rest is due again, not lost ---------------------
 # dave's two pipelines, due hourly, are declared together: one queue.  The
 # first run takes 3 s, past hwm.queue_budget (1 s), so the second is handed
 # back, due again at once, and run by the next worker, not an hour later.
 sql($node, 'one', q{SELECT hwm.unschedule(pipeline) FROM hwm.state WHERE schedule IS NOT NULL});
 sql($node, 'two', q{SELECT hwm.unschedule(pipeline) FROM hwm.state WHERE schedule IS NOT NULL});
-sql($node, 'postgres', q{ALTER ROLE alice RESET statement_timeout; CREATE ROLE dave LOGIN});
+sql($node, 'postgres', q{ALTER DATABASE one RESET statement_timeout; CREATE ROLE dave LOGIN});
 sql($node, 'one', q{
 CREATE SCHEMA d AUTHORIZATION dave;
 SET ROLE dave;
