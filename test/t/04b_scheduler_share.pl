@@ -115,11 +115,11 @@ SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm worker' AND usen
 	'at most one worker serves alice');
 
 # --- time limits of scheduled runs -------------------------------------------
-# alice keeps two pipelines, so that each comes round often; a pipeline's
+# alice keeps two pipelines (the others paused), so that each comes round often; a pipeline's
 # timeout cancels its scheduled run, and the error says so
 sql($node, 'one', q{
 SET ROLE alice;
-SELECT hwm.unschedule('a' || i) FROM generate_series(3, 40) AS i;
+SELECT hwm.pause('a' || i) FROM generate_series(3, 40) AS i;
 SELECT hwm.set_timeout('a1', '2 seconds');
 RESET ROLE;
 });
@@ -162,8 +162,10 @@ SELECT count(*) >= 1 FROM hwm.runs WHERE pipeline = 'a2' AND status = 'failed'
 # dave's two pipelines, due hourly, are declared together: one queue.  The
 # first run takes 3 s, past hwm.queue_budget (1 s), so the second is handed
 # back, due again at once, and run by the next worker, not an hour later.
-sql($node, 'one', q{SELECT hwm.unschedule(pipeline) FROM hwm.state WHERE schedule IS NOT NULL});
-sql($node, 'two', q{SELECT hwm.unschedule(pipeline) FROM hwm.state WHERE schedule IS NOT NULL});
+# (paused, not unscheduled: an unschedule racing a dispatch is issue 28's
+# first point, not this test's)
+sql($node, 'one', q{SELECT hwm.pause(pipeline) FROM hwm.state WHERE enabled AND schedule IS NOT NULL});
+sql($node, 'two', q{SELECT hwm.pause(pipeline) FROM hwm.state WHERE enabled AND schedule IS NOT NULL});
 sql($node, 'postgres', q{ALTER DATABASE one RESET statement_timeout; CREATE ROLE dave LOGIN});
 sql($node, 'one', q{
 CREATE SCHEMA d AUTHORIZATION dave;
