@@ -1145,6 +1145,68 @@ hwm_runs_delete_running(int64 run_id)
 }
 
 /*
+ * For the dispatcher's fair shares: per owner of the pipelines at home here,
+ * when its next scheduled run is due (the earliest next_run_at of its
+ * schedulable pipelines), as SPI rows (owner oid, due).
+ */
+uint64
+hwm_state_due_by_owner(void)
+{
+	Oid			argtypes[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
+
+	/* ($1 is hwm_state_select_due's limit, unused here) */
+	hwm_catalog_exec(psprintf("SELECT s.owner::pg_catalog.oid, pg_catalog.min(s.next_run_at)"
+							  " FROM hwm.state AS s WHERE %s GROUP BY s.owner", schedulable()),
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed;
+}
+
+/*
+ * How long the last run of each pipeline named (text[]) took, in ms, as SPI
+ * rows (pipeline, ms); a pipeline without a finished last run is left out.
+ */
+uint64
+hwm_state_last_durations(Datum pipelines)
+{
+	Oid			argtypes[1] = {TEXTARRAYOID};
+	Datum		values[1] = {pipelines};
+
+	hwm_catalog_exec("SELECT s.pipeline, (pg_catalog.date_part('epoch', s.last_run_finished_at"
+					 "  OPERATOR(pg_catalog.-) s.last_run_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
+					 " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) ANY ($1)"
+					 "  AND s.last_run_finished_at OPERATOR(pg_catalog.>=) s.last_run_started_at",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed;
+}
+
+/*
+ * A worker's turn at its queue is over: the claimed runs it will not start
+ * (int8[] of run_ids) are handed back.  Their 'running' rows go, nothing is
+ * recorded, and each pipeline is due again at once: next_run_at goes back
+ * to the claim, unless the pipeline was unscheduled since (or is due
+ * earlier).  Returns how many runs were handed back.
+ */
+int64
+hwm_runs_release(Datum run_ids)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1] = {run_ids};
+	Datum		n;
+
+	hwm_catalog_exec("WITH r AS ("
+					 " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
+					 "  AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+					 " RETURNING pipeline, started_at),"
+					 " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
+					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
+					 "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at RETURNING 1)"
+					 " SELECT pg_catalog.count(*) FROM r",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	return hwm_spi_first(&n) ? DatumGetInt64(n) : 0;
+}
+
+/*
  * Refuse to overwrite or backfill (verb) partitions of a pipeline that has
  * none: a command or interval pipeline (no target), or one declared without
  * a partition column; detail, when given, says why a partition column is

@@ -143,5 +143,13 @@ extern void hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *s
 								  const char *error);
 extern char *hwm_runs_running_pipeline(int64 run_id);
 extern void hwm_runs_delete_running(int64 run_id);
+/* the dispatcher's fair shares: per owner here, when its next run is due
+ * (rows of owner oid, timestamptz); the last run's duration in ms of the
+ * pipelines named in a text[] (rows of pipeline, int8) */
+extern uint64 hwm_state_due_by_owner(void);
+extern uint64 hwm_state_last_durations(Datum pipelines);
+/* a worker hands back claimed runs it will not start (int8[] of run_ids):
+ * their 'running' rows go and their pipelines are due again; how many */
+extern int64 hwm_runs_release(Datum run_ids);
 
 #endif							/* HWM_CATALOG_H */

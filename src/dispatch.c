@@ -23,7 +23,10 @@
  *	   anchored grid after now() (grid.c; so a backlog becomes one catch-up
  *	   run) and queues the run: behind the other runs of its owner claimed
  *	   by this dispatch, or in a new slot (slots.c), at most quota slots of
- *	   at most HWM_QUEUE_MAX runs.  A run whose owner cannot start a session
+ *	   at most HWM_QUEUE_MAX runs (and hwm.queue_budget of expected work),
+ *	   a new slot only while its owner and this database are below their
+ *	   fair shares (see "Fair shares" below; the runs held back stay due).
+ *	   A run whose owner cannot start a session
  *	   (dropped, or without LOGIN) fails at once; whatever else fails for one
  *	   pipeline's row is recorded against that pipeline (its next try an
  *	   hour away), logged with its name, and the others are claimed;
@@ -40,7 +43,10 @@
  * run, else 'failed'; a failure counts in hwm.state and backs off: the retry
  * waits schedule * 2^(n-1) after the n-th consecutive failure, at most one
  * hour or one schedule, whichever is longer.  Then the next run of the
- * queue, after the session is reset as DISCARD ALL resets it.  A fork and a
+ * queue, after the session is reset as DISCARD ALL resets it, unless the
+ * worker's turn (hwm.queue_budget) is over: then the runs not started are
+ * handed back, due again.  A run's time limit is the pipeline's timeout,
+ * else hwm.scheduled_timeout, else the session's statement_timeout.  A fork and a
  * connection are paid per queue; a queue never mixes owners or databases.
  *
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
@@ -86,6 +92,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -97,6 +104,11 @@
 
 /* Settings of the per-database processes (defined in hwm.c) */
 char	   *hwm_notify_channel = NULL;
+int			hwm_queue_budget = 1000;
+int			hwm_scheduled_timeout = 0;
+
+/* When a dispatch that held runs back for fairness looks again, at the latest */
+#define HOLD_RETRY_MS			1000
 
 /* How long a dispatcher waits for a lock before it gives up (and retries) */
 #define DISPATCH_LOCK_TIMEOUT	"5s"
@@ -301,6 +313,9 @@ typedef struct DueRun
 	Interval   *every;
 	TimestampTz anchor;
 	int32		timeout_ms;
+	int64		expected_ms;	/* its last run's duration; -1: unknown */
+	int			inflight;		/* its owner's queues in flight, at the start */
+	int			order;			/* its place in select_due's order */
 } DueRun;
 
 /* set when a claim found no free slot: the dispatch stops claiming */
@@ -318,18 +333,193 @@ typedef struct Queues
 	Oid		   *owners;
 	int		   *slotnos;
 	int		   *lengths;
+	int64	   *planned_ms;		/* the expected durations of its runs, summed */
 } Queues;
 
 static Queues queues;
 
-/* The queue of this owner with room (-1: none), or -2 when none may be added */
+/*
+ * The queue of this owner with room for the run (-1: none), or -2 when none
+ * may be added.  A queue has room while it holds fewer than HWM_QUEUE_MAX
+ * runs and the runs' expected durations (their last ones; unknown counts as
+ * nothing) fit in hwm.queue_budget: a queue of slow runs stays short, as its
+ * worker would hand the rest back anyway.
+ */
 static int
-queue_for(Oid owner)
+queue_for(const DueRun *due)
 {
 	for (int q = 0; q < queues.n; q++)
-		if (queues.owners[q] == owner && queues.lengths[q] < HWM_QUEUE_MAX)
+		if (queues.owners[q] == due->owner && queues.lengths[q] < HWM_QUEUE_MAX &&
+			queues.planned_ms[q] + Max(due->expected_ms, 0) <= hwm_queue_budget)
 			return q;
 	return queues.n < queues.quota ? -1 : -2;
+}
+
+/* ------------------------------------------------------------------------
+ * Fair shares
+ * ------------------------------------------------------------------------
+ *
+ * hwm.max_workers is shared between the parties that want a worker: the
+ * databases with runs due (the launcher tells a dispatcher when the others
+ * are next due), and within a database the owners with runs due.  Before a
+ * new queue is claimed, this database must hold fewer workers than its
+ * share among the databases, and the queue's owner fewer than its share
+ * among this database's owners, where a share is hwm.max_workers divided
+ * by the parties that will want a worker while the queue's first run holds
+ * this one (at least one): those due before it is expected to end, judged
+ * by how long that pipeline's last run took (unknown: every party with
+ * anything scheduled counts), and only the workers still busy when the
+ * first of them is due count against it.  So an owner whose runs take 10
+ * seconds holds one worker of two while another owner or database is due
+ * within those 10 seconds, and a quick run may still take the second
+ * worker between their runs: it is back before they are due.
+ */
+
+/* This database's owners, and when each is next due (hwm_state_due_by_owner) */
+static int	n_due_owners = 0;
+static Oid *due_owners = NULL;
+static TimestampTz *due_owners_at = NULL;
+static const HwmDispatchArgs *share_args = NULL;
+
+/* Read when each owner of this database is next due (after claims, too) */
+static void
+read_due_owners(void)
+{
+	uint64		n = hwm_state_due_by_owner();
+
+	n_due_owners = (int) n;
+	due_owners = palloc(sizeof(Oid) * (n + 1));
+	due_owners_at = palloc(sizeof(TimestampTz) * (n + 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		d;
+
+		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		due_owners[i] = isnull ? InvalidOid : DatumGetObjectId(d);
+		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		due_owners_at[i] = isnull ? DT_NOEND : DatumGetTimestampTz(d);
+	}
+}
+
+/* The expected duration of each due run: its pipeline's last run (-1: unknown) */
+static void
+read_expected(DueRun *due, uint64 ndue)
+{
+	Datum	   *names = palloc(sizeof(Datum) * (ndue + 1));
+	uint64		n;
+
+	for (uint64 i = 0; i < ndue; i++)
+	{
+		names[i] = CStringGetTextDatum(due[i].pipeline);
+		due[i].expected_ms = -1;
+	}
+	n = hwm_state_last_durations(PointerGetDatum(construct_array(names, (int) ndue, TEXTOID,
+																  -1, false, TYPALIGN_INT)));
+	for (uint64 r = 0; r < n; r++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+		Datum		ms = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (name == NULL || isnull)
+			continue;
+		for (uint64 i = 0; i < ndue; i++)
+			if (strcmp(due[i].pipeline, name) == 0)
+				due[i].expected_ms = DatumGetInt64(ms);
+	}
+}
+
+/*
+ * Workers held (claimed, starting or running) by an owner server-wide, or
+ * by this database (owner InvalidOid), and still busy at `at`: by when
+ * their queues are expected to end (a queue past its expected end is taken
+ * to end within HOLD_RETRY_MS; DT_NOBEGIN counts them all).
+ */
+static int
+workers_held(Oid owner, TimestampTz at)
+{
+	HwmRunSlot *slots = palloc(sizeof(HwmRunSlot) * hwm_slots_count());
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = 0;
+
+	hwm_slots_read(slots);
+	for (int i = 0; i < hwm_slots_count(); i++)
+	{
+		TimestampTz busy_until = slots[i].busy_until;
+
+		if (!(slots[i].state == HWM_SLOT_CLAIMED || slots[i].state == HWM_SLOT_STARTING ||
+			  slots[i].state == HWM_SLOT_RUNNING) ||
+			!(OidIsValid(owner) ? slots[i].owner == owner : slots[i].dboid == MyDatabaseId))
+			continue;
+		if (busy_until < now)
+			busy_until = TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS);
+		if (busy_until > at)
+			n++;
+	}
+	pfree(slots);
+	return n;
+}
+
+/* A share of hwm.max_workers among this party and `others` (at least one) */
+static int
+share_of(int others)
+{
+	return Max(1, share_args->max_workers / (1 + others));
+}
+
+/*
+ * May a new queue start with this run?  The parties due before it is
+ * expected to end are the other databases, and the other owners here, due
+ * by then.  With other databases among them, this database must hold fewer
+ * workers still busy when the first of them is due than its share among
+ * the databases; with other owners, the owner must hold fewer workers
+ * (in every database) still busy when the first of them is due than its
+ * share among the owners.  (An owner's runs in another database are that
+ * database's share: the owners there are counted by its own dispatches.)
+ * With none, the run takes what the launcher's quota leaves.
+ */
+static bool
+fair_to_claim(const DueRun *due, TimestampTz now)
+{
+	TimestampTz until = due->expected_ms < 0 ? DT_NOEND :
+		TimestampTzPlusMilliseconds(now, due->expected_ms);
+	TimestampTz first_db = DT_NOEND;
+	TimestampTz first_owner = DT_NOEND;
+	int			other_dbs = 0;
+	int			other_owners = 0;
+
+	for (int i = 0; i < share_args->nothers; i++)
+		if (share_args->others_due_at[i] <= until)
+		{
+			other_dbs++;
+			first_db = Min(first_db, share_args->others_due_at[i]);
+		}
+	for (int i = 0; i < n_due_owners; i++)
+		if (due_owners[i] != due->owner && due_owners_at[i] <= until)
+		{
+			other_owners++;
+			first_owner = Min(first_owner, due_owners_at[i]);
+		}
+	if (other_dbs > 0 &&
+		workers_held(InvalidOid, Max(first_db, now)) >= share_of(other_dbs))
+		return false;
+	if (other_owners > 0 &&
+		workers_held(due->owner, Max(first_owner, now)) >= share_of(other_owners))
+		return false;
+	return true;
+}
+
+/* Due runs in turn order, owners holding fewer workers first */
+static int
+due_cmp(const void *a, const void *b)
+{
+	const DueRun *x = a;
+	const DueRun *y = b;
+
+	if (x->inflight != y->inflight)
+		return x->inflight < y->inflight ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
 }
 
 /* a claimed run whose owner cannot run it, recorded after its claim */
@@ -378,17 +568,18 @@ claim_run(const DueRun *due, TimestampTz now)
 	 * error rolls the claims back; slots taken for them are started, find no
 	 * 'running' row and end.
 	 */
-	q = queue_for(due->owner);
-	if (q >= 0 && hwm_slot_enqueue(queues.slotnos[q], run_id, due->timeout_ms))
+	q = queue_for(due);
+	if (q >= 0 && hwm_slot_enqueue(queues.slotnos[q], run_id, due->timeout_ms, due->expected_ms))
 	{
 		queues.lengths[q]++;
+		queues.planned_ms[q] += Max(due->expected_ms, 0);
 		return;
 	}
 	if (q >= 0)
 		queues.lengths[q] = HWM_QUEUE_MAX;	/* taken by its worker already */
 	if (queues.n >= queues.quota)
 		elog(ERROR, "hwm: no room left in this dispatch for pipeline \"%s\"", due->pipeline);
-	slotno = hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id);
+	slotno = hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id, due->expected_ms);
 	if (slotno < 0)
 	{
 		no_free_slot = true;
@@ -397,6 +588,7 @@ claim_run(const DueRun *due, TimestampTz now)
 	queues.owners[queues.n] = due->owner;
 	queues.slotnos[queues.n] = slotno;
 	queues.lengths[queues.n] = 1;
+	queues.planned_ms[queues.n] = Max(due->expected_ms, 0);
 	queues.n++;
 }
 
@@ -476,47 +668,104 @@ read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 }
 
 /*
- * Claim due runs into at most quota queues, one per owner, of at most
- * HWM_QUEUE_MAX runs each; returns when the next unclaimed pipeline is due
- * (now when more are due, DT_NOEND when none is scheduled).  Each claim
- * runs in a subtransaction of its own: whatever one pipeline's row makes
- * fail (its next time, its claim) is recorded against that pipeline alone,
- * logged with its name, and the others are claimed all the same.  Only a
- * failure of the scheduler itself (no free slot, the catalog unreadable)
- * ends the dispatch.
+ * When the dispatch that held back the runs of some owners for fairness
+ * should look again: when the next run of another owner is due, and at
+ * the latest HOLD_RETRY_MS from now (workers may have ended by then).
  */
 static TimestampTz
-claim_due_runs(int quota)
+next_due_not_held(const Oid *held, int nheld, TimestampTz now)
 {
+	TimestampTz next = TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS);
+
+	read_due_owners();
+	for (int i = 0; i < n_due_owners; i++)
+	{
+		bool		was_held = false;
+
+		for (int k = 0; k < nheld && !was_held; k++)
+			was_held = held[k] == due_owners[i];
+		if (!was_held)
+			next = Min(next, due_owners_at[i]);
+	}
+	/* and once another database's runs are due, the shares change */
+	for (int i = 0; i < share_args->nothers; i++)
+		if (share_args->others_due_at[i] > now)
+			next = Min(next, share_args->others_due_at[i]);
+	return next;
+}
+
+/*
+ * Claim due runs into at most quota queues, one per owner, of at most
+ * HWM_QUEUE_MAX runs each (and about hwm.queue_budget of expected work);
+ * returns when the next unclaimed pipeline is due (now when more are due,
+ * DT_NOEND when none is scheduled).  Owners holding fewer workers go first,
+ * and a new queue is claimed only when it is fair (fair_to_claim): the runs
+ * of an owner at its share are held back, due, for a later dispatch.  Each
+ * claim runs in a subtransaction of its own: whatever one pipeline's row
+ * makes fail (its next time, its claim) is recorded against that pipeline
+ * alone, logged with its name, and the others are claimed all the same.
+ * Only a failure of the scheduler itself (no free slot, the catalog
+ * unreadable) ends the dispatch.
+ */
+static TimestampTz
+claim_due_runs(const HwmDispatchArgs *args)
+{
+	int			quota = args->quota;
 	TimestampTz now = GetCurrentTimestamp();
 	MemoryContext cxt = CurrentMemoryContext;
 	SPITupleTable *tt;
-	uint64		ndue;
+	uint64		nrows;
+	uint64		ndue = 0;
 	DueRun	   *due;
+	Oid		   *held;
+	int			nheld = 0;
 
 	bool		left = false;
 
+	share_args = args;
 	queues.quota = quota;
 	queues.n = 0;
 	queues.owners = palloc(sizeof(Oid) * (quota + 1));
 	queues.slotnos = palloc(sizeof(int) * (quota + 1));
 	queues.lengths = palloc(sizeof(int) * (quota + 1));
+	queues.planned_ms = palloc(sizeof(int64) * (quota + 1));
 	hwm_state_select_due(quota * HWM_QUEUE_MAX + 1, now);
 	tt = SPI_tuptable;
-	ndue = SPI_processed;
-	due = palloc0(sizeof(DueRun) * (ndue + 1));
+	nrows = SPI_processed;
+	due = palloc0(sizeof(DueRun) * (nrows + 1));
+	/* (a row read_due cannot read is left out: logged there) */
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		read_due(tt, i, &due[ndue]);
+		if (due[ndue].pipeline != NULL)
+			ndue++;
+	}
 	for (uint64 i = 0; i < ndue; i++)
-		read_due(tt, i, &due[i]);
+	{
+		due[i].order = (int) i;
+		due[i].inflight = workers_held(due[i].owner, DT_NOBEGIN);
+	}
+	if (ndue > 0)
+	{
+		read_expected(due, ndue);
+		read_due_owners();
+		qsort(due, ndue, sizeof(DueRun), due_cmp);
+	}
+	held = palloc(sizeof(Oid) * (ndue + 1));
 	for (uint64 i = 0; i < ndue; i++)
 	{
 		ClaimStep	c = {.due = &due[i], .now = now};
 		ErrorData  *edata2;
+		int			q = queue_for(&due[i]);
 
-		if (due[i].pipeline == NULL)
-			continue;			/* unreadable: logged by read_due */
-		if (queue_for(due[i].owner) == -2)
+		if (q == -2)
 		{
 			left = true;		/* no room for its owner: the next dispatch */
+			continue;
+		}
+		if (q == -1 && !fair_to_claim(&due[i], now))
+		{
+			held[nheld++] = due[i].owner;	/* at its share: later */
 			continue;
 		}
 
@@ -537,8 +786,10 @@ claim_due_runs(int quota)
 					(errmsg("hwm: could not record the failed claim of pipeline \"%s\": %s",
 							due[i].pipeline, edata2->message)));
 	}
-	if (left || ndue > (uint64) quota * HWM_QUEUE_MAX)
+	if (left || (nheld == 0 && nrows > (uint64) quota * HWM_QUEUE_MAX))
 		return now;				/* more are due than this dispatch may claim */
+	if (nheld > 0)
+		return next_due_not_held(held, nheld, now);
 	return hwm_state_next_due();
 }
 
@@ -560,7 +811,7 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 		sweep_interrupted();
 		prune_history();
 	}
-	*next_due = claim_due_runs(args->quota);
+	*next_due = claim_due_runs(args);
 	hwm_bgw_commit();
 	return true;
 }
@@ -668,11 +919,75 @@ worker_claim_slot(void)
 	return true;
 }
 
-/* The run's time limit in ms: the pipeline's timeout, else statement_timeout */
+/*
+ * The run's time limit in ms: the pipeline's timeout, else
+ * hwm.scheduled_timeout, else statement_timeout (0: none).
+ */
 static int
 worker_timeout_ms(void)
 {
-	return my_timeouts_ms[my_current] > 0 ? my_timeouts_ms[my_current] : StatementTimeout;
+	if (my_timeouts_ms[my_current] > 0)
+		return my_timeouts_ms[my_current];
+	return hwm_scheduled_timeout > 0 ? hwm_scheduled_timeout : StatementTimeout;
+}
+
+/*
+ * Where the run's time limit came from, for its error: the pipeline's
+ * timeout, or hwm.scheduled_timeout or statement_timeout and where that was
+ * set (pg_settings.source: the role, the database, both, or the server's
+ * configuration).  Runs in a transaction of its own, after the failed one.
+ */
+static char *
+worker_timeout_source(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	const char *setting;
+	char	   *volatile where = NULL;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	if (my_timeouts_ms[my_current] > 0)
+		return "the pipeline's timeout, set with hwm.set_timeout";
+	setting = hwm_scheduled_timeout > 0 ? "hwm.scheduled_timeout" : "statement_timeout";
+	values[0] = CStringGetTextDatum(setting);
+	PG_TRY();
+	{
+		Datum		d;
+		char	   *source = NULL;
+		char	   *role;
+		char	   *db;
+
+		hwm_bgw_begin();
+		role = GetUserNameFromId(GetUserId(), true);
+		db = get_database_name(MyDatabaseId);
+		hwm_spi_exec("SELECT source FROM pg_catalog.pg_settings WHERE name OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+		if (hwm_spi_first(&d))
+			source = TextDatumGetCString(d);
+		if (source == NULL)
+			where = MemoryContextStrdup(cxt, setting);
+		else if (strcmp(source, "user") == 0)
+			where = MemoryContextStrdup(cxt, psprintf("%s of role \"%s\"", setting,
+													  role ? role : "?"));
+		else if (strcmp(source, "database") == 0)
+			where = MemoryContextStrdup(cxt, psprintf("%s of database \"%s\"", setting,
+													  db ? db : "?"));
+		else if (strcmp(source, "database user") == 0)
+			where = MemoryContextStrdup(cxt, psprintf("%s of role \"%s\" in database \"%s\"",
+													  setting, role ? role : "?", db ? db : "?"));
+		else
+			where = MemoryContextStrdup(cxt, psprintf("%s, from the server's %s", setting, source));
+		hwm_bgw_commit();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	return where ? where : pstrdup(setting);
 }
 
 /*
@@ -833,9 +1148,7 @@ worker_record_failure(ErrorData *edata)
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
 			strstr(edata->message, "statement timeout") != NULL)
 			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
-							 worker_timeout_ms(),
-							 my_timeouts_ms[my_current] > 0 ? "the pipeline's, set by hwm.set_timeout" :
-							 setting_origin("statement_timeout"));
+							 worker_timeout_ms(), worker_timeout_source());
 		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
 			error = psprintf("%s\nDETAIL: Every transaction of the owner's sessions here is read-only by default: %s is on.",
 							 edata->message ? edata->message : "read-only transaction",
@@ -930,10 +1243,52 @@ serve_run(MemoryContext workcxt)
 		worker_record_failure(edata);
 }
 
+/*
+ * The worker's turn at its queue is over (hwm.queue_budget spent): the runs
+ * it has not started are handed back, their 'running' rows released and
+ * their pipelines due again, for the next dispatch to share out (to this
+ * owner again when that is fair).  Nothing is recorded for them.  Should
+ * that fail, they stay in the slot, which the next dispatcher records.
+ */
+static void
+hand_back_rest(int from)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum	   *ids = palloc(sizeof(Datum) * (my_nruns - from + 1));
+	int			n = 0;
+	int64		released = 0;
+
+	for (int k = from; k < my_nruns; k++)
+		ids[n++] = Int64GetDatum(my_run_ids[k]);
+	PG_TRY();
+	{
+		hwm_bgw_begin();
+		released = hwm_runs_release(PointerGetDatum(construct_array(ids, n, INT8OID, 8,
+																	FLOAT8PASSBYVAL,
+																	TYPALIGN_DOUBLE)));
+		hwm_wakeup_at_commit();
+		hwm_bgw_commit();
+		my_recorded += n;
+		ereport(DEBUG1,
+				(errmsg("hwm: worker handed back " INT64_FORMAT " of its queue's runs: its turn of %d ms is over",
+						released, hwm_queue_budget)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+}
+
 void
 hwm_worker_main(Datum main_arg)
 {
 	MemoryContext workcxt;
+	TimestampTz turn_started;
 
 	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
 	my_slotno = DatumGetInt32(main_arg);
@@ -955,10 +1310,19 @@ hwm_worker_main(Datum main_arg)
 	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
 									ALLOCSET_DEFAULT_SIZES);
 
+	turn_started = GetCurrentTimestamp();
 	for (my_current = 0; my_current < my_nruns; my_current++)
 	{
 		if (my_current > 0)
+		{
+			/* a run ended past the budget: the rest goes back */
+			if (TimestampDifferenceExceeds(turn_started, GetCurrentTimestamp(), hwm_queue_budget))
+			{
+				hand_back_rest(my_current);
+				break;
+			}
 			reset_session();
+		}
 		serve_run(workcxt);
 		MemoryContextReset(workcxt);
 		CHECK_FOR_INTERRUPTS();

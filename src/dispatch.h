@@ -15,6 +15,12 @@
 /* hwm.notify_channel */
 extern char *hwm_notify_channel;
 
+/* hwm.queue_budget (ms): a worker's turn at its queue */
+extern int	hwm_queue_budget;
+
+/* hwm.scheduled_timeout (ms): the time limit of a scheduled run without a timeout of its own */
+extern int	hwm_scheduled_timeout;
+
 extern bool hwm_notify_channel_check(char **newval, void **extra, GucSource source);
 
 #endif							/* HWM_DISPATCH_H */

@@ -122,6 +122,23 @@ _PG_init(void)
 							   "hwm_runs",
 							   PGC_SIGHUP, 0,
 							   hwm_notify_channel_check, NULL, NULL);
+	DefineCustomIntVariable("hwm.queue_budget",
+							"How long a scheduled worker serves its queue before handing the rest back.",
+							"A worker serves a queue of one owner's due runs; once a run ends past this budget, "
+							"the runs not yet started are handed back, due again, for the next dispatch to share "
+							"out; 0: one run per worker.",
+							&hwm_queue_budget,
+							1000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.scheduled_timeout",
+							"The time limit of a scheduled run whose pipeline has no timeout of its own.",
+							"A pipeline's timeout (hwm.set_timeout) comes first, then this setting, then the owner's statement_timeout; 0: none. "
+							"Only a superuser sets it (per role or database with ALTER ROLE/DATABASE ... SET), so an owner cannot lift it.",
+							&hwm_scheduled_timeout,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 	hwm_owners_init();
 	hwm_running_init();

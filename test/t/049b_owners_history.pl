@@ -201,7 +201,7 @@ sql($node, 'ro', q{SELECT hwm.schedule('ro_slow', '1 second')});
 wait_for($node, 'ro', q{SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'ro_slow' AND status = 'failed'},
 	undef, 'the slow pipeline is cancelled by the database\'s statement_timeout');
 like(sql($node, 'ro', q{SELECT error FROM hwm.runs WHERE pipeline = 'ro_slow' AND status = 'failed' ORDER BY run_id DESC LIMIT 1}),
-	qr/took longer than its timeout of 300 ms \(the database's statement_timeout, set by ALTER DATABASE/,
+	qr/took longer than its timeout of 300 ms \(statement_timeout of database "ro"\)/,
 	'the message says the timeout was the database\'s');
 $node->safe_psql('postgres', q{ALTER DATABASE ro RESET statement_timeout}, extra_params => [ '-U', 'alice' ]);
 
