@@ -259,10 +259,11 @@ hourly_done() { same_rows "$1" dw.events_hourly "SELECT * FROM ($hourly_sql) h
     WHERE hour < (SELECT watermark::timestamptz FROM hwm.state WHERE pipeline = 'dw.events_hourly')"; }
 mdbt "first dbt run of an hwm_interval model" run --select events_hourly
 hourly_done "each finished hour is computed, the current one is not"
-check "... on an interval pipeline from the model's only source, up to the current hour" \
-    "shop.events|created_at|01:00:00|true" \
+check "... on an interval pipeline reading the model's only source (through its view and function), up to the current hour" \
+    "dw.events_hourly__hwm_src|created_at|01:00:00|true|t" \
     "$(q "SELECT source || '|' || watermark_column || '|' || time_interval || '|'
-                 || (watermark::timestamptz >= date_trunc('hour', now()) - interval '1 hour')
+                 || (watermark::timestamptz >= date_trunc('hour', now()) - interval '1 hour') || '|'
+                 || (SELECT prosrc LIKE '%from \"shop\".\"events\"%' FROM pg_proc WHERE oid = 'dw.events_hourly__hwm_fn()'::regprocedure)
             FROM hwm.state WHERE pipeline = 'dw.events_hourly'")"
 mlogged "... and dbt's output says which intervals it did" 'hwm dw\.events_hourly: [0-9]+ runs, [0-9]+ rows processed, watermark none -> '
 # a row that commits into an hour already done: computed again only when asked
@@ -327,8 +328,8 @@ check "... same pipelines" "$ident" "$(up_ident)"
 up_same "... the hwm model has every row"
 q "INSERT INTO shop.upstream VALUES (64, now() - interval '1 minute', 'b', 64)" >/dev/null
 mdbt "the upstream as an incremental model (replacing the view)" run --select upstream --vars "{up_mat: incremental}"
-mdbt "... then --full-refresh of the upstream alone" run --select up_stage --full-refresh --vars "{up_mat: incremental}"
 q "INSERT INTO shop.upstream VALUES (65, now() - interval '1 minute', 'a', 65)" >/dev/null
+mdbt "... then --full-refresh of the upstream alone" run --select up_stage --full-refresh --vars "{up_mat: incremental}"
 mdbt "... and a plain run of the hwm models" run --select up_hwm up_hourly --vars "{up_mat: incremental}"
 check "... same pipelines" "$ident" "$(up_ident)"
 up_same "... the hwm model has every row"
@@ -359,7 +360,7 @@ same_rows "... every row" dw.fresh_empty "TABLE shop.upstream"
 rr() { "$venv/bin/python" -c 'import json,sys
 r=[x for x in json.load(open(sys.argv[1]))["results"] if x["unique_id"]==sys.argv[2]][0]["adapter_response"]
 print(str(r.get("rows_affected"))+"|"+str(r.get("_message")))' "$1/run_results.json" "$2" 2>&1; }
-q "INSERT INTO shop.upstream SELECT i, now() - interval '2 minutes', 'c', i FROM generate_series(1001, 1300) i" >/dev/null
+q "INSERT INTO shop.upstream SELECT i, now(), 'c', i FROM generate_series(1001, 1300) i" >/dev/null
 mdbt "the upstream rebuilt with 300 new rows" run --select up_stage --vars "{up_mat: incremental}"
 last=$(q "SELECT max(run_id) FROM hwm.runs")
 (cd "$mproject" && timeout 120 "$venv/bin/dbt" run --select up_hwm --vars "{up_mat: incremental}" --target-path "$work/conc1") >"$work/conc1.log" 2>&1 &
@@ -393,7 +394,8 @@ mdbt_fails "a model whose output repeats a key fails, naming the model, its uniq
 check "... and its failed first run left no table, helper view, function or pipeline" "|||0" \
     "$(q "SELECT to_regclass('dw.dupes')")|$(q "SELECT to_regclass('dw.dupes__hwm_src')")|$(q "SELECT to_regprocedure('dw.dupes__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.dupes'")"
 mdbt "source rows with a NULL watermark: the model loads the others" run --select nullwm
-mlogged "... and dbt warns, with the count and the column" '\[WARNING\].*hwm model dw\.nullwm: 2 source rows have a NULL updated_at'
+mlogged "... and says so, with the count and the column" 'hwm model dw\.nullwm: 2 source rows have a NULL updated_at'
+check "... as a dbt warning" "1" "$(grep -c '\[warn *\].*hwm model dw\.nullwm: 2 source rows have a NULL updated_at' "$work/logs/dbt.log")"
 mdbt "a model whose column a view reads" run --select typed
 q "SET ROLE dbt; CREATE VIEW dw.typed_view AS SELECT id, amount FROM dw.typed" >/dev/null
 mdbt_fails "--full-refresh changing that column's type fails, naming the view and what to do" \
@@ -433,8 +435,9 @@ check "... changing nothing" "integer|$wm" \
 mdbt "an hwm model, scheduled" run --select retiree --vars "{retiree: true}"
 check "... has its pipeline" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")"
 mdbt "once the model is gone from the project, a dbt run" run --select ticks
-mlogged "... warns about its pipeline, with its schedule and target" \
-    "\[WARNING\].*hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model that no model of this project declares any more"
+mlogged "... names its pipeline, with its schedule and target" \
+    "hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model that no model of this project declares any more"
+check "... in a dbt warning" "t" "$(grep -q '\[warn *\].*hwm: pipeline dw\.retiree (01:00:00' "$work/logs/dbt.log" && echo t || echo f)"
 mdbt "dbt run-operation hwm_retire (a dry run by default)" run-operation hwm_retire
 mlogged "... lists it" "would drop pipeline dw\.retiree"
 check "... and drops nothing" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")"
