@@ -427,6 +427,9 @@ mdbt_fails "an incremental run that breaks the contract fails" "contract" run --
 mdbt_fails "... and so does a --full-refresh" "contract" run --select contracted --full-refresh --vars "{contract_amount: bigint}"
 check "... changing nothing" "integer|$wm" \
     "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'dw.contracted'::regclass AND attname = 'amount'")|$(q "SELECT watermark FROM hwm.state WHERE pipeline = 'dw.contracted'")"
+mdbt "a --full-refresh of the model within its contract" run --select contracted --full-refresh
+check "... keeps the contract's constraints (hwm.swap checks the new rows against them)" "CHECK ((amount >= 0))|PRIMARY KEY (id)" \
+    "$(q "SELECT string_agg(pg_get_constraintdef(oid), '|' ORDER BY contype) FROM pg_constraint WHERE conrelid = 'dw.contracted'::regclass")"
 
 # --- retiring models -----------------------------------------------------------------
 # (issue 29, case 5) a deleted model's pipeline is named by every dbt run and
