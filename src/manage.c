@@ -859,7 +859,8 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	p = hwm_pipeline_fetch(name, true, false);
 	reset = alter_reset_mask(fcinfo);
 	alter_read_args(fcinfo, p, &a);
-	hwm_check_owner_allowed(a.owner, a.name, true);
+	/* (a superuser-owned pipeline, once hwm.allow_superuser_pipelines is off) */
+	hwm_check_owner_allowed(a.owner, a.name, false);
 	alter_check_as_owner(&a, alter_stored_watermark_type(name));
 	alter_update_row(&a);
 	if (a.schedule)
