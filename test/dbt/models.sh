@@ -260,7 +260,7 @@ hourly_done() { same_rows "$1" dw.events_hourly "SELECT * FROM ($hourly_sql) h
 mdbt "first dbt run of an hwm_interval model" run --select events_hourly
 hourly_done "each finished hour is computed, the current one is not"
 check "... on an interval pipeline reading the model's only source (through its view and function), up to the current hour" \
-    "dw.events_hourly__hwm_src|created_at|01:00:00|true|t" \
+    "dw.events_hourly__hwm_src|created_at|01:00:00|true|true" \
     "$(q "SELECT source || '|' || watermark_column || '|' || time_interval || '|'
                  || (watermark::timestamptz >= date_trunc('hour', now()) - interval '1 hour') || '|'
                  || (SELECT prosrc LIKE '%from \"shop\".\"events\"%' FROM pg_proc WHERE oid = 'dw.events_hourly__hwm_fn()'::regprocedure)
