@@ -206,5 +206,25 @@ COMMENT ON FUNCTION hwm.set_watermark(text, anyelement) IS
 ALTER TABLE hwm.state ADD COLUMN claimed_run_id bigint;
 COMMENT ON COLUMN hwm.state.claimed_run_id IS
 'The scheduled run the scheduler claimed last (its run_id in hwm.runs); cleared when the schedule or the pause state changes, which makes a claimed run that has not started yet be skipped.';
+CREATE FUNCTION hwm.alter_pipeline(
+    pipeline          text,
+    source            regclass DEFAULT NULL,
+    target            regclass DEFAULT NULL,
+    unique_key        text[]   DEFAULT NULL,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT NULL,
+    schedule          interval DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL,
+    command           text     DEFAULT NULL,
+    batched           boolean  DEFAULT NULL,
+    skip_empty        boolean  DEFAULT NULL,
+    reset             text[]   DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_alter_pipeline';
+
+COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[]) IS
+'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay or batch_size. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
 
 -- End of 1.2.

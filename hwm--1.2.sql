@@ -152,6 +152,27 @@ AS 'MODULE_PATHNAME', 'hwm_drop_pipeline';
 COMMENT ON FUNCTION hwm.drop_pipeline(text) IS
 'Remove a pipeline from the catalog; its run history stays in hwm.runs.';
 
+CREATE FUNCTION hwm.alter_pipeline(
+    pipeline          text,
+    source            regclass DEFAULT NULL,
+    target            regclass DEFAULT NULL,
+    unique_key        text[]   DEFAULT NULL,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT NULL,
+    schedule          interval DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL,
+    command           text     DEFAULT NULL,
+    batched           boolean  DEFAULT NULL,
+    skip_empty        boolean  DEFAULT NULL,
+    reset             text[]   DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_alter_pipeline';
+
+COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[]) IS
+'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay or batch_size. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
+
 CREATE FUNCTION hwm.run(
     pipeline                   text,
     nowait                     boolean DEFAULT false,

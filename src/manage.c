@@ -605,3 +605,282 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 	SPI_finish();
 	PG_RETURN_VOID();
 }
+
+/* hwm.alter_pipeline's argument positions */
+enum
+{
+	ALTER_SOURCE = 1, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
+	ALTER_LOOKBACK, ALTER_SCHEDULE, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND,
+	ALTER_BATCHED, ALTER_SKIP_EMPTY, ALTER_RESET
+};
+
+/* The settings that reset => '{...}' may clear, with their argument */
+static const struct
+{
+	const char *name;
+	int			argno;
+}			alter_resettable[] = {
+	{"partition_column", ALTER_PARTITION_COLUMN},
+	{"lookback", ALTER_LOOKBACK},
+	{"schedule", ALTER_SCHEDULE},
+	{"delay", ALTER_DELAY},
+	{"batch_size", ALTER_BATCH_SIZE},
+};
+
+/*
+ * alter_pipeline's reset => '{...}': a bit per alter_resettable entry,
+ * refusing unknown names and a setting both given and reset.
+ */
+static int
+alter_reset_mask(FunctionCallInfo fcinfo)
+{
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	int			mask = 0;
+
+	if (PG_ARGISNULL(ALTER_RESET))
+		return 0;
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(ALTER_RESET), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &elemnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		char	   *what = elemnulls[i] ? "NULL" : TextDatumGetCString(elems[i]);
+		int			k;
+
+		for (k = 0; k < (int) lengthof(alter_resettable); k++)
+			if (!elemnulls[i] && strcmp(what, alter_resettable[k].name) == 0)
+				break;
+		if (k == (int) lengthof(alter_resettable))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("reset names \"%s\", which is not a setting alter_pipeline can clear", what),
+					 errdetail("reset clears partition_column, lookback (to 0), schedule, delay and batch_size."),
+					 errhint("Change the other settings by passing their new value, for example source => 'schema.view'.")));
+		if (!PG_ARGISNULL(alter_resettable[k].argno))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s is both given and reset", what),
+					 errhint("Pass either %s => ... or reset => '{%s}'.", what, what)));
+		mask |= 1 << k;
+	}
+	return mask;
+}
+
+/* Whether reset => '{...}' named the setting of argument argno */
+static bool
+alter_resets(int mask, int argno)
+{
+	for (int k = 0; k < (int) lengthof(alter_resettable); k++)
+		if (alter_resettable[k].argno == argno)
+			return (mask & (1 << k)) != 0;
+	return false;
+}
+
+/* Refuse a setting given to a kind of pipeline that does not have it */
+static void
+alter_refuse_arg(FunctionCallInfo fcinfo, int argno, bool has, const HwmPipeline *p,
+				 const char *what, const char *kind)
+{
+	if (has || PG_ARGISNULL(argno))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s does not apply to pipeline \"%s\"", what, p->name),
+			 errdetail("Only %s have it.", kind),
+			 errhint("Leave %s out, or drop the pipeline and create it as the kind of pipeline you need.", what)));
+}
+
+/* The watermark_type stored for a pipeline */
+static Oid
+alter_stored_watermark_type(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	Datum		d;
+
+	hwm_catalog_exec("SELECT watermark_type::pg_catalog.oid FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "pipeline \"%s\" has no row in hwm.state", name);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+/*
+ * The pipeline's settings with the arguments applied (into a, as
+ * create_pipeline's are), and the checks that need no plan.
+ */
+static void
+alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
+{
+	bool		copy = p->command == NULL;
+	bool		interval = p->time_interval != NULL;
+	int			reset = alter_reset_mask(fcinfo);
+	static const RunArgPos pos = {ALTER_SCHEDULE, -1, ALTER_DELAY, ALTER_BATCH_SIZE};
+
+	alter_refuse_arg(fcinfo, ALTER_TARGET, copy, p, "target", "copy pipelines (hwm.create_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_UNIQUE_KEY, copy, p, "unique_key", "copy pipelines (hwm.create_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_PARTITION_COLUMN, copy, p, "partition_column", "copy pipelines (hwm.create_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_LOOKBACK, copy, p, "lookback", "copy pipelines (hwm.create_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_COMMAND, !copy, p, "command", "command and interval pipelines");
+	alter_refuse_arg(fcinfo, ALTER_BATCHED, interval, p, "batched", "interval pipelines (hwm.create_interval_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_SKIP_EMPTY, interval, p, "skip_empty", "interval pipelines (hwm.create_interval_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_BATCH_SIZE, !interval, p, "batch_size", "copy and command pipelines");
+
+	a->name = p->name;
+	a->owner = p->owner;
+	a->spec.source = PG_ARGISNULL(ALTER_SOURCE) ? p->source : PG_GETARG_OID(ALTER_SOURCE);
+	a->spec.target = PG_ARGISNULL(ALTER_TARGET) ? p->target : PG_GETARG_OID(ALTER_TARGET);
+	a->spec.source_only = !copy;
+	a->spec.unique_key = PG_ARGISNULL(ALTER_UNIQUE_KEY) ? p->unique_key :
+		key_list(PG_GETARG_ARRAYTYPE_P(ALTER_UNIQUE_KEY));
+	a->spec.watermark_column = p->watermark_column;
+	a->spec.partition_column = alter_resets(reset, ALTER_PARTITION_COLUMN) ? NULL :
+		PG_ARGISNULL(ALTER_PARTITION_COLUMN) ? p->partition_column :
+		NameStr(*PG_GETARG_NAME(ALTER_PARTITION_COLUMN));
+	a->spec.pipeline = p->name;
+	a->lookback = alter_resets(reset, ALTER_LOOKBACK) ? 0 :
+		PG_ARGISNULL(ALTER_LOOKBACK) ? p->lookback : PG_GETARG_INT32(ALTER_LOOKBACK);
+	if (a->lookback < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lookback must not be negative"),
+				 errdetail("lookback is the number of newest partitions every run overwrites again.")));
+	if (a->lookback > 0 && a->spec.partition_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lookback needs a partition column"),
+				 errhint("Pass partition_column => '...' too, or lookback => 0.")));
+
+	/* schedule, delay and batch_size: the new ones checked, else the old */
+	read_run_args(fcinfo, a, &pos);
+	if (PG_ARGISNULL(ALTER_DELAY) && !alter_resets(reset, ALTER_DELAY))
+		a->delay = p->delay;
+	if (PG_ARGISNULL(ALTER_BATCH_SIZE) && !alter_resets(reset, ALTER_BATCH_SIZE))
+		a->batch_size = p->batch_size;
+	/* (a->schedule: the new one only; NULL and not reset keeps the old) */
+	a->batched = PG_ARGISNULL(ALTER_BATCHED) ? p->batched : PG_GETARG_BOOL(ALTER_BATCHED);
+	a->skip_empty = PG_ARGISNULL(ALTER_SKIP_EMPTY) ? p->skip_empty : PG_GETARG_BOOL(ALTER_SKIP_EMPTY);
+	a->command = PG_ARGISNULL(ALTER_COMMAND) ? p->command : hwm_text_arg(fcinfo, ALTER_COMMAND, "command");
+	a->time_interval = p->time_interval;
+	a->anchor = p->interval_anchor;
+	a->watermark = p->watermark;
+}
+
+/*
+ * As the owner, what create_pipeline checks, on the altered settings; and
+ * the watermark kept must still be a value of the watermark column, of the
+ * type it was stored with.
+ */
+static void
+alter_check_as_owner(CreateArgs *a, Oid stored_type)
+{
+	HwmRoleSwitch sw;
+	HwmPlan    *plan;
+
+	hwm_become(a->owner, true, &sw);
+	plan = hwm_plan_build(&a->spec);
+	hwm_check_privileges(a->owner, &a->spec, plan);
+	hwm_check_pipeline_tables(&a->spec, a->delay);
+	if (OidIsValid(stored_type) && plan->wm.type != stored_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("watermark column \"%s\" has type %s in the new source, not %s",
+						a->spec.watermark_column, format_type_be(plan->wm.type),
+						format_type_be(stored_type)),
+				 errdetail("Pipeline \"%s\" keeps its watermark, a value of type %s.", a->name,
+						   format_type_be(stored_type)),
+				 errhint("Give the new source's column the same type, or drop the pipeline and create it again (its watermark is lost).")));
+	if (a->delay && !hwm_is_time_type(plan->wm.type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("delay needs a time-typed watermark column"),
+				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
+						   format_type_be(plan->wm.type)),
+				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
+	if (a->watermark)
+		(void) hwm_value_in(&plan->wm, a->watermark, "watermark");
+	if (a->time_interval)
+		hwm_interval_check(plan, a->time_interval, a->anchor, a->watermark);
+	if (a->command)
+		hwm_command_check(a->name, a->command, plan->wm.type);
+	a->watermark_type = plan->wm.type;
+	hwm_unbecome(&sw);
+}
+
+/* The altered settings written into the pipeline's row; the rest is kept */
+static void
+alter_update_row(const CreateArgs *a)
+{
+	Oid			argtypes[11] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
+		INT4OID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, BOOLOID};
+	Datum		values[11];
+	char		nulls[11];
+	Datum	   *keys;
+	int			nkeys = list_length(a->spec.unique_key);
+	int			i = 0;
+	ListCell   *lc;
+
+	keys = palloc(sizeof(Datum) * Max(nkeys, 1));
+	foreach(lc, a->spec.unique_key)
+		keys[i++] = CStringGetTextDatum((char *) lfirst(lc));
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(a->name);
+	values[1] = ObjectIdGetDatum(a->spec.source);
+	values[2] = ObjectIdGetDatum(a->spec.target);
+	nulls[2] = OidIsValid(a->spec.target) ? ' ' : 'n';
+	values[3] = PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false, TYPALIGN_INT));
+	values[4] = a->spec.partition_column ? CStringGetDatum(a->spec.partition_column) : (Datum) 0;
+	nulls[4] = a->spec.partition_column ? ' ' : 'n';
+	values[5] = Int32GetDatum(a->lookback);
+	values[6] = a->delay ? IntervalPGetDatum(a->delay) : (Datum) 0;
+	nulls[6] = a->delay ? ' ' : 'n';
+	values[7] = Int64GetDatum(a->batch_size);
+	nulls[7] = a->batch_size > 0 ? ' ' : 'n';
+	values[8] = a->command ? CStringGetTextDatum(a->command) : (Datum) 0;
+	nulls[8] = a->command ? ' ' : 'n';
+	values[9] = BoolGetDatum(a->batched);
+	values[10] = BoolGetDatum(a->skip_empty);
+	hwm_catalog_exec("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
+					 " partition_column = $5::pg_catalog.name, lookback = $6, delay = $7, batch_size = $8,"
+					 " command = $9, batched = $10, skip_empty = $11"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 11, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+PG_FUNCTION_INFO_V1(hwm_alter_pipeline);
+
+/*
+ * hwm.alter_pipeline(pipeline, source, target, unique_key, partition_column,
+ * lookback, schedule, delay, batch_size, command, batched, skip_empty,
+ * reset): change a pipeline's settings in place, under its lock, checked as
+ * create_pipeline checks them; its watermark, load memory, history, owner
+ * and schedule (unless given) are kept.  NULL keeps a setting; reset clears
+ * one.
+ */
+Datum
+hwm_alter_pipeline(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	HwmPipeline *p;
+	CreateArgs	a = {0};
+	int			reset;
+
+	SPI_connect();
+	p = hwm_pipeline_fetch(name, true, false);
+	reset = alter_reset_mask(fcinfo);
+	alter_read_args(fcinfo, p, &a);
+	/* (a superuser-owned pipeline, once hwm.allow_superuser_pipelines is off) */
+	hwm_check_owner_allowed(a.owner, a.name, false);
+	alter_check_as_owner(&a, alter_stored_watermark_type(name));
+	alter_update_row(&a);
+	if (a.schedule)
+		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());
+	else if (alter_resets(reset, ALTER_SCHEDULE))
+		hwm_schedule_clear(a.name);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

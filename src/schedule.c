@@ -230,26 +230,37 @@ hwm_schedule(PG_FUNCTION_ARGS)
 	PG_RETURN_TIMESTAMPTZ(next);
 }
 
-PG_FUNCTION_INFO_V1(hwm_unschedule);
-
-Datum
-hwm_unschedule(PG_FUNCTION_ARGS)
+/*
+ * On demand only from now on: no schedule, no next run, and a run claimed
+ * under the old schedule is not run (see claimed_run_id).  The caller has
+ * checked the rights and holds an SPI connection.
+ */
+void
+hwm_schedule_clear(const char *pipeline)
 {
-	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
 	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
+	Datum		values[1] = {CStringGetTextDatum(pipeline)};
 
-	SPI_connect();
-	(void) hwm_pipeline_fetch(name, false, false);
-	values[0] = CStringGetTextDatum(name);
 	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
 					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
 					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
 					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_UPDATE);
-	SPI_finish();
 	hwm_wakeup_at_commit();
+}
+
+PG_FUNCTION_INFO_V1(hwm_unschedule);
+
+Datum
+hwm_unschedule(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+
+	SPI_connect();
+	(void) hwm_pipeline_fetch(name, false, false);
+	hwm_schedule_clear(name);
+	SPI_finish();
 	PG_RETURN_VOID();
 }
 

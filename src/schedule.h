@@ -20,4 +20,7 @@ extern void hwm_check_schedule(const Interval *every, const char *what);
 extern TimestampTz hwm_schedule_set(const char *pipeline, const Interval *every,
 									TimestampTz start_at);
 
+/* on demand only from now on (a claimed run is not run) */
+extern void hwm_schedule_clear(const char *pipeline);
+
 #endif							/* HWM_SCHEDULE_H */

@@ -84,7 +84,7 @@ mdbt "dbt deps installs hwm into the models project" deps
 # --- first run -----------------------------------------------------------------
 mdbt "first dbt run of an hwm model and a model downstream of it" run --select orders orders_by_day
 same_rows "the hwm model holds the source's rows" dw.orders "TABLE shop.orders"
-check "the pipeline is declared: owned by dbt's role, source a view holding the model's SQL, key and columns as configured" \
+check "the pipeline is declared: owned by dbt's role, source a view over the function holding the model's SQL, key and columns as configured" \
     "dbt|dw.orders__hwm_src|dw.orders|{id}|updated_at|day|1|20|2024-01-03 02:00:00+00" \
     "$(q "SELECT owner, source, target, unique_key, watermark_column, partition_column, lookback, batch_size, watermark
             FROM hwm.state WHERE pipeline = 'dw.orders'" | sed 's/ *| */|/g')"
@@ -94,7 +94,7 @@ check "the table has the model's columns and a primary key on unique_key" \
             FROM pg_attribute WHERE attrelid = 'dw.orders'::regclass AND attnum > 0 AND NOT attisdropped")|$(q "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'dw.orders'::regclass AND contype = 'p'")"
 mlogged "dbt's output says what the load did" 'hwm dw\.orders: [0-9]+ runs, 49 rows upserted, [0-9]+ partitions overwritten \(0 rows deleted, 1 inserted or updated\), watermark none -> 2024-01-03 02:00:00\+00'
 # (the first run's lookback loads id 50, the newest day's, ahead of its batch)
-check "CALL hwm.catch_up ran outside dbt's transaction: each batch of batch_size 20 committed on its own" \
+check "the load ran outside dbt's transaction: each batch of batch_size 20 committed on its own" \
     "20,20,9|t" \
     "$(q "SELECT string_agg(rows_upserted::text, ',' ORDER BY run_id) FILTER (WHERE rows_upserted > 0),
                  count(DISTINCT xmin::text) >= 3
@@ -244,6 +244,7 @@ bad_config schedule "{unique_key: id, watermark_column: updated_at, schedule: '1
 bad_config time_column "{materialized: hwm_interval, time_interval: '1 hour'}"
 bad_config time_interval "{materialized: hwm_interval, time_column: updated_at}"
 bad_config time_column "{materialized: hwm_interval, time_column: nope, time_interval: '1 hour'}"
+bad_config incremental_predicates "{unique_key: id, watermark_column: updated_at, incremental_predicates: ['id > 0']}"
 
 # --- backfill of an hwm model through dbt run-operation -----------------------------
 q "UPDATE shop.orders SET amount = amount + 1000 WHERE day = '2024-01-02'" >/dev/null
@@ -258,10 +259,11 @@ hourly_done() { same_rows "$1" dw.events_hourly "SELECT * FROM ($hourly_sql) h
     WHERE hour < (SELECT watermark::timestamptz FROM hwm.state WHERE pipeline = 'dw.events_hourly')"; }
 mdbt "first dbt run of an hwm_interval model" run --select events_hourly
 hourly_done "each finished hour is computed, the current one is not"
-check "... on an interval pipeline from the model's only source, up to the current hour" \
-    "shop.events|created_at|01:00:00|true" \
+check "... on an interval pipeline reading the model's only source (through its view and function), up to the current hour" \
+    "dw.events_hourly__hwm_src|created_at|01:00:00|true|true" \
     "$(q "SELECT source || '|' || watermark_column || '|' || time_interval || '|'
-                 || (watermark::timestamptz >= date_trunc('hour', now()) - interval '1 hour')
+                 || (watermark::timestamptz >= date_trunc('hour', now()) - interval '1 hour') || '|'
+                 || (SELECT prosrc LIKE '%from \"shop\".\"events\"%' FROM pg_proc WHERE oid = 'dw.events_hourly__hwm_fn()'::regprocedure)
             FROM hwm.state WHERE pipeline = 'dw.events_hourly'")"
 mlogged "... and dbt's output says which intervals it did" 'hwm dw\.events_hourly: [0-9]+ runs, [0-9]+ rows processed, watermark none -> '
 # a row that commits into an hour already done: computed again only when asked
@@ -278,6 +280,183 @@ q "DELETE FROM dw.events_hourly WHERE kind = 'a'" >/dev/null
 mdbt "dbt run --full-refresh of the hwm_interval model" run --select events_hourly --full-refresh
 hourly_done "... recomputes every finished hour"
 check "... into the same table" "$hourly_oid" "$(q "SELECT 'dw.events_hourly'::regclass::oid")"
+
+# --- hwm models over other models: pipelines outlive their upstream's rebuilds ------
+# (issue 29, case 1) dbt drops a table model and creates it again on every run,
+# replaces a view, drops an incremental model on --full-refresh, and changes
+# materialization by dropping the old relation: each time with CASCADE.  The
+# hwm models reading it (up_hwm: materialized='hwm', scheduled; up_hourly:
+# 'hwm_interval') keep their pipelines, watermarks, history and schedule.
+hwm_psql -q -o /dev/null <<'SQL'
+CREATE TABLE shop.upstream (id int PRIMARY KEY, updated_at timestamptz NOT NULL, kind text NOT NULL, amount int NOT NULL);
+INSERT INTO shop.upstream
+SELECT i, date_trunc('hour', now()) - interval '5 hours' + i * interval '4 minutes', (ARRAY['a', 'b'])[1 + i % 2], i
+  FROM generate_series(1, 60) i;
+GRANT SELECT ON shop.upstream TO dbt;
+SQL
+up_ident() { q "SELECT pipeline || '|' || created_at || '|' || coalesce(schedule::text, '-') FROM hwm.state WHERE pipeline IN ('dw.up_hwm', 'dw.up_hourly') ORDER BY 1" | tr '\n' ' '; }
+up_same() { same_rows "$1" dw.up_hwm "SELECT id, updated_at, kind, amount * 10 FROM shop.upstream"; }
+up_hours() { same_rows "$1" dw.up_hourly "SELECT date_trunc('hour', updated_at), kind, count(*), sum(amount) FROM shop.upstream
+    WHERE updated_at < (SELECT watermark::timestamptz FROM hwm.state WHERE pipeline = 'dw.up_hourly') GROUP BY 1, 2"; }
+mdbt "first dbt run of a table model and the hwm models reading it" run --select upstream
+up_same "... the hwm model has the upstream's rows"
+up_hours "... the hwm_interval model every finished hour"
+ident=$(up_ident)
+check "... both pipelines exist, the hwm model's scheduled" "2|01:00:00" \
+    "$(q "SELECT count(*) FROM hwm.state WHERE pipeline IN ('dw.up_hwm', 'dw.up_hourly')")|$(q "SELECT schedule FROM hwm.state WHERE pipeline = 'dw.up_hwm'")"
+check "... and their source views do not depend on the upstream table" "0" \
+    "$(q "SELECT count(*) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+            WHERE d.classid = 'pg_rewrite'::regclass AND d.refobjid = 'dw.up_stage'::regclass
+              AND r.ev_class IN ('dw.up_hwm__hwm_src'::regclass, 'dw.up_hourly__hwm_src'::regclass)")"
+wm_before=$(q "SELECT watermark FROM hwm.state WHERE pipeline = 'dw.up_hwm'")
+runs_before=$(q "SELECT count(*) FROM hwm.runs WHERE pipeline = 'dw.up_hwm' AND kind = 'load'")
+q "INSERT INTO shop.upstream VALUES (61, now() - interval '1 minute', 'a', 61), (62, now() - interval '1 minute', 'b', 62)" >/dev/null
+mdbt "a second dbt run: dbt drops and re-creates the table model (CASCADE)" run --select upstream
+check "... the pipelines are the same ones (created_at and schedule kept)" "$ident" "$(up_ident)"
+up_same "... and the hwm model loaded the new rows"
+check "... from the watermark it had, its history continued" "t|t" \
+    "$(q "SELECT watermark_before = '$wm_before' FROM hwm.runs WHERE pipeline = 'dw.up_hwm' AND kind = 'load' AND rows_upserted > 0 ORDER BY run_id DESC LIMIT 1")|$(q "SELECT count(*) > $runs_before FROM hwm.runs WHERE pipeline = 'dw.up_hwm' AND kind = 'load'")"
+# The upstream dropped while the hwm models are not run: a run of the
+# pipeline in between fails, and the next dbt run carries on.
+q "SET ROLE dbt; DROP TABLE dw.up_stage CASCADE" >/dev/null
+check "an upstream dropped by hand (CASCADE) leaves both pipelines" "$ident" "$(up_ident)"
+check "... a run in between fails, saying what is missing" "1" \
+    "$(q "SET ROLE dbt; SELECT * FROM hwm.run('dw.up_hwm')" 2>&1 | grep -c 'up_stage.*does not exist')"
+q "INSERT INTO shop.upstream VALUES (63, now() - interval '1 minute', 'a', 63)" >/dev/null
+mdbt "the upstream as a view now (a changed materialization)" run --select upstream --vars "{up_mat: view}"
+check "... same pipelines" "$ident" "$(up_ident)"
+up_same "... the hwm model has every row"
+q "INSERT INTO shop.upstream VALUES (64, now() - interval '1 minute', 'b', 64)" >/dev/null
+mdbt "the upstream as an incremental model (replacing the view)" run --select upstream --vars "{up_mat: incremental}"
+q "INSERT INTO shop.upstream VALUES (65, now() - interval '1 minute', 'a', 65)" >/dev/null
+mdbt "... then --full-refresh of the upstream alone" run --select up_stage --full-refresh --vars "{up_mat: incremental}"
+mdbt "... and a plain run of the hwm models" run --select up_hwm up_hourly --vars "{up_mat: incremental}"
+check "... same pipelines" "$ident" "$(up_ident)"
+up_same "... the hwm model has every row"
+up_hours "... the hwm_interval model every finished hour"
+
+# --- dbt run --empty never changes a live pipeline -----------------------------------
+# (issue 29, case 3) --empty rewrites every ref() and source() to read no rows.
+up_live() { q "SELECT p.pipeline || '|' || p.source::oid || '|' || coalesce(p.watermark, '-') || '|' || coalesce(p.command, '-') || '|' || coalesce(p.schedule::text, '-')
+                 FROM hwm.state p WHERE p.pipeline IN ('dw.up_hwm', 'dw.up_hourly') ORDER BY 1" | tr '\n' ' '
+              q "SELECT md5(prosrc) FROM pg_proc WHERE oid = 'dw.up_hwm__hwm_fn()'::regprocedure"; }
+live_before=$(up_live)
+mdbt "dbt run --empty of the hwm models" run --select up_hwm up_hourly fresh_empty --empty --vars "{up_mat: incremental}"
+mlogged "... says it leaves their pipelines alone" 'hwm dw\.up_hwm: dbt run --empty: .*left as they are'
+check "... and leaves their source, function, watermark, command and schedule as they were" "$live_before" "$(up_live)"
+q "INSERT INTO shop.upstream VALUES (66, now() - interval '1 minute', 'b', 66)" >/dev/null
+mdbt "... the upstream model rebuilt" run --select up_stage --vars "{up_mat: incremental}"
+check "... a run of the pipeline after it still loads the new row" "1" \
+    "$(q "SET ROLE dbt; SELECT rows_upserted FROM hwm.run('dw.up_hwm')" 2>&1 | tail -n 1)"
+check "a first dbt run with --empty makes the table, empty, and no pipeline" "0|0" \
+    "$(q "SELECT count(*) FROM dw.fresh_empty")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.fresh_empty'")"
+mdbt "... the next dbt run gives it its pipeline and loads" run --select fresh_empty
+same_rows "... every row" dw.fresh_empty "TABLE shop.upstream"
+
+# --- what each dbt run loaded: rows_affected, HWM n, concurrent runs -----------------
+# (issue 29, case 4) run_results.json's adapter_response of an hwm model is
+# `HWM <rows>` with rows_affected the rows it loaded; two dbt runs of one
+# model at once each report the runs they made, not each other's.
+rr() { "$venv/bin/python" -c 'import json,sys
+r=[x for x in json.load(open(sys.argv[1]))["results"] if x["unique_id"]==sys.argv[2]][0]["adapter_response"]
+print(str(r.get("rows_affected"))+"|"+str(r.get("_message")))' "$1/run_results.json" "$2" 2>&1; }
+q "INSERT INTO shop.upstream SELECT i, now(), 'c', i FROM generate_series(1001, 1300) i" >/dev/null
+mdbt "the upstream rebuilt with 300 new rows" run --select up_stage --vars "{up_mat: incremental}"
+last=$(q "SELECT max(run_id) FROM hwm.runs")
+(cd "$mproject" && timeout 120 "$venv/bin/dbt" run --select up_hwm --vars "{up_mat: incremental}" --target-path "$work/conc1") >"$work/conc1.log" 2>&1 &
+c1=$!
+(cd "$mproject" && timeout 120 "$venv/bin/dbt" run --select up_hwm --vars "{up_mat: incremental}" --target-path "$work/conc2") >"$work/conc2.log" 2>&1 &
+c2=$!
+wait "$c1"; s1=$?
+wait "$c2"; s2=$?
+check "two dbt runs of one hwm model at once both succeed" "0 0" "$s1 $s2"
+r1=$(rr "$work/conc1" model.hwm_models.up_hwm)
+r2=$(rr "$work/conc2" model.hwm_models.up_hwm)
+check "... and their rows_affected add up to the 300 rows loaded, each its own (got $r1 and $r2)" "300|300" \
+    "$(( ${r1%%|*} + ${r2%%|*} ))|$(q "SELECT sum(rows_upserted) FROM hwm.runs WHERE pipeline = 'dw.up_hwm' AND run_id > $last")"
+check "... each message is HWM <its rows>" "HWM ${r1%%|*}|HWM ${r2%%|*}" "${r1#*|}|${r2#*|}"
+if grep -q "OK created sql hwm model dw.up_hwm .*\[HWM [0-9]*" "$work/conc1.log"; then
+    ok "... which dbt's log line shows"
+else
+    not_ok "... which dbt's log line shows"; grep "up_hwm" "$work/conc1.log" | tail -n 5 | sed 's/^/# /'
+fi
+
+# --- failures that leave nothing behind, warnings ---------------------------------------
+# (issue 29, cases 6, 7, 8)
+hwm_psql -q -o /dev/null <<'SQL'
+CREATE TABLE shop.nullwm (id int PRIMARY KEY, updated_at timestamptz, v int);
+INSERT INTO shop.nullwm VALUES (1, now() - interval '1 hour', 1), (2, NULL, 2), (3, NULL, 3);
+GRANT SELECT ON shop.nullwm TO dbt;
+SQL
+mdbt_fails "a model whose output repeats a key fails, naming the model, its unique_key and how to find the repeats" \
+    "hwm model dw\.dupes: the model returns more than one row for a value of its unique_key \(id\).*having count\(\*\) > 1" \
+    run --select dupes --vars "{dupes: true}"
+check "... and its failed first run left no table, helper view, function or pipeline" "|||0" \
+    "$(q "SELECT to_regclass('dw.dupes')")|$(q "SELECT to_regclass('dw.dupes__hwm_src')")|$(q "SELECT to_regprocedure('dw.dupes__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.dupes'")"
+mdbt "source rows with a NULL watermark: the model loads the others" run --select nullwm
+mlogged "... and says so, with the count and the column" 'hwm model dw\.nullwm: 2 source rows have a NULL updated_at'
+check "... as a dbt warning" "1" "$(grep -c '\[warn *\].*hwm model dw\.nullwm: 2 source rows have a NULL updated_at' "$work/logs/dbt.log")"
+mdbt "a model whose column a view reads" run --select typed
+q "SET ROLE dbt; CREATE VIEW dw.typed_view AS SELECT id, amount FROM dw.typed" >/dev/null
+mdbt_fails "--full-refresh changing that column's type fails, naming the view and what to do" \
+    "column amount changed type from integer to bigint, but views read the columns that change: dw\.typed_view \(column amount\).*Drop those views, run .dbt run --full-refresh --select typed\+" \
+    run --select typed --full-refresh --vars "{typed_amount: bigint}"
+check "... and changed nothing: the column's type, the pipeline, no staging left" "integer|1||" \
+    "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'dw.typed'::regclass AND attname = 'amount'")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.typed'")|$(q "SELECT to_regclass('dw.typed__hwm_stg')")|$(q "SELECT to_regclass('dw.typed__hwm_new')")"
+mdbt_fails "on_schema_change='sync_all_columns' fails the same way" \
+    "column amount changed type from integer to bigint, but views read the columns that change: dw\.typed_view" \
+    run --select typed --vars "{typed_amount: bigint, typed_osc: sync_all_columns}"
+q "SET ROLE dbt; DROP VIEW dw.typed_view" >/dev/null
+mdbt "... and once the view is dropped, --full-refresh applies the new type" run --select typed --full-refresh --vars "{typed_amount: bigint}"
+check "... to the table" "bigint" "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'dw.typed'::regclass AND attname = 'amount'")"
+
+# --- dbt's contracts and constraints -------------------------------------------------
+# (issue 29, case 2) an enforced contract is checked as dbt checks a table
+# model's, on every run, before anything changes; its constraints are the
+# table's.
+mdbt_fails "an enforced contract the model's SQL breaks fails the first run" \
+    "contract" run --select contracted --vars "{contract_amount: bigint}"
+check "... before anything was created" "||0" \
+    "$(q "SELECT to_regclass('dw.contracted')")|$(q "SELECT to_regclass('dw.contracted__hwm_src')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.contracted'")"
+mdbt "an hwm model with an enforced contract that holds" run --select contracted
+check "... gets the contract's constraints and its key" "CHECK ((amount >= 0))|PRIMARY KEY (id)" \
+    "$(q "SELECT string_agg(pg_get_constraintdef(oid), '|' ORDER BY contype) FROM pg_constraint WHERE conrelid = 'dw.contracted'::regclass")"
+same_rows "... and loads" dw.contracted "SELECT id, updated_at, amount FROM shop.upstream"
+wm=$(q "SELECT watermark FROM hwm.state WHERE pipeline = 'dw.contracted'")
+mdbt_fails "an incremental run that breaks the contract fails" "contract" run --select contracted --vars "{contract_amount: bigint}"
+mdbt_fails "... and so does a --full-refresh" "contract" run --select contracted --full-refresh --vars "{contract_amount: bigint}"
+check "... changing nothing" "integer|$wm" \
+    "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'dw.contracted'::regclass AND attname = 'amount'")|$(q "SELECT watermark FROM hwm.state WHERE pipeline = 'dw.contracted'")"
+mdbt "a --full-refresh of the model within its contract" run --select contracted --full-refresh
+check "... keeps the contract's constraints (hwm.swap checks the new rows against them)" "CHECK ((amount >= 0))|PRIMARY KEY (id)" \
+    "$(q "SELECT string_agg(pg_get_constraintdef(oid), '|' ORDER BY contype) FROM pg_constraint WHERE conrelid = 'dw.contracted'::regclass")"
+
+# --- retiring models -----------------------------------------------------------------
+# (issue 29, case 5) a deleted model's pipeline is named by every dbt run and
+# dropped by `dbt run-operation hwm_retire`; a model switched to another
+# materialization loses what hwm made for it.
+mdbt "an hwm model, scheduled" run --select retiree --vars "{retiree: true}"
+check "... has its pipeline" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")"
+mdbt "once the model is gone from the project, a dbt run" run --select ticks
+mlogged "... names its pipeline, with its schedule and target" \
+    "hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model that no model of this project declares any more"
+check "... in a dbt warning" "t" "$(grep -q '\[warn *\].*hwm: pipeline dw\.retiree (01:00:00' "$work/logs/dbt.log" && echo t || echo f)"
+mdbt "dbt run-operation hwm_retire (a dry run by default)" run-operation hwm_retire
+mlogged "... lists it" "would drop pipeline dw\.retiree"
+check "... and drops nothing" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")"
+mdbt "dbt run-operation hwm_retire --args '{dry_run: false}'" run-operation hwm_retire --args "{dry_run: false}"
+check "... drops the pipeline, its view and function, and keeps the table" "0|||dw.retiree" \
+    "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")|$(q "SELECT to_regclass('dw.retiree__hwm_src')")|$(q "SELECT to_regprocedure('dw.retiree__hwm_fn()')")|$(q "SELECT to_regclass('dw.retiree')")"
+mdbt "the next dbt run" run --select ticks
+check "... warns no more" "0" "$(grep -c 'dw\.retiree' "$mlog")"
+for mat in incremental table; do
+    mdbt "an hwm model (to become $mat)" run --select switcher --full-refresh
+    check "... has its pipeline" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.switcher'")"
+    mdbt "... materialized as $mat now" run --select switcher --vars "{switch_mat: $mat}"
+    check "... has no pipeline, helper view or function left" "0||" \
+        "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.switcher'")|$(q "SELECT to_regclass('dw.switcher__hwm_src')")|$(q "SELECT to_regprocedure('dw.switcher__hwm_fn()')")"
+    mlogged "... and dbt's output says so" "model dw\.switcher is materialized as $mat now"
+done
 
 # --- schedule: hwm's background worker keeps the model fresh ---------------------------
 mdbt "dbt run of a model with a schedule" run --select ticks

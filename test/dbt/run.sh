@@ -19,7 +19,8 @@
 # and exits non-zero when any check failed.  Needs hwm installed and PyPI
 # reachable: if pip cannot install dbt, that is a failed check, not a skip.
 # HWM_DBT_VENV=DIR reuses (or creates) the virtual environment in DIR;
-# HWM_DBT_PART=models runs only the checks of test/dbt/models.sh.
+# HWM_DBT_PART=models runs only the checks of test/dbt/models.sh,
+# HWM_DBT_PART=readme only those of test/dbt/readme.sh.
 set -uo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -203,7 +204,7 @@ same_as_source() {
 }
 
 # HWM_DBT_PART=models runs only test/dbt/models.sh (a shortcut while working on it).
-if [[ ${HWM_DBT_PART:-all} != models ]]; then
+if [[ ${HWM_DBT_PART:-all} == all ]]; then
 dbt_ok "dbt deps installs the local hwm package" deps
 
 # --- what the macros render for a hook ----------------------------------------
@@ -310,6 +311,13 @@ check "... and the model, the targets and the orders pipeline's history are unch
     "$(q "$targets_sql")|$(q "SELECT sum(orders) FROM analytics.orders_daily")|$(runs_after "$last" | grep -o 'orders[^,]*')"
 
 fi  # HWM_DBT_PART
+
+# --- dbt/hwm/README.md's Getting started, followed literally ---------------------------
+if [[ ${HWM_DBT_PART:-all} == all || ${HWM_DBT_PART:-all} == readme ]]; then
+    # shellcheck source=test/dbt/readme.sh
+    source "$REPO/test/dbt/readme.sh"
+    [[ ${HWM_DBT_PART:-all} == readme ]] && finish
+fi
 
 # --- models that are hwm pipelines: materialized='hwm' and 'hwm_interval' ----------
 # shellcheck source=test/dbt/models.sh

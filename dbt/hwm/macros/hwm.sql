@@ -19,16 +19,16 @@
 {#- hwm.run(pipeline): one incremental run.  (The materializations
     materialized='hwm' and 'hwm_interval' are in materializations.sql and
     interval.sql.) -#}
-{% macro hwm_run(pipeline, nowait=false) -%}
+{% macro hwm_run(pipeline=none, nowait=false, model=none) -%}
   {{- return(hwm._hwm_statement(
-        "SELECT * FROM hwm.run(" ~ hwm._hwm_literal(pipeline)
+        "SELECT * FROM hwm.run(" ~ hwm._hwm_literal(hwm._hwm_pipeline_arg('hwm_run', pipeline, model))
         ~ ", nowait => " ~ hwm._hwm_bool(nowait) ~ ")")) -}}
 {%- endmacro %}
 
 {#- hwm.overwrite(pipeline, from, to): overwrite an inclusive partition range. -#}
-{% macro hwm_overwrite(pipeline, from_partition, to_partition, nowait=false) -%}
+{% macro hwm_overwrite(pipeline=none, from_partition=none, to_partition=none, nowait=false, model=none) -%}
   {{- return(hwm._hwm_statement(
-        "SELECT * FROM hwm.overwrite(" ~ hwm._hwm_literal(pipeline)
+        "SELECT * FROM hwm.overwrite(" ~ hwm._hwm_literal(hwm._hwm_pipeline_arg('hwm_overwrite', pipeline, model))
         ~ ", " ~ hwm._hwm_literal(from_partition)
         ~ ", " ~ hwm._hwm_literal(to_partition)
         ~ ", nowait => " ~ hwm._hwm_bool(nowait) ~ ")")) -}}
@@ -78,14 +78,14 @@
 {%- endmacro %}
 
 {#- CALL hwm.catch_up(pipeline): run batch after batch until the watermark stops moving. -#}
-{% macro hwm_catch_up(pipeline) -%}
-  {{- return(hwm._hwm_statement("CALL hwm.catch_up(" ~ hwm._hwm_literal(pipeline) ~ ")")) -}}
+{% macro hwm_catch_up(pipeline=none, model=none) -%}
+  {{- return(hwm._hwm_statement("CALL hwm.catch_up(" ~ hwm._hwm_literal(hwm._hwm_pipeline_arg('hwm_catch_up', pipeline, model)) ~ ")")) -}}
 {%- endmacro %}
 
 {#- hwm.set_watermark(pipeline, watermark): move the watermark by hand (none: reload everything). -#}
-{% macro hwm_set_watermark(pipeline, watermark) -%}
+{% macro hwm_set_watermark(pipeline=none, watermark=none, model=none) -%}
   {{- return(hwm._hwm_statement(
-        "SELECT hwm.set_watermark(" ~ hwm._hwm_literal(pipeline)
+        "SELECT hwm.set_watermark(" ~ hwm._hwm_literal(hwm._hwm_pipeline_arg('hwm_set_watermark', pipeline, model))
         ~ ", " ~ hwm._hwm_literal(watermark) ~ ")")) -}}
 {%- endmacro %}
 

@@ -16,6 +16,11 @@
   whose target_time_column lies in it) by the model's rows for it, in one
   statement.  The source whose time column says when an interval is ready
   is time_source ('schema.table'), or else the model's only source or ref.
+  The pipeline reads it through <model>__hwm_src, a view over the SQL
+  function <model>__hwm_fn() that selects the time column from it: a
+  function's body records no dependency, so dbt may drop and re-create the
+  time source (a ref() rebuilt, a new materialization) without taking the
+  pipeline, its intervals done and its schedule with it.
   The command runs with search_path = pg_catalog, pg_temp (dbt's ref() and
   source() are schema-qualified; qualify functions of your own).
 -#}
@@ -66,12 +71,43 @@
   {{- return("select hwm.create_interval_pipeline(" ~ args | join(', ') ~ ")") -}}
 {%- endmacro %}
 
+{#- The body of the time source's function: its time column. -#}
+{% macro _hwm_time_fn_body(c, source_rel) -%}
+  {{- return("\nselect " ~ adapter.quote(c.time_column) ~ " from " ~ source_rel.include(database=False) ~ "\n") -}}
+{%- endmacro %}
+
+{#- The pipeline's source: a view over a function reading the time column of
+    the time source (type: the column's type), replacing any before. -#}
+{% macro _hwm_make_time_source(c, src, fn, source_rel, type) -%}
+  {%- do run_query("drop view if exists " ~ src ~ ";\n"
+                   ~ "drop function if exists " ~ fn ~ "();\n"
+                   ~ "create function " ~ fn ~ "() returns table (" ~ adapter.quote(c.time_column) ~ " " ~ type ~ ")\n"
+                   ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_time_fn_body(c, source_rel) ~ "$hwm_model$;\n"
+                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "()") -%}
+{%- endmacro %}
+
+{#- SELECT hwm.alter_pipeline(...) bringing an interval pipeline's command and
+    settings to the model's (extra: more arguments). -#}
+{% macro _hwm_alter_interval_sql(c, command, extra) -%}
+  {%- set args = [hwm._hwm_literal(c.pipeline), "command => " ~ hwm._hwm_literal(command),
+                  "batched => " ~ ('true' if c.batched else 'false'),
+                  "skip_empty => " ~ ('true' if c.skip_empty else 'false')] + extra -%}
+  {%- if c.delay is not none -%}
+    {%- do args.append("delay => " ~ hwm._hwm_literal(c.delay) ~ "::interval") -%}
+  {%- else -%}
+    {%- do args.append("reset => '{delay}'") -%}
+  {%- endif -%}
+  {{- return("select hwm.alter_pipeline(" ~ args | join(', ') ~ ")") -}}
+{%- endmacro %}
+
 {% materialization hwm_interval, adapter='postgres' -%}
   {%- set c = hwm._hwm_model_config('hwm_interval') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set probe = hwm._hwm_helper(target_relation, '__hwm_new', 'view') -%}
   {%- set stg = hwm._hwm_helper(target_relation, '__hwm_stg', 'table') -%}
+  {%- set src = hwm._hwm_helper(target_relation, '__hwm_src', 'view') -%}
+  {%- set fn = hwm._hwm_helper(target_relation, '__hwm_fn', none).include(database=False) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set refresh = "`dbt run --full-refresh --select " ~ model.name ~ "`" -%}
 
@@ -91,6 +127,7 @@
   {%- set null_bound = "(null::" ~ tt.rows[0][0] ~ ")" -%}
   {%- set probe_sql = sql | replace('$1', null_bound) | replace('$2', null_bound) -%}
   {%- do hwm._hwm_check_config(c, probe_sql) -%}
+  {%- do hwm._hwm_check_contract(probe_sql) -%}
   {%- set state = hwm._hwm_state(c.pipeline) -%}
   {%- set after_run = hwm._hwm_last_run_id() -%}
   {%- if state is not none and state.time_interval is none -%}
@@ -107,19 +144,43 @@
   {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(probe)) -%}
 
   {%- set redeclared = namespace(flag=false) -%}
-  {%- if existing_relation is none -%}
+  {#- An empty table without a pipeline (made by `dbt run --empty`, or left
+      by a first run that failed) is taken over by a first run. -#}
+  {%- set adopt = existing_relation is not none and state is none and not should_full_refresh()
+                  and not hwm._hwm_sampled()
+                  and not run_query("select exists (select from " ~ target_relation ~ ")").rows[0][0] -%}
+  {%- if hwm._hwm_sampled() -%}
+    {#- dbt run --empty or --sample: the live pipeline is left alone (see _hwm_sampled_run). -#}
+    {%- set mode = 'sampled' -%}
+    {%- if existing_relation is none -%}
+      {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ probe ~ " with no data") -%}
+      {%- if c.unique_key -%}
+        {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+      {%- endif -%}
+      {%- do create_indexes(target_relation) -%}
+    {%- endif -%}
+    {%- do run_query("drop view " ~ probe) -%}
+    {%- call statement('main') -%} select 0 {%- endcall -%}
+    {%- do hwm._hwm_commit() -%}
+    {%- do log("hwm " ~ c.pipeline ~ ": dbt run " ~ ("--empty" if flags.EMPTY else "--sample") ~ ": the model's SQL checked; "
+               ~ ("the pipeline, its source, intervals done and schedule are left as they are" if state is not none
+                  else "no pipeline is made (the next ordinary dbt run makes it)"), info=true) -%}
+  {%- elif existing_relation is none or adopt -%}
     {%- set mode = 'create' -%}
     {%- if state is not none -%}
       {#- the pipeline of a table that was dropped (an interval pipeline has no target to follow) -#}
       {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
     {%- endif -%}
-    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ probe ~ " with no data") -%}
-    {%- if c.unique_key -%}
-      {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- if not adopt -%}
+      {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ probe ~ " with no data") -%}
+      {%- if c.unique_key -%}
+        {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+      {%- endif -%}
+      {%- do create_indexes(target_relation) -%}
     {%- endif -%}
-    {%- do create_indexes(target_relation) -%}
     {%- do run_query("drop view " ~ probe) -%}
-    {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, source_rel,
+    {%- do hwm._hwm_make_time_source(c, src, fn, source_rel, tt.rows[0][0]) -%}
+    {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, src,
                        hwm._hwm_interval_command(c, target_relation, model_cols | map(attribute='name') | list), c.start_at, true)) -%}
     {%- do hwm._hwm_commit() -%}
     {%- set loaded = hwm._hwm_load(c.pipeline, false) -%}
@@ -136,7 +197,8 @@
     {%- do hwm._hwm_create_staging(c, stg, target_relation, not key_changed) -%}
     {%- do create_indexes(stg) -%}
     {%- set cols = model_cols | map(attribute='name') | list -%}
-    {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, stg_pipeline, source_rel, hwm._hwm_interval_command(c, stg, cols), c.start_at, false)) -%}
+    {%- do hwm._hwm_make_time_source(c, src, fn, source_rel, tt.rows[0][0]) -%}
+    {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, stg_pipeline, src, hwm._hwm_interval_command(c, stg, cols), c.start_at, false)) -%}
     {%- do hwm._hwm_commit() -%}
     {%- do hwm._hwm_load(stg_pipeline, false) -%}
     {%- do hwm._hwm_report(stg_pipeline, after_run, true, 'interval') -%}
@@ -145,7 +207,7 @@
     {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
     {%- do hwm._hwm_swap_in(c, target_relation, stg, key_changed) -%}
     {%- do run_query("drop table " ~ stg) -%}
-    {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, source_rel,
+    {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, src,
                        hwm._hwm_interval_command(c, target_relation, cols), wm if wm is not none else c.start_at, true)) -%}
     {%- do hwm._hwm_commit() -%}
     {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); intervals done up to " ~ (wm or 'none'), info=true) -%}
@@ -155,8 +217,16 @@
     {%- if state is none -%}
       {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists but no hwm pipeline \"" ~ c.pipeline ~ "\" computes it: rebuild it as an hwm_interval model with " ~ refresh ~ ", which keeps the table's OID and grants") }}
     {%- endif -%}
-    {%- if state.watermark_column != c.time_column or state.source_oid != (run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(source_rel) ~ ")::oid").rows[0][0] | string) -%}
-      {{ hwm._hwm_config_error('time_column', "changed from " ~ state.source ~ "." ~ state.watermark_column ~ " to " ~ source_rel.include(database=False) ~ "." ~ c.time_column ~ ": the intervals done are those of the old column, so rebuild the model with " ~ refresh) }}
+    {#- The pipeline reads the time source through the model's function
+        (whose body names it), or, made by an older version of this
+        package, the time source itself: then it is pointed at a new
+        function and view, keeping its intervals done. -#}
+    {%- set srcs = run_query("select pg_catalog.to_regclass(" ~ hwm._hwm_regclass(src) ~ ")::oid::text, pg_catalog.to_regclass(" ~ hwm._hwm_regclass(source_rel) ~ ")::oid::text,
+                                     (select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn | string ~ "()") ~ "))").rows[0] -%}
+    {%- set via_fn = state.source_oid == srcs[0] and srcs[2] == hwm._hwm_time_fn_body(c, source_rel) -%}
+    {%- set direct = state.source_oid == srcs[1] -%}
+    {%- if state.watermark_column != c.time_column or not (via_fn or direct) -%}
+      {{ hwm._hwm_config_error('time_column', "changed from " ~ state.watermark_column ~ " (of the time source the pipeline reads) to " ~ source_rel.include(database=False) ~ "." ~ c.time_column ~ ": the intervals done are those of the old column, so rebuild the model with " ~ refresh) }}
     {%- endif -%}
     {%- if not hwm._hwm_same_interval(state.time_interval, c.time_interval) -%}
       {{ hwm._hwm_config_error('time_interval', "changed from " ~ state.time_interval ~ " to " ~ c.time_interval ~ ": the rows computed are those of the old intervals, so rebuild the model with " ~ refresh) }}
@@ -170,12 +240,14 @@
     {%- set cols = model_cols | map(attribute='name') | select('in', tnames) | list -%}
     {%- set command = hwm._hwm_interval_command(c, target_relation, cols) -%}
     {%- set flags_row = run_query("select batched, skip_empty, delay::text from hwm.state where pipeline = " ~ hwm._hwm_literal(c.pipeline)).rows[0] -%}
+    {%- if not via_fn -%}
+      {#- (an older version's pipeline over the time source itself) -#}
+      {%- do hwm._hwm_make_time_source(c, src, fn, source_rel, tt.rows[0][0]) -%}
+      {%- do run_query("select hwm.alter_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ", source => " ~ hwm._hwm_regclass(src) ~ ")") -%}
+    {%- endif -%}
     {%- if command != state.command or flags_row[0] != c.batched or flags_row[1] != c.skip_empty or not hwm._hwm_same_interval(flags_row[2], c.delay) -%}
-      {%- set redeclared.flag = true -%}
-      {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-      {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, source_rel, command,
-                         state.watermark if state.watermark is not none else c.start_at, true)) -%}
-      {%- do log("hwm " ~ c.pipeline ~ ": declared again from " ~ (state.watermark or 'the start') ~ " (the model's SQL or configuration changed; intervals done before keep their rows: `dbt run-operation hwm_rerun_intervals` or " ~ refresh ~ " computes them again)", info=true) -%}
+      {%- do run_query(hwm._hwm_alter_interval_sql(c, command, [])) -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": changed in place from " ~ (state.watermark or 'the start') ~ " (the model's SQL or configuration changed; intervals done before keep their rows: `dbt run-operation hwm_rerun_intervals` or " ~ refresh ~ " computes them again)", info=true) -%}
     {%- endif -%}
     {%- do hwm._hwm_commit() -%}
     {%- set loaded = hwm._hwm_load(c.pipeline, c.schedule is not none) -%}
@@ -183,7 +255,9 @@
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}
-  {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+  {%- if mode != 'sampled' -%}
+    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+  {%- endif -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}

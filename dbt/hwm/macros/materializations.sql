@@ -6,14 +6,24 @@
 
     <model>            the target table: the model's columns, a primary key
                        on unique_key (the upsert's conflict target)
-    <model>__hwm_src   a view holding the model's SQL: the pipeline's source
+    <model>__hwm_fn    a SQL function holding the model's SQL (its body is
+                       text, so PostgreSQL records no dependency on the
+                       relations it reads: dbt may drop and re-create them,
+                       by --full-refresh or a new materialization, without
+                       taking the pipeline with them; a scheduled run in
+                       between fails and is retried)
+    <model>__hwm_src   a view over <model>__hwm_fn(): the pipeline's source
+                       (the planner inlines the function, so the run's
+                       filter on the watermark reaches the model's tables)
     pipeline           hwm.state row named after config 'pipeline'
                        (default "schema.model"), owned by dbt's role
 
-  First run: create the view, the table (empty, columns from the view) and
-  the pipeline, then load with CALL hwm.catch_up.  Later runs: replace the
-  view's SQL, apply on_schema_change, re-declare the pipeline when its
-  configuration changed, then CALL hwm.catch_up.  --full-refresh: load the
+  First run: create the function and view, the table (empty, columns from
+  the view) and the pipeline, then load with CALL hwm.catch_up.  Later
+  runs: replace the function's SQL, apply on_schema_change, change the
+  pipeline in place with hwm.alter_pipeline when its columns or
+  configuration changed (its watermark, history and schedule kept), then
+  CALL hwm.catch_up.  --full-refresh: load the
   model from scratch into <model>__hwm_stg through a pipeline of its own,
   CALL hwm.swap it in (the target keeps its OID, grants and dependent
   views), and carry that pipeline's safe watermark over.
@@ -31,6 +41,8 @@
   {%- set src = hwm._hwm_helper(target_relation, '__hwm_src', 'view') -%}
   {%- set new_view = hwm._hwm_helper(target_relation, '__hwm_new', 'view') -%}
   {%- set stg = hwm._hwm_helper(target_relation, '__hwm_stg', 'table') -%}
+  {%- set fn = hwm._hwm_helper(target_relation, '__hwm_fn', none).include(database=False) -%}
+  {%- set fn2 = hwm._hwm_helper(target_relation, '__hwm_fn2', none).include(database=False) -%}
   {%- set grant_config = config.get('grants') -%}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
@@ -39,6 +51,7 @@
 
   {#- Everything that can be wrong with the configuration, before anything is created. -#}
   {%- do hwm._hwm_check_config(c, sql) -%}
+  {%- do hwm._hwm_check_contract(sql) -%}
   {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
   {%- set state = facts.state -%}
   {%- set after_run = facts.last_run_id -%}
@@ -58,24 +71,50 @@
   {%- endif -%}
 
   {#- Leftovers of an interrupted run. -#}
-  {%- do run_query("drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg) -%}
+  {%- do run_query("drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "()") -%}
 
   {%- set redeclared = namespace(flag=false) -%}
-  {%- if existing_relation is none -%}
+  {#- An empty table without a pipeline (made by `dbt run --empty`, or left
+      by a first run that failed) is taken over by a first run. -#}
+  {%- set adopt = existing_relation is not none and state is none and not should_full_refresh()
+                  and not hwm._hwm_sampled()
+                  and not run_query("select exists (select from " ~ target_relation ~ ")").rows[0][0] -%}
+  {%- if hwm._hwm_sampled() -%}
+    {#- dbt run --empty or --sample: dbt rewrites the model's ref() and
+        source() to read no rows (or a sample); the live pipeline, its
+        source, watermark and schedule are left alone. -#}
+    {%- set mode = 'sampled' -%}
+    {%- do hwm._hwm_sampled_run(c, existing_relation, target_relation, new_view, state) -%}
+  {%- elif existing_relation is none or adopt -%}
     {#- First run. -#}
     {%- set mode = 'create' -%}
+    {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
+    {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
     {%- do run_query("drop view if exists " ~ src ~ ";\n"
-                     ~ "create view " ~ src ~ " as (\n" ~ sql ~ "\n);\n"
-                     ~ "create table " ~ target_relation ~ " as select * from " ~ src ~ " with no data;\n"
-                     ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
-    {%- do create_indexes(target_relation) -%}
+                     ~ "drop function if exists " ~ fn ~ "()") -%}
+    {%- do hwm._hwm_make_source(src, fn, model_cols) -%}
+    {%- if adopt -%}
+      {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+      {%- if ch.any or hwm._hwm_primary_key(target_relation) != c.unique_key -%}
+        {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists, empty, without a pipeline, and differs from the model (" ~ (hwm._hwm_describe_changes(ch) or "its primary key is not " ~ c.unique_key | join(', ')) ~ "): rebuild it with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+      {%- endif -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": the empty table " ~ hwm._hwm_where() ~ " (made by dbt run --empty?) gets its pipeline", info=true) -%}
+    {%- else -%}
+      {#- (from the model's view: a function's result columns have no type
+          modifiers, numeric(10,2) would be numeric) -#}
+      {%- do hwm._hwm_create_target(c, target_relation, new_view) -%}
+    {%- endif -%}
+    {%- do run_query("drop view " ~ new_view) -%}
     {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
     {%- do hwm._hwm_commit() -%}
-    {%- set loaded = hwm._hwm_load(c.pipeline, false) -%}
+    {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
+                       "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()"]
+                      + ([] if adopt else ["drop table if exists " ~ target_relation]) -%}
+    {%- set loaded = hwm._hwm_load_copy(c.pipeline, false, c, cleanup) -%}
 
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
-    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg) -%}
+    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn) -%}
 
   {%- else -%}
     {#- An incremental run. -#}
@@ -97,46 +136,57 @@
     {%- if ch.any -%}
       {%- do hwm._hwm_apply_schema_changes(c, target_relation, ch, c.unique_key + [c.watermark_column] + ([c.partition_column] if c.partition_column else [])) -%}
     {%- endif -%}
-    {#- The source view keeps its OID (and the pipeline) while its columns
-        stay the same; otherwise it is replaced and the pipeline declared
-        again from the same watermark. -#}
+    {#- The source view and its function keep their OIDs while the
+        model's columns stay the same (the function's body is replaced);
+        otherwise a new function and view take their place, and the
+        pipeline is pointed at them with hwm.alter_pipeline, keeping its
+        watermark, what its last run remembered, its history and its
+        schedule.  A source made by an older version of this package (a
+        view of the model's SQL, no function) is replaced the same way. -#}
     {%- set src_cols = hwm._hwm_live(attrs[2]) -%}
     {%- set src_oid = facts.oids[1] -%}
-    {%- set same_view = src_oid is not none and src_oid == state.source_oid
+    {%- set has_fn = run_query("select pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn.include(database=False) | string ~ "()") ~ ") is not null").rows[0][0] -%}
+    {%- set same_view = has_fn and src_oid is not none and src_oid == state.source_oid
                         and (src_cols | map(attribute='name') | list) == (model_cols | map(attribute='name') | list)
-                        and (src_cols | map(attribute='type') | list) == (model_cols | map(attribute='type') | list) -%}
+                        and (src_cols | map(attribute='basetype') | list) == (model_cols | map(attribute='basetype') | list) -%}
     {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
                           and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay) -%}
+    {%- do run_query("drop view " ~ new_view) -%}
     {%- if same_view -%}
-      {#- Replaced only when its SQL changed: replacing a view waits for the
-          runs reading it (a scheduled run), which nowait would not. -#}
-      {%- if not run_query("select pg_catalog.pg_get_viewdef(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(src) ~ "))
-                               = pg_catalog.pg_get_viewdef(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(new_view) ~ "))").rows[0][0] -%}
-        {%- do run_query("create or replace view " ~ src ~ " as (\n" ~ sql ~ "\n)") -%}
+      {#- Replaced only when its SQL changed: replacing it waits for
+          nothing, but keeps pg_proc quiet when nothing changed. -#}
+      {%- if run_query("select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn.include(database=False) | string ~ "()") ~ ")").rows[0][0] != hwm._hwm_fn_body() -%}
+        {%- do run_query(hwm._hwm_fn_sql(fn, model_cols, true)) -%}
       {%- endif -%}
-      {%- do run_query("drop view " ~ new_view) -%}
     {%- endif -%}
     {%- if not same_view or not same_config -%}
-      {%- set redeclared.flag = true -%}
-      {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+      {%- set alter = [] -%}
       {%- if not same_view -%}
-        {%- do run_query("drop view if exists " ~ src) -%}
-        {%- do run_query("alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier)) -%}
+        {%- do run_query(hwm._hwm_fn_sql(fn2, model_cols, false)) -%}
+        {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "()") -%}
+        {%- do alter.append("source => " ~ hwm._hwm_regclass(new_view)) -%}
       {%- endif -%}
-      {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation,
-                                                    state.watermark if state.watermark is not none else c.initial_watermark, true)) -%}
-      {%- do log("hwm " ~ c.pipeline ~ ": declared again from watermark " ~ (state.watermark or 'none') ~ " (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
+      {%- do run_query(hwm._hwm_alter_pipeline_sql(c, state, alter)) -%}
+      {%- if not same_view -%}
+        {%- do run_query("drop view if exists " ~ src ~ ";\n"
+                         ~ "drop function if exists " ~ fn ~ "();\n"
+                         ~ "alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier) ~ ";\n"
+                         ~ "alter function " ~ fn2 ~ "() rename to " ~ adapter.quote(fn.identifier)) -%}
+      {%- endif -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": changed in place, watermark " ~ (state.watermark or 'none') ~ " kept (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
     {%- endif -%}
     {%- do hwm._hwm_commit() -%}
-    {%- set loaded = hwm._hwm_load(c.pipeline, c.schedule is not none) -%}
+    {%- set loaded = hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c) -%}
   {%- endif -%}
 
-  {%- if mode != 'full refresh' -%}
+  {%- if mode not in ['full refresh', 'sampled'] -%}
     {%- do hwm._hwm_report(c.pipeline, after_run, loaded, mode) -%}
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}
-  {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+  {%- if mode != 'sampled' -%}
+    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+  {%- endif -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}
@@ -146,6 +196,69 @@
   {{ return({'relations': [target_relation]}) }}
 {%- endmaterialization %}
 
+
+{#-
+  An enforced contract (contract: {enforced: true}): the model's columns
+  and types checked against the YAML as dbt checks a table or incremental
+  model, on every run, before anything changes.
+-#}
+{% macro _hwm_check_contract(model_sql) -%}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config and contract_config.enforced -%}
+    {%- do get_assert_columns_equivalent(model_sql) -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  The target of a first run, empty, with the model's columns (from the
+  view of the model's SQL) and a primary key on unique_key; with an
+  enforced contract, the columns, types and constraints of the contract,
+  as dbt-postgres creates a table model's (a primary key in the contract
+  must be on unique_key).  Then the model's indexes.
+-#}
+{% macro _hwm_create_target(c, target_relation, new_view) -%}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config and contract_config.enforced -%}
+    {%- do run_query("create table " ~ target_relation ~ " " ~ get_table_columns_and_constraints()) -%}
+  {%- else -%}
+    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data") -%}
+  {%- endif -%}
+  {%- set pk = hwm._hwm_primary_key(target_relation) -%}
+  {%- if not pk -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- elif pk != c.unique_key -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the contract's primary key (" ~ pk | join(', ') ~ ") is not unique_key (" ~ c.unique_key | join(', ') ~ "): hwm upserts on unique_key, so make them the same") }}
+  {%- endif -%}
+  {%- do create_indexes(target_relation) -%}
+{%- endmacro %}
+
+{#- Whether dbt rewrites the model's SQL to read no rows or a sample
+    (dbt run --empty, --sample). -#}
+{% macro _hwm_sampled() -%}
+  {{- return(flags.EMPTY or (flags.SAMPLE is not none and flags.SAMPLE is defined and flags.SAMPLE)) -}}
+{%- endmacro %}
+
+{#-
+  An hwm model under dbt run --empty or --sample: the model's SQL (which
+  reads nothing, or a sample) is checked by creating a view of it; the
+  first time, the table is created, empty, with its key (so that models
+  downstream can be checked too), and its first ordinary run gives it its
+  pipeline.  An existing table, pipeline, source and watermark are left
+  alone.  dbt's 'main' statement reports 0 rows.
+-#}
+{% macro _hwm_sampled_run(c, existing_relation, target_relation, new_view, state) -%}
+  {%- set how = "--empty" if flags.EMPTY else "--sample" -%}
+  {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
+  {%- if existing_relation is none -%}
+    {%- do hwm._hwm_create_target(c, target_relation, new_view) -%}
+  {%- endif -%}
+  {%- do run_query("drop view " ~ new_view) -%}
+  {%- call statement('main') -%} select 0 {%- endcall -%}
+  {%- do hwm._hwm_commit() -%}
+  {%- do log("hwm " ~ c.pipeline ~ ": dbt run " ~ how ~ ": the model's SQL checked; "
+             ~ ("the pipeline, its source, watermark and schedule are left as they are" if state is not none
+                else "no pipeline is made (the next dbt run without " ~ how ~ " makes it and loads)"), info=true) -%}
+{%- endmacro %}
 
 {#- Open dbt's transaction unless one is open (run_query never does: it
     runs with auto_begin=False). -#}
@@ -180,6 +293,62 @@
   {{- return("select hwm.create_pipeline(" ~ args | join(', ') ~ ")") -}}
 {%- endmacro %}
 
+{#- The body of the model's function: the model's SQL, as a subquery. -#}
+{% macro _hwm_fn_body() -%}
+  {{- return("\nselect * from (\n" ~ sql ~ "\n) as hwm_model\n") -}}
+{%- endmacro %}
+
+{#-
+  CREATE [OR REPLACE] FUNCTION fn() RETURNS TABLE (the model's columns)
+  holding the model's SQL.  LANGUAGE sql, STABLE, no SET clause and not
+  STRICT: what the planner needs to inline it into the run's queries.  Its
+  body is parsed when it runs, with hwm's search_path (pg_catalog,
+  pg_temp): dbt's ref() and source() are schema-qualified; qualify
+  functions of your own.
+-#}
+{% macro _hwm_fn_sql(fn, cols, replace) -%}
+  {%- if '$hwm_model$' in sql -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model's SQL contains $hwm_model$, the quote hwm's function uses for it; write it otherwise") }}
+  {%- endif -%}
+  {%- set defs = [] -%}
+  {%- for col in cols -%}{%- do defs.append(adapter.quote(col.name) ~ " " ~ col.type) -%}{%- endfor -%}
+  {{- return("create " ~ ("or replace " if replace else "") ~ "function " ~ fn ~ "()\nreturns table (" ~ defs | join(', ') ~ ")\n"
+             ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$") -}}
+{%- endmacro %}
+
+{#- The model's function and its source view, from the model's columns. -#}
+{% macro _hwm_make_source(src, fn, cols) -%}
+  {%- do run_query(hwm._hwm_fn_sql(fn, cols, false)) -%}
+  {%- do run_query("create view " ~ src ~ " as select * from " ~ fn ~ "()") -%}
+{%- endmacro %}
+
+{#- SELECT hwm.alter_pipeline(...) bringing a copy pipeline's settings to the
+    model's configuration (extra: more arguments, such as source => ...). -#}
+{% macro _hwm_alter_pipeline_sql(c, state, extra) -%}
+  {%- set args = [hwm._hwm_literal(c.pipeline)] + extra -%}
+  {%- set reset = [] -%}
+  {%- if c.partition_column is not none -%}
+    {%- do args.append("partition_column => " ~ hwm._hwm_literal(c.partition_column)) -%}
+  {%- else -%}
+    {%- do reset.append('partition_column') -%}
+  {%- endif -%}
+  {%- do args.append("lookback => " ~ (c.lookback or 0)) -%}
+  {%- if c.delay is not none -%}
+    {%- do args.append("delay => " ~ hwm._hwm_literal(c.delay) ~ "::interval") -%}
+  {%- else -%}
+    {%- do reset.append('delay') -%}
+  {%- endif -%}
+  {%- if c.batch_size is not none -%}
+    {%- do args.append("batch_size => " ~ c.batch_size) -%}
+  {%- else -%}
+    {%- do reset.append('batch_size') -%}
+  {%- endif -%}
+  {%- if reset -%}
+    {%- do args.append("reset => " ~ hwm._hwm_text_array(reset)) -%}
+  {%- endif -%}
+  {{- return("select hwm.alter_pipeline(" ~ args | join(', ') ~ ")") -}}
+{%- endmacro %}
+
 {#-
   --full-refresh of an hwm model.  Returns true (it always loads).
   1. (a transaction) drop the model's pipeline; bring the target's columns
@@ -194,12 +363,11 @@
      staging pipeline's watermark (safe: no transaction in flight can still
      commit a row at or below it); drop the staging table (the old rows).
 -#}
-{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg) -%}
+{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn) -%}
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
   {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
-  {%- if state is not none -%}
-    {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-  {%- endif -%}
+  {#- (the model's pipeline stays until the new rows are in: a load that
+      fails leaves the model as it was) -#}
   {%- set key_changed = hwm._hwm_prepare_rebuild(c, target_relation, hwm._hwm_live(hwm._hwm_attributes(new_view))) -%}
   {%- do hwm._hwm_create_staging(c, stg, target_relation, not key_changed) -%}
   {%- do create_indexes(stg) -%}
@@ -207,20 +375,53 @@
   {%- do hwm._hwm_commit() -%}
 
   {%- set after_run = hwm._hwm_last_run_id() -%}
-  {%- do hwm._hwm_load(stg_pipeline, false) -%}
-  {%- do hwm._hwm_report(stg_pipeline, after_run, true, 'full refresh') -%}
+  {%- set loaded = hwm._hwm_load_copy(stg_pipeline, false, c,
+                    ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")",
+                     "drop table if exists " ~ stg, "drop view if exists " ~ new_view]) -%}
+  {%- do hwm._hwm_report(stg_pipeline, after_run, loaded, 'full refresh') -%}
   {%- do hwm._hwm_begin() -%}
+  {%- if state is not none -%}
+    {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+  {%- endif -%}
 
   {%- set wm = hwm._hwm_state(stg_pipeline).watermark -%}
   {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
   {%- do hwm._hwm_swap_in(c, target_relation, stg, key_changed) -%}
-  {%- do run_query("drop view if exists " ~ src) -%}
-  {%- do run_query("alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier)) -%}
+  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
+  {%- do run_query("drop view if exists " ~ src ~ ";\n"
+                   ~ "drop view " ~ new_view ~ ";\n"
+                   ~ "drop function if exists " ~ fn ~ "()") -%}
+  {%- do hwm._hwm_make_source(src, fn, model_cols) -%}
   {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true)) -%}
   {%- do run_query("drop table " ~ stg) -%}
   {%- do hwm._hwm_commit() -%}
   {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
   {{- return(true) -}}
+{%- endmacro %}
+
+{#-
+  A column that changes type (or goes) under a view that reads it: an
+  error before anything changes, naming the views and what to do
+  (PostgreSQL cannot alter a column a view reads; dbt's table models,
+  dropped and created again, cannot keep such views either).
+-#}
+{% macro _hwm_check_retype(target_relation, ch) -%}
+  {%- set names = (ch.retyped | map(attribute='name') | list) + (ch.removed | map(attribute='name') | list) -%}
+  {%- if names -%}
+    {%- set r = run_query("select pg_catalog.string_agg(distinct v.oid::pg_catalog.regclass::text || ' (column ' || a.attname || ')', ', ')
+                             from pg_catalog.pg_depend d
+                             join pg_catalog.pg_rewrite w on w.oid = d.objid
+                             join pg_catalog.pg_class v on v.oid = w.ev_class
+                             join pg_catalog.pg_attribute a on a.attrelid = d.refobjid and a.attnum = d.refobjsubid
+                            where d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                              and d.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass
+                              and d.refobjid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")
+                              and v.oid <> d.refobjid
+                              and a.attname = any(" ~ hwm._hwm_text_array(names) ~ ")").rows[0][0] -%}
+    {%- if r -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": " ~ hwm._hwm_describe_changes(ch) ~ ", but views read the columns that change: " ~ r ~ ". PostgreSQL cannot change or drop a column a view reads (dbt's table models cannot keep such views either), so nothing was changed. Drop those views, run `dbt run --full-refresh --select " ~ model.name ~ "+` (which also rebuilds dbt's models downstream), and create the other views again") }}
+    {%- endif -%}
+  {%- endif -%}
 {%- endmacro %}
 
 {#-
@@ -232,6 +433,7 @@
 -#}
 {% macro _hwm_prepare_rebuild(c, target_relation, model_cols) -%}
   {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+  {%- do hwm._hwm_check_retype(target_relation, ch) -%}
   {%- for r in ch.removed -%}
     {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(r.name)) -%}
   {%- endfor -%}

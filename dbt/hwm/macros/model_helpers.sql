@@ -89,6 +89,9 @@
   {%- endif -%}
   {%- do c.update({'on_schema_change': osc}) -%}
   {%- do c.update({'schedule': hwm._hwm_opt_string('schedule'), 'delay': hwm._hwm_opt_string('delay')}) -%}
+  {%- if config.get('incremental_predicates') -%}
+    {{ hwm._hwm_config_error('incremental_predicates', "is not supported by hwm models: hwm reads the source from its watermark and upserts on unique_key, so a predicate on the target's rows would not change what is loaded. Filter the source in the model's SQL, or use partition_column and lookback to overwrite the newest partitions") }}
+  {%- endif -%}
   {%- if flavour == 'hwm' -%}
     {%- if c.unique_key is none -%}
       {{ hwm._hwm_config_error('unique_key', "is required: the business key hwm upserts on, e.g. unique_key='id' or unique_key=['id', 'day']") }}
@@ -195,16 +198,18 @@
 
 {#-
   The physical columns of a relation, dropped ones included, in order:
-  a list of {name, type, dropped, len, align, notnull}.
+  a list of {name, type, dropped, len, align, notnull, basetype} (basetype:
+  without its modifier, as a function's result column has it).
 -#}
 {% macro _hwm_attributes(relation) -%}
-  {%- set r = run_query("select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull
+  {%- set r = run_query("select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+                                pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.pg_attribute a
                           where a.attrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(relation) ~ ") and a.attnum > 0
                           order by a.attnum") -%}
   {%- set out = [] -%}
   {%- for row in r.rows -%}
-    {%- do out.append({'name': row[0], 'type': row[1], 'dropped': row[2], 'len': row[3], 'align': row[4], 'notnull': row[5]}) -%}
+    {%- do out.append({'name': row[0], 'type': row[1], 'dropped': row[2], 'len': row[3], 'align': row[4], 'notnull': row[5], 'basetype': row[6]}) -%}
   {%- endfor -%}
   {{- return(out) -}}
 {%- endmacro %}
@@ -213,14 +218,15 @@
 {% macro _hwm_attributes_of(relations) -%}
   {%- set names = [] -%}
   {%- for r in relations -%}{%- do names.append(hwm._hwm_literal(r.include(database=False) | string)) -%}{%- endfor -%}
-  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull
+  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+                                pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
                            join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0
                           order by n.i, a.attnum") -%}
   {%- set out = [] -%}
   {%- for r in relations -%}{%- do out.append([]) -%}{%- endfor -%}
   {%- for row in r.rows -%}
-    {%- do out[row[0] - 1].append({'name': row[1], 'type': row[2], 'dropped': row[3], 'len': row[4], 'align': row[5], 'notnull': row[6]}) -%}
+    {%- do out[row[0] - 1].append({'name': row[1], 'type': row[2], 'dropped': row[3], 'len': row[4], 'align': row[5], 'notnull': row[6], 'basetype': row[7]}) -%}
   {%- endfor -%}
   {{- return(out) -}}
 {%- endmacro %}
@@ -358,6 +364,7 @@
     {%- endfor -%}
     {%- do log("hwm model " ~ hwm._hwm_where() ~ ": on_schema_change='append_new_columns': " ~ what ~ (": columns the model no longer returns are kept and get NULL in new rows" if ch.removed else "") ~ "; rows loaded before have NULL in the new columns (`" ~ refresh ~ "` fills them)", info=true) -%}
   {%- else -%}
+    {%- do hwm._hwm_check_retype(target_relation, ch) -%}
     {%- for a in ch.added -%}
       {%- do run_query("alter table " ~ target_relation ~ " add column " ~ adapter.quote(a.name) ~ " " ~ a.type) -%}
     {%- endfor -%}
@@ -459,11 +466,106 @@
 {%- endmacro %}
 
 {#-
+  Load a copy pipeline (materialized='hwm'): hwm.run again and again, each
+  run committed on its own (as CALL hwm.catch_up does, so that with
+  batch_size each batch commits with its watermark), until the watermark
+  stops moving; the runs' ids are kept, so that what this dbt run reports
+  is what it loaded, whatever another dbt run or the scheduler loads at the
+  same time.  A scheduled model first tries one run with nowait => true:
+  when the background worker is running it, the load is left to that run.
+  Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
+-#}
+{% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none) -%}
+  {#- (the caller has committed: no transaction is open) -#}
+  {%- set ids = [] -%}
+  {%- set ns = namespace(done=false) -%}
+  {#- (dbt's sandbox caps a range at 100000: up to 10^10 runs) -#}
+  {%- for i in range(100000) -%}
+    {%- if ns.done -%}{%- break -%}{%- endif -%}
+    {%- for j in range(100000) -%}
+      {%- set r = hwm._hwm_run_once(pipeline, scheduled and i == 0 and j == 0) -%}
+      {%- if r.busy -%}
+        {{- return({'loaded': false, 'run_ids': []}) -}}
+      {%- elif r.error is not none -%}
+        {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
+      {%- endif -%}
+      {%- do ids.append(r.run_id) -%}
+      {%- if not r.moved -%}
+        {%- set ns.done = true -%}
+        {%- break -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{- return({'loaded': true, 'run_ids': ids}) -}}
+{%- endmacro %}
+
+{#-
+  One hwm.run of a pipeline, committed: {run_id, moved (the watermark),
+  busy (nowait found a run in progress), error (none, or {sqlstate,
+  message, detail, hint}: the run's error, caught so that it can be told
+  in the model's terms)}.
+-#}
+{% macro _hwm_run_once(pipeline, nowait) -%}
+  {%- do hwm._hwm_begin() -%}
+  {%- do run_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
+                      PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
+                      SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
+                        INTO x FROM hwm.run(" ~ hwm._hwm_literal(pipeline) ~ ", nowait => " ~ ('true' if nowait else 'false') ~ ") AS r;
+                      PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('run_id', x.run_id::text, 'moved', x.moved)::text, false);
+                    EXCEPTION
+                      WHEN lock_not_available THEN
+                        PERFORM pg_catalog.set_config('hwm_dbt.run', '{\"busy\": true}', false);
+                      WHEN others THEN
+                        GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+                        PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
+                          pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
+                    END $hwm$") -%}
+  {%- set out = fromjson(run_query("select pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+  {%- do adapter.commit() -%}
+  {%- if out.get('busy') and not nowait -%}
+    {%- do out.update({'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}) -%}
+  {%- endif -%}
+  {{- return({'run_id': out.get('run_id'), 'moved': out.get('moved', false), 'busy': out.get('busy', false) and nowait,
+              'error': out.get('error')}) -}}
+{%- endmacro %}
+
+{#-
+  A load that failed: first undo what a first run made (cleanup: a list
+  of statements), then raise the error, in the model's terms when it is
+  one the model can cause (a key repeated in its output).
+-#}
+{% macro _hwm_load_failed(pipeline, c, r, cleanup) -%}
+  {%- if cleanup -%}
+    {%- do hwm._hwm_begin() -%}
+    {%- for stmt in cleanup -%}{%- do run_query(stmt) -%}{%- endfor -%}
+    {%- do adapter.commit() -%}
+  {%- endif -%}
+  {%- set e = r.error -%}
+  {%- set undone = " (the table, its helper view and function and the pipeline made by this first run were dropped again)" if cleanup else "" -%}
+  {%- if e.sqlstate == '21000' and c is not none and c.unique_key -%}
+    {%- set keys = hwm._hwm_quoted_list(c.unique_key) -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model returns more than one row for a value of its unique_key (" ~ c.unique_key | join(', ') ~ "), and hwm upserts one row per key" ~ undone ~ ". Make the key unique in the model's SQL, or choose a unique_key that is. The repeated keys: select " ~ keys ~ ", count(*) from (" ~ "<the model's SQL, target/compiled/" ~ model.package_name ~ "/" ~ model.original_file_path ~ ">) as m group by " ~ keys ~ " having count(*) > 1") }}
+  {%- endif -%}
+  {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the load of pipeline \"" ~ pipeline ~ "\" failed" ~ undone ~ ": " ~ e.sqlstate ~ ": " ~ e.message
+       ~ ("\nDETAIL: " ~ e.detail if e.detail else "") ~ ("\nHINT: " ~ e.hint if e.hint else "")) }}
+{%- endmacro %}
+
+{#-
   Log what the load did, from hwm.runs and hwm.state: runs, rows, the
   watermark before and after, and what held it back.  This is the model's
-  'main' statement.
+  'main' statement; its adapter response (run_results.json, dbt's log) is
+  `HWM <rows>` with rows_affected = the rows written (upserted, and
+  inserted or updated by partition overwrites; for an hwm_interval model
+  the rows its commands processed).  loaded: true/false, or what
+  _hwm_load_copy returned (then only those runs count).  Source rows with a
+  NULL watermark are a dbt warning.
 -#}
 {% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
+  {%- set run_ids = none -%}
+  {%- if loaded is mapping -%}
+    {%- set run_ids = loaded.run_ids -%}
+    {%- set loaded = loaded.loaded -%}
+  {%- endif -%}
   {%- call statement('main', fetch_result=True) -%}
     select count(*),
            coalesce(sum(r.rows_upserted), 0),
@@ -477,7 +579,8 @@
            s.null_watermarks,
            pg_catalog.string_agg(distinct r.from_partition || ' .. ' || r.to_partition, ', ')
       from hwm.state s
-      left join hwm.runs r on r.pipeline = s.pipeline and r.run_id > {{ after_run_id }} and r.kind = 'load'
+      left join hwm.runs r on r.pipeline = s.pipeline and r.kind = 'load'
+                          and {% if run_ids is not none %}r.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}r.run_id > {{ after_run_id }}{% endif %}
      where s.pipeline = {{ hwm._hwm_literal(pipeline) }}
      group by s.watermark, s.held_by_pid, s.held_by_application, s.held_since, s.null_watermarks
   {%- endcall -%}
@@ -497,9 +600,13 @@
   {%- if row[8] is not none -%}
     {%- set msg = msg ~ "; held back by pid " ~ row[8] ~ (" (" ~ row[9] ~ ")" if row[9] else "") ~ ", in a transaction open for " ~ row[10] -%}
   {%- endif -%}
-  {%- if row[11] -%}
-    {%- set msg = msg ~ "; " ~ row[11] ~ " source rows have a NULL " ~ "watermark and are never loaded" -%}
-  {%- endif -%}
   {%- do log("hwm " ~ pipeline ~ ": " ~ msg, info=true) -%}
+  {%- if row[11] -%}
+    {%- set wmcol = run_query("select watermark_column::text from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline)).rows[0][0] -%}
+    {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ row[11] ~ " source rows have a NULL " ~ wmcol ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
+  {%- endif -%}
+  {%- set written = (row[1] | int) + (row[4] | int) -%}
+  {%- do store_raw_result('main', message='HWM ' ~ written, code='HWM', rows_affected=written,
+                          agate_table=load_result('main').table) -%}
   {{- return(msg) -}}
 {%- endmacro %}
