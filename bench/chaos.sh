@@ -22,12 +22,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 DURATION=${SECONDS_:-600}
 FILLER=${FILLER:-50000}
-# a crashing process leaves a core in the data directory (core_pattern
-# "core"): its backtrace goes into bench/work/chaos-core-*.txt
-ulimit -c unlimited || true
+
 SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
 bench_cluster chaos "hwm.max_workers = 4" "max_worker_processes = 16" "max_connections = 60" \
     "restart_after_crash = on" "log_min_messages = warning"
+# A crashing process leaves a core in the data directory (with the kernel's
+# core_pattern "core"): its backtrace goes into bench/work/chaos-core-*.txt.
+# runuser resets the core size limit to 0: raised again as postgres.
+hwm_as_postgres bash -c 'ulimit -c unlimited; exec "$0" -D "$1" -l "$2" -m fast -w -t 60 restart' \
+    "$PGBIN/pg_ctl" "$HWM_CLUSTER_DIR/data" "$HWM_CLUSTER_DIR/server.log" >>"$LOG" 2>&1
 version=$(hwm_psql -At -c "SHOW server_version")
 hwm_log "chaos for $DURATION s on PostgreSQL $version, seed $SEED (replay: SEED=$SEED)"
 
