@@ -660,4 +660,13 @@ AS $$ SELECT hwm.set_watermark($1, $2::pg_catalog.text) $$;
 COMMENT ON FUNCTION hwm.set_watermark(text, anyelement) IS
 'hwm.set_watermark with the watermark in the watermark column''s own type rather than text.';
 
+-- The run the scheduler claimed last (issue 28).  A claim is true only while
+-- nothing changed the schedule: hwm.schedule, unschedule, pause and resume
+-- clear it, and the worker runs a claimed run only when the column still
+-- names it and its role still owns the pipeline (under the pipeline's lock,
+-- just before the run); otherwise the run is recorded as skipped.
+ALTER TABLE hwm.state ADD COLUMN claimed_run_id bigint;
+COMMENT ON COLUMN hwm.state.claimed_run_id IS
+'The scheduled run the scheduler claimed last (its run_id in hwm.runs); cleared when the schedule or the pause state changes, which makes a claimed run that has not started yet be skipped.';
+
 -- End of 1.2.

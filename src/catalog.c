@@ -743,10 +743,21 @@ hwm_state_select_due(int limit, TimestampTz now)
 {
 	Oid			argtypes[3] = {INT4OID, OIDOID, TIMESTAMPTZOID};
 	Datum		values[3];
+	const char *due = schedulable();
 
 	values[0] = Int32GetDatum(limit);
 	values[1] = ObjectIdGetDatum(MyDatabaseId);
 	values[2] = TimestampTzGetDatum(now);
+
+	/*
+	 * The turns (a window) cannot be computed at the level that locks, so
+	 * they come from a copy of hwm.state, d; the row locked is s.  Every
+	 * condition that makes a row due is stated on s too: under READ
+	 * COMMITTED a row changed and committed after this statement's snapshot
+	 * is locked in its newest version and checked again against the
+	 * conditions on s alone, so a pipeline unscheduled, paused or moved
+	 * later in that window is not claimed.
+	 */
 	hwm_catalog_exec(psprintf("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
 							  " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
 							  " FROM (SELECT s.pipeline, s.owner,"
@@ -758,8 +769,9 @@ hwm_state_select_due(int limit, TimestampTz now)
 							  "       FROM hwm.state AS o GROUP BY o.owner) AS w"
 							  "  ON w.owner OPERATOR(pg_catalog.=) d.owner"
 							  " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
+							  " WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3"
 							  " ORDER BY d.turn, w.served NULLS FIRST, s.next_run_at, s.pipeline LIMIT $1"
-							  " FOR UPDATE OF s SKIP LOCKED", schedulable()),
+							  " FOR UPDATE OF s SKIP LOCKED", due, due),
 					 3, argtypes, values, NULL, SPI_OK_SELECT);
 }
 
@@ -789,18 +801,17 @@ owner_name_datum(Oid owner)
 int64
 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
 {
-	Oid			argtypes[4] = {TEXTOID, NAMEOID, TIMESTAMPTZOID, OIDOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			argtypes[5] = {TEXTOID, NAMEOID, TIMESTAMPTZOID, OIDOID, INT8OID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
+	int64		run_id;
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = owner_name_datum(owner);
 	values[2] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
 	nulls[2] = next ? ' ' : 'n';
 	values[3] = ObjectIdGetDatum(owner);
-	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 3, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_catalog_exec(hwm_catalog_is_1_0() ?
 					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
 					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
@@ -810,8 +821,71 @@ hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
 					 "  $4::pg_catalog.regrole)"
 					 " RETURNING run_id",
 					 4, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										 SPI_tuptable->tupdesc, 1, &isnull));
+	values[4] = Int64GetDatum(run_id);
+	/* the claim, which a change of schedule, pause or owner clears (1.2) */
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET next_run_at = $3, claimed_run_id = $5"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 hwm_catalog_version() >= 12 ? 5 : 3, argtypes, values, nulls, SPI_OK_UPDATE);
+	return run_id;
+}
+
+/*
+ * Is the claimed run run_id of pipeline still to be run by this worker?
+ * NULL when it is, else why not.  Takes the pipeline's lock (nowait: a
+ * busy pipeline raises "is busy", which the worker records as skipped) and
+ * reads the row again under it: a pause, an unschedule, a new schedule, a
+ * new owner or a drop committed since the claim wins over the claim.  The
+ * row is read once before the lock too, so that a worker whose role no
+ * longer owns the pipeline never takes its lock.
+ */
+const char *
+hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner)
+{
+	const char *why = NULL;
+
+	for (int pass = 0; pass < 2 && why == NULL; pass++)
+	{
+		Oid			argtypes[3] = {TEXTOID, OIDOID, INT8OID};
+		Datum		values[3] = {CStringGetTextDatum(pipeline), ObjectIdGetDatum(MyDatabaseId),
+		Int64GetDatum(run_id)};
+		HeapTuple	tup;
+		TupleDesc	desc;
+		bool		enabled_null,
+					scheduled_null,
+					home_null,
+					claimed_null,
+					owner_null;
+		bool		v12 = hwm_catalog_version() >= 12;
+
+		if (pass == 1)
+			pipeline_lock(pipeline, true);
+		hwm_catalog_exec(psprintf("SELECT s.enabled, s.schedule IS NOT NULL, %s, %s, s.owner::pg_catalog.oid"
+								  " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
+								  v12 ? "NOT EXISTS (SELECT FROM hwm.homes AS h"
+								  " WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+								  " AND h.dboid OPERATOR(pg_catalog.<>) $2)" : "$2 IS NOT NULL",
+								  v12 ? "s.claimed_run_id IS NOT DISTINCT FROM $3" : "$3 IS NOT NULL"),
+						 3, argtypes, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			return "the pipeline was dropped after the run was claimed";
+		tup = SPI_tuptable->vals[0];
+		desc = SPI_tuptable->tupdesc;
+		if (!DatumGetBool(SPI_getbinval(tup, desc, 1, &enabled_null)) || enabled_null)
+			why = "the pipeline was paused after the run was claimed";
+		else if (!DatumGetBool(SPI_getbinval(tup, desc, 2, &scheduled_null)) || scheduled_null)
+			why = "the pipeline was unscheduled after the run was claimed";
+		else if (!DatumGetBool(SPI_getbinval(tup, desc, 3, &home_null)) || home_null)
+			why = "the pipeline is not at home in this database (see hwm.homes)";
+		else if (!DatumGetBool(SPI_getbinval(tup, desc, 4, &claimed_null)) || claimed_null)
+			why = "the pipeline's schedule or pause state changed after the run was claimed";
+		else if (DatumGetObjectId(SPI_getbinval(tup, desc, 5, &owner_null)) != owner || owner_null)
+			why = "the pipeline's owner changed after the run was claimed";
+	}
+	return why;
 }
 
 bool
@@ -877,7 +951,9 @@ hwm_state_set_next_run(const char *pipeline, const TimestampTz *next)
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
 	nulls[1] = next ? ' ' : 'n';
-	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	/* (unscheduled since its schedule was read: stays unscheduled) */
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND schedule IS NOT NULL",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
@@ -926,7 +1002,8 @@ hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 							  "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
 							  "  last_status = 'failed', last_rows = NULL, last_error = $4,"
 							  "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-							  "  next_run_at = r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval"
+							  "  next_run_at = CASE WHEN s.schedule IS NOT NULL"
+							  "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
 							  " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
 							  with_owner ? ", owner" : "",
 							  with_owner ? ", $5::pg_catalog.regrole" : ""),

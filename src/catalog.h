@@ -118,7 +118,9 @@ extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
  * at most limit, locked, left in SPI_tuptable as (pipeline, owner,
  * next_run_at, schedule, anchor, timeout); when the next one is due
  * (DT_NOEND: none); a claimed run's 'running' row and its next slot (NULL:
- * none); its end (false: no longer 'running'), with the pipeline and the
+ * none), which also marks the row's claim (claimed_run_id); whether a
+ * claimed run is still to run, under its pipeline's lock (NULL, or why
+ * not); its end (false: no longer 'running'), with the pipeline and the
  * time; a pipeline's schedule and failure count, and its next run time;
  * the 'running' rows no live run holds, made 'interrupted' (left in
  * SPI_tuptable as (pipeline, run_id)); a claim that failed; the pipeline of
@@ -127,6 +129,7 @@ extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
 extern void hwm_state_select_due(int limit, TimestampTz now);
 extern TimestampTz hwm_state_next_due(void);
 extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
+extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner);
 extern bool hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
 							const char *error, char **pipeline, TimestampTz *finished);
 extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);

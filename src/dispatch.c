@@ -433,21 +433,37 @@ claim_failed_step(void *arg)
 	claim_failed(c->due, c->edata);
 }
 
-/* Copy row i of select_due's result */
+/*
+ * Copy row i of select_due's result; pipeline NULL when a column it needs
+ * is NULL (select_due states that none is: a row that breaks it is left
+ * alone and logged, never read).
+ */
 static void
 read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 {
 	HeapTuple	tup = tt->vals[i];
-	bool		isnull;
+	bool		owner_null,
+				every_null,
+				anchor_null;
 	bool		no_timeout;
-	Datum		timeout;
+	Datum		owner = SPI_getbinval(tup, tt->tupdesc, 2, &owner_null);
+	Datum		every = SPI_getbinval(tup, tt->tupdesc, 4, &every_null);
+	Datum		anchor = SPI_getbinval(tup, tt->tupdesc, 5, &anchor_null);
+	Datum		timeout = SPI_getbinval(tup, tt->tupdesc, 6, &no_timeout);
 
 	due->pipeline = SPI_getvalue(tup, tt->tupdesc, 1);
-	due->owner = DatumGetObjectId(SPI_getbinval(tup, tt->tupdesc, 2, &isnull));
+	if (due->pipeline == NULL || owner_null || every_null || anchor_null)
+	{
+		ereport(LOG,
+				(errmsg("hwm: due pipeline \"%s\" not claimed: its row lacks an owner, a schedule or a run time",
+						due->pipeline ? due->pipeline : "?")));
+		due->pipeline = NULL;
+		return;
+	}
+	due->owner = DatumGetObjectId(owner);
 	due->every = palloc(sizeof(Interval));
-	*due->every = *DatumGetIntervalP(SPI_getbinval(tup, tt->tupdesc, 4, &isnull));
-	due->anchor = DatumGetTimestampTz(SPI_getbinval(tup, tt->tupdesc, 5, &isnull));
-	timeout = SPI_getbinval(tup, tt->tupdesc, 6, &no_timeout);
+	*due->every = *DatumGetIntervalP(every);
+	due->anchor = DatumGetTimestampTz(anchor);
 	due->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
 }
 
@@ -488,6 +504,8 @@ claim_due_runs(int quota)
 		ClaimStep	c = {.due = &due[i], .now = now};
 		ErrorData  *edata2;
 
+		if (due[i].pipeline == NULL)
+			continue;			/* unreadable: logged by read_due */
 		if (queue_for(due[i].owner) == -2)
 		{
 			left = true;		/* no room for its owner: the next dispatch */
@@ -758,6 +776,25 @@ reset_session(void)
 							 GUC_ACTION_SET, true, 0, false);
 }
 
+/*
+ * A claimed run, under its pipeline's lock: run it when the claim still
+ * holds, else record it as skipped, saying what changed since the claim.
+ */
+static void
+serve_claim(const char *pipeline)
+{
+	const char *why = hwm_state_claim_check(pipeline, my_run_ids[my_current], my_args.owner);
+
+	if (why == NULL)
+	{
+		run_pipeline(pipeline);
+		return;
+	}
+	ereport(LOG,
+			(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: %s", pipeline, why)));
+	record_outcome(my_run_ids[my_current], "skipped", NULL, why);
+}
+
 /* One run of the queue: run it, or record why it failed */
 static void
 serve_run(MemoryContext workcxt)
@@ -770,7 +807,7 @@ serve_run(MemoryContext workcxt)
 		hwm_bgw_begin();
 		my_pipeline = read_run_pipeline(workcxt);
 		if (my_pipeline != NULL)
-			run_pipeline(my_pipeline);
+			serve_claim(my_pipeline);
 		hwm_bgw_commit();
 		mark_recorded();
 	}

@@ -181,9 +181,13 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 	values[1] = IntervalPGetDatum(every);
 	values[2] = TimestampTzGetDatum(start_at);
 	values[3] = TimestampTzGetDatum(next);
-	hwm_catalog_exec("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
-				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				  4, argtypes, values, NULL, SPI_OK_UPDATE);
+	/* a run claimed under the old schedule is not run (see claimed_run_id) */
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 	warn_if_not_served(pipeline);
 	warn_if_owner_cannot_connect(pipeline);
 	hwm_wakeup_at_commit();
@@ -238,9 +242,12 @@ hwm_unschedule(PG_FUNCTION_ARGS)
 	SPI_connect();
 	(void) hwm_pipeline_fetch(name, false, false);
 	values[0] = CStringGetTextDatum(name);
-	hwm_catalog_exec("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
-				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				  1, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_UPDATE);
 	SPI_finish();
 	hwm_wakeup_at_commit();
 	PG_RETURN_VOID();
@@ -258,8 +265,13 @@ set_enabled(FunctionCallInfo fcinfo, bool enabled)
 	(void) hwm_pipeline_fetch(name, false, false);
 	values[0] = CStringGetTextDatum(name);
 	values[1] = BoolGetDatum(enabled);
-	hwm_catalog_exec("UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				  2, argtypes, values, NULL, SPI_OK_UPDATE);
+	/* a pause, even undone at once, voids a claimed run that has not started */
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET enabled = $2, claimed_run_id = CASE"
+					 " WHEN enabled OPERATOR(pg_catalog.=) $2 THEN claimed_run_id END"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
 	/* resumed here by its owner: a pipeline copied from elsewhere is at home */
 	if (enabled)
 		hwm_pipeline_set_home(name);

@@ -1,0 +1,148 @@
+# A claim is true when it is made, and still true when the run starts
+# (issue 28).
+#
+# 1. The dispatcher's due query used to test "enabled, scheduled, due" on one
+#    copy of hwm.state and lock another: a row unscheduled and committed
+#    between the query's snapshot and its lock came back with its newest
+#    values, schedule NULL, and the dispatcher read that NULL and died of
+#    SIGSEGV, taking the server down.  The query is made slow here (200,000
+#    unscheduled pipelines in hwm.state) so that an hwm.unschedule or
+#    hwm.pause committed 0.1 s after the schedule lands in that window almost
+#    every time (10 in 10 before the fix); it passes when no process was
+#    terminated by a signal.
+# 2. A run claimed in a queue waits for the runs before it.  Whatever
+#    happened to its pipeline meanwhile (paused, unscheduled, scheduled
+#    elsewhere, dropped) wins over the claim: the worker checks under the
+#    pipeline's lock, just before the run, and records the run as skipped,
+#    saying why.  Before the fix each of them ran (or failed, dropped).
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use HwmTest;
+
+my $node = new_node('claims', 'hwm.max_workers' => 1, max_worker_processes => 16);
+
+sql($node, 'postgres', q{
+CREATE EXTENSION hwm;
+CREATE ROLE carol LOGIN;
+CREATE SCHEMA c AUTHORIZATION carol;
+SET ROLE carol;
+CREATE TABLE c.src (id bigint GENERATED ALWAYS AS IDENTITY, v int);
+INSERT INTO c.src (v) SELECT g FROM generate_series(1, 3) g;
+CREATE TABLE c.ran (pipeline text, at timestamptz DEFAULT clock_timestamp());
+CREATE FUNCTION c.mark(p text) RETURNS void LANGUAGE sql AS $f$ INSERT INTO c.ran (pipeline) VALUES (p) $f$;
+CREATE FUNCTION c.slow(p text) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+  INSERT INTO c.ran (pipeline) VALUES (p);
+  PERFORM pg_catalog.pg_sleep(3);
+END $f$;
+RESET ROLE;
+});
+
+sub pipeline_sql
+{
+	my ($name, $func, $extra) = @_;
+	$extra //= '';
+	return "SELECT hwm.create_command_pipeline('$name', 'c.src', 'id', "
+	  . "\$\$SELECT c.$func('$name') WHERE \$2 IS NOT NULL\$\$$extra);\n";
+}
+
+# --- 1. the due query's window -----------------------------------------------
+sql($node, 'postgres', q{
+CREATE TABLE public.pad_src (id int PRIMARY KEY, ts timestamptz);
+CREATE TABLE public.pad_tgt (id int PRIMARY KEY, ts timestamptz);
+INSERT INTO hwm.state (pipeline, source, target, unique_key, watermark_column, watermark_type, owner)
+SELECT 'pad_' || g, 'public.pad_src', 'public.pad_tgt', '{id}', 'ts', 'timestamptz', 'carol'
+  FROM generate_series(1, 200000) g;
+ANALYZE hwm.state;
+});
+
+my $tries = 6;
+for my $i (1 .. $tries)
+{
+	my $how = $i % 2 ? 'unschedule' : 'pause';
+	sql($node, 'postgres',
+		"SET ROLE carol;\n" . pipeline_sql("race_$i", 'mark', ", schedule => '15 minutes'"));
+	# committed while the dispatcher woken by the schedule reads hwm.state
+	sql($node, 'postgres', "SELECT pg_sleep(0.1); SET ROLE carol; SELECT hwm.$how('race_$i');");
+	# nothing of it is claimed from now on, by this dispatch or a later one
+	sql($node, 'postgres', "SELECT pg_sleep(0.4)");
+}
+# the dispatcher and workers have had their turns: no runs in progress
+wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
+	'no scheduled run of the race pipelines is left running');
+my $log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal/, 'no process of the server was terminated by a signal');
+is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.state WHERE pipeline LIKE 'race_%' AND enabled AND schedule IS NOT NULL}),
+	'0', 'every race pipeline is paused or unscheduled');
+sql($node, 'postgres', q{
+DELETE FROM hwm.state WHERE pipeline LIKE 'pad_%';
+SELECT hwm.drop_pipeline(pipeline) FROM hwm.state;
+TRUNCATE hwm.runs, c.ran;
+});
+
+# --- 2. a claimed run re-checks its pipeline before it runs ------------------
+# (what a run writes is seen only when it commits: its session is watched)
+my $slow_running = q{SELECT EXISTS (SELECT FROM pg_stat_activity
+  WHERE application_name = 'hwm: a_slow' AND state = 'active' AND query LIKE '%hwm.run%')};
+# One worker, one queue: a_slow first (3 s), then the others, all claimed in
+# the same dispatch (one owner, due at the same moment, in name order).
+my $decl = "SET ROLE carol;\n";
+$decl .= pipeline_sql('a_slow', 'slow');
+$decl .= pipeline_sql($_, 'mark') for qw(b_paused c_unscheduled d_moved e_dropped f_kept);
+sql($node, 'postgres', $decl);
+sql($node, 'postgres', q{
+BEGIN;
+SET ROLE carol;
+SELECT hwm.schedule(p, '1 hour', now()) FROM unnest(ARRAY['a_slow', 'b_paused', 'c_unscheduled',
+       'd_moved', 'e_dropped', 'f_kept']) AS p;
+COMMIT;
+});
+wait_for($node, 'postgres', $slow_running, undef, 'the slow run, first of the queue, starts');
+is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}), '6',
+	'the six runs were claimed together');
+sql($node, 'postgres', q{
+SET ROLE carol;
+SELECT hwm.pause('b_paused');
+SELECT hwm.unschedule('c_unscheduled');
+SELECT hwm.schedule('d_moved', '1 day', now() + interval '1 day');
+SELECT hwm.drop_pipeline('e_dropped');
+});
+wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
+	'the queue is served to its end');
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline, ' ' ORDER BY pipeline) FROM c.ran}),
+	'a_slow f_kept', 'only the runs whose claim still held ran');
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline || ': ' || status || coalesce(' (' || error || ')', ''), E'\n' ORDER BY pipeline) FROM hwm.runs}),
+	join("\n",
+		'a_slow: succeeded',
+		'b_paused: skipped (the pipeline was paused after the run was claimed)',
+		'c_unscheduled: skipped (the pipeline was unscheduled after the run was claimed)',
+		"d_moved: skipped (the pipeline's schedule or pause state changed after the run was claimed)",
+		'e_dropped: skipped (the pipeline was dropped after the run was claimed)',
+		'f_kept: succeeded'),
+	'the others are recorded as skipped, each saying what changed');
+is(sql($node, 'postgres', q{SELECT pipeline || ' ' || enabled || ' ' || (next_run_at > now() + interval '23 hours') FROM hwm.state WHERE pipeline IN ('b_paused', 'd_moved') ORDER BY 1}),
+	"b_paused false false\nd_moved true true", 'the pause and the new schedule stand');
+
+# A pause undone at once still voids the claim made before it (new rows, so
+# that the slow command runs again).
+sql($node, 'postgres', q{TRUNCATE hwm.runs, c.ran; INSERT INTO c.src (v) VALUES (4)});
+sql($node, 'postgres', q{
+BEGIN;
+SET ROLE carol;
+SELECT hwm.schedule(p, '1 hour', now()) FROM unnest(ARRAY['a_slow', 'f_kept']) AS p;
+COMMIT;
+});
+wait_for($node, 'postgres', $slow_running, undef, 'the slow run starts again');
+sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.pause('f_kept'); SELECT hwm.resume('f_kept');});
+wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
+	'the queue ends');
+is(sql($node, 'postgres', q{SELECT status FROM hwm.runs WHERE pipeline = 'f_kept' ORDER BY run_id LIMIT 1}),
+	'skipped', 'a pause and resume after the claim skip the claimed run');
+
+$log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal|TRAP:|PANIC/, 'no crash, failed assertion or PANIC in the server log');
+$node->stop;
+done_testing();
