@@ -199,13 +199,14 @@ for v in "${versions[@]}"; do
     hwm_log "regression tests"
     try run_suite "$tag" "$work" regress ISOLATION= TAP_TESTS=
     count_suite "$tmp/$tag/regress.log" regress "[$tag] regress" "$rc"
-    guard_logs "[$tag] regress" "$work"/tmp_check/log/*.log
+    # (pg_regress's temporary instance logs into OUTPUTDIR/log/postmaster.log)
+    guard_logs "[$tag] regress" "$work"/log/*.log "$work"/tmp_check/log/*.log
 
     # pg_isolation_regress: test/specs/*.spec against test/expected/*.out.
     hwm_log "isolation tests"
     try run_suite "$tag" "$work" isolation REGRESS= TAP_TESTS=
     count_suite "$tmp/$tag/isolation.log" regress "[$tag] isolation" "$rc"
-    guard_logs "[$tag] isolation" "$work"/tmp_check_iso/log/*.log
+    guard_logs "[$tag] isolation" "$work"/output_iso/log/*.log "$work"/tmp_check_iso/log/*.log
 
     # Citus for test/t/070_citus.pl (which skips without it) on every
     # version: the release scripts/citus.sh picks for it (13.2.2 on 15 and
