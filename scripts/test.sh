@@ -151,6 +151,10 @@ guard_logs() {
     done
 }
 
+# the log guard itself, on made-up logs, before it is trusted
+try bash "$REPO/scripts/log_guard.sh" --self-test
+((rc == 0)) || step_failed "log guard self-test"
+
 # --- 2. each version: provide it, build and install hwm, run the suites ----
 tested=()
 last_bin=
