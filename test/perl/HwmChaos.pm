@@ -18,8 +18,9 @@
 # Every operation prints the server's clock_timestamp() before it starts and
 # after it committed (psql -c ... -c ... -c ..., one transaction each), and
 # each client writes one line per operation into DIR/client-N.log:
-#   op <TAB> database <TAB> pipeline <TAB> t0 <TAB> t1 <TAB> ok|error <TAB> message
-# (t0, t1: epoch seconds; t1 empty when the operation failed).
+#   op <TAB> database <TAB> pipeline <TAB> t0 <TAB> t1 <TAB> tend <TAB> ok|error <TAB> message
+# (t0, t1: the server's clock, epoch seconds, t1 empty when the operation
+# failed; tend: this machine's clock when psql returned).
 package HwmChaos;
 
 use strict;
@@ -242,8 +243,8 @@ sub client
 		}
 		$err =~ s/\s+/ /g;
 		$err = substr($err, 0, 300);
-		printf $log "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", $op, $db, $p, $ts[0] // '', $rc == 0 ? ($ts[1] // '') : '',
-		  $rc == 0 ? 'ok' : 'error', $rc == 0 ? '' : $err;
+		printf $log "%s\t%s\t%s\t%s\t%s\t%.6f\t%s\t%s\n", $op, $db, $p, $ts[0] // '',
+		  $rc == 0 ? ($ts[1] // '') : '', time(), $rc == 0 ? 'ok' : 'error', $rc == 0 ? '' : $err;
 	}
 	close $log;
 	return;
@@ -316,7 +317,7 @@ sub operations
 		{
 			chomp $line;
 			my %o;
-			@o{qw(op db p t0 t1 status err)} = split /\t/, $line, 7;
+			@o{qw(op db p t0 t1 tend status err)} = split /\t/, $line, 8;
 			push @ops, \%o;
 		}
 	}
@@ -355,7 +356,8 @@ sub summary
 # which the pipeline was certainly paused: from a pause's commit (the
 # timestamp taken after it) until the start of the first resume or create
 # that may have committed after that pause (any that ended after the pause
-# began, failed ones included: a failure may come after the commit).
+# began, failed ones included: a failure may come after the commit; a failed
+# one ended when its psql returned, tend, on the same machine's clock).
 sub paused_windows
 {
 	my ($self) = @_;
@@ -370,7 +372,7 @@ sub paused_windows
 		elsif ($o->{op} eq 'resume' || $o->{op} eq 'create')
 		{
 			push @{ $enables{ $o->{db} }{ $o->{p} } },
-			  [ $o->{t0}, $o->{t1} ne '' ? $o->{t1} : 9e99 ];
+			  [ $o->{t0}, $o->{t1} ne '' ? $o->{t1} : $o->{tend} ];
 		}
 	}
 	my %w;
