@@ -598,12 +598,39 @@ SELECT s.pipeline,
             THEN 'its owner role no longer exists: drop the pipeline'
             WHEN NOT s.enabled THEN 'paused: hwm.resume starts it again'
             WHEN s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
+            WHEN NOT (SELECT o.rolcanlogin FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
+            THEN 'its owner cannot log in, and scheduled runs connect as the owner: ALTER ROLE ... LOGIN, or run it by hand'
+            WHEN NOT pg_catalog.has_database_privilege(s.owner::pg_catalog.oid, pg_catalog.current_database(), 'CONNECT')
+            THEN 'its owner may not connect to this database, and scheduled runs connect as the owner: GRANT CONNECT ON DATABASE ... TO the owner, or run it by hand'
+            WHEN ro.read_only AND ro.setrole OPERATOR(pg_catalog.=) 0 AND ro.setdatabase OPERATOR(pg_catalog.<>) 0
+            THEN 'every transaction in this database is read-only by default (ALTER DATABASE ... SET default_transaction_read_only): its scheduled runs fail; ALTER DATABASE ... RESET default_transaction_read_only'
+            WHEN ro.read_only AND ro.setrole OPERATOR(pg_catalog.=) 0
+            THEN 'every role''s transactions are read-only by default (ALTER ROLE ALL SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ALL RESET default_transaction_read_only'
+            WHEN ro.read_only
+            THEN 'its owner''s transactions are read-only by default (ALTER ROLE ... SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ... RESET default_transaction_read_only'
+            WHEN s.last_status OPERATOR(pg_catalog.=) 'failed' AND s.last_error OPERATOR(pg_catalog.~~) 'the scheduler could not claim the run:%'
+            THEN 'the scheduler could not claim its last run (last_error says why): it tries again at next_run_at'
        END AS not_scheduled_because
-  FROM hwm.state AS s;
+  FROM hwm.state AS s
+  -- the default_transaction_read_only its scheduled runs get: the most
+  -- specific of the owner's in this database, the owner's, the database's,
+  -- every role's (pg_db_role_setting, which every role may read)
+  LEFT JOIN LATERAL (
+       SELECT x.setrole, x.setdatabase,
+              pg_catalog.split_part(c.c, '=', 2) OPERATOR(pg_catalog.~*) '^(on|t|tr|tru|true|y|ye|yes|1)$' AS read_only
+         FROM pg_catalog.pg_db_role_setting AS x,
+              pg_catalog.unnest(x.setconfig) AS c(c)
+        WHERE x.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid,
+                  (SELECT d.oid FROM pg_catalog.pg_database AS d
+                    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())])
+          AND x.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid, s.owner::pg_catalog.oid])
+          AND pg_catalog.lower(c.c) OPERATOR(pg_catalog.~~) 'default\_transaction\_read\_only=%'
+        ORDER BY x.setrole OPERATOR(pg_catalog.=) 0, x.setdatabase OPERATOR(pg_catalog.=) 0
+        LIMIT 1) AS ro ON true;
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler.';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed).';
 -- Partition bounds and watermarks of the column's own type (issue 22): a
 -- date, a timestamp or a number is passed as it is, and turned into the
 -- text form the functions above take, in the caller's session (whose

@@ -3,6 +3,7 @@
 -- transaction inside one; records its progress in hwm.backfills; resumes
 -- after a failure; a second run changes nothing; dry_run and
 -- hwm.backfill_plan touch nothing.  Every refusal changes nothing.
+\i test/setup.sql
 CREATE SCHEMA bf;
 SET search_path = bf, public;
 SET datestyle = ISO;

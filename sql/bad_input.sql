@@ -9,6 +9,7 @@
 -- hwm.state), the number of rows in hwm.runs and the rows of every target
 -- here is compared with the one taken before the first case: it must say
 -- "t" every time.
+\i test/setup.sql
 CREATE SCHEMA bi;
 SET datestyle = ISO;
 \set VERBOSITY default

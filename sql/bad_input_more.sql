@@ -8,6 +8,7 @@
 -- megabyte-long value would be echoed in the message: those show the
 -- SQLSTATE alone), then that the catalog, the run history and every target
 -- are unchanged.
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 SET client_min_messages = warning;

@@ -4,6 +4,7 @@
 -- keeps the batches before it; a batch never splits rows that share one
 -- watermark value; inside a transaction block the batches share the caller's
 -- transaction.
+\i test/setup.sql
 CREATE SCHEMA catch_up;
 SET search_path = catch_up, public;
 

@@ -6,6 +6,7 @@
 -- values that differ in their last byte.  A target with more non-key columns
 -- than one function call takes (50) is compared in several calls.  Then the
 -- function itself, and what it refuses.
+\i test/setup.sql
 CREATE SCHEMA changed_test;
 SET search_path = changed_test, public;
 \set VERBOSITY default

@@ -3,6 +3,7 @@
 -- over each finished interval of a time column, $1 inclusive / $2
 -- exclusive); their runs, catch-up, reruns, and every refusal at declare
 -- time, each of which changes nothing.
+\i test/setup.sql
 CREATE SCHEMA cmd;
 SET search_path = cmd, public;
 

@@ -3,6 +3,7 @@
 -- hwm.state never keeps the OID of a table that no longer exists (pg_dump
 -- would write it out as a number that may name another table after a
 -- restore).  The run history stays.
+\i test/setup.sql
 CREATE SCHEMA deps;
 SET search_path = deps, public;
 CREATE TABLE src (id int, n int);

@@ -11,6 +11,7 @@
 -- watermark are valid; the pipelines are exactly those the successful calls
 -- created and did not drop; every new run belongs to one of them); and no
 -- table holds a row that the sources did not have.
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 SET client_min_messages = warning;

@@ -8,6 +8,7 @@
 --   point(k) <= t < point(k + 1)
 -- with both points equal to the reference, and its "next" must be
 -- point(k + 1), or NULL exactly where the reference cannot represent it.
+\i test/setup.sql
 SET datestyle = ISO;
 SET client_min_messages = warning;
 CREATE SCHEMA grid;

@@ -6,6 +6,7 @@
 -- the maximum length (63 bytes) work as ordinary names for schemas, tables,
 -- columns and pipelines, through every function.  (A pipeline name with a
 -- control character, such as a newline, is refused: see the end.)
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 -- (the results say what each call did; its NOTICE would only repeat it)

@@ -1,8 +1,6 @@
 -- install: CREATE EXTENSION makes the schema, the catalog, the run history,
 -- the status view and the functions; every object it makes has a comment;
 -- ordinary users can read the catalog but not write it.
--- It also defines test_fingerprint(), which the other files use to show that
--- running something twice leaves the same rows.
 CREATE EXTENSION hwm;
 
 SELECT e.extname, e.extversion, n.nspname AS schema, e.extrelocatable
@@ -39,15 +37,3 @@ UPDATE hwm.state SET watermark = NULL;
 DELETE FROM hwm.runs;
 RESET ROLE;
 DROP ROLE hwm_install_plain;
-
--- order-independent fingerprint of a table's rows: count and checksum
-CREATE FUNCTION public.test_fingerprint(rel regclass) RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-    result text;
-BEGIN
-    EXECUTE format('SELECT count(*) || '' rows, md5 '' || coalesce(md5(string_agg(r::text, ''|'' ORDER BY r::text)), ''-'') FROM %s AS r', rel)
-       INTO result;
-    RETURN result;
-END
-$$;

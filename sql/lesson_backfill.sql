@@ -3,6 +3,7 @@
 -- source in one transaction: corrupted March rows are fixed, March rows the
 -- source no longer has are removed, missing ones appear, February and April
 -- stay as they were, and a retry produces the same result.
+\i test/setup.sql
 CREATE SCHEMA lesson2;
 SET search_path = lesson2, public;
 SET datestyle = ISO;

@@ -3,6 +3,7 @@
 -- watermark '2026-03-02 10:00'.  Strict > loads only id 3; id 4 arrived late
 -- (below the watermark) and is caught by overwriting load_date 2026-03-02.
 -- Running the whole script twice leaves the same rows.
+\i test/setup.sql
 CREATE SCHEMA lesson1;
 SET search_path = lesson1, public;
 SET datestyle = ISO;

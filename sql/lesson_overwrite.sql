@@ -3,6 +3,7 @@
 -- from source; running it again leaves the target unchanged, down to the row
 -- versions (the rerun rewrites nothing).  Shown with overwrite_partition (no
 -- pipeline) and with a pipeline's overwrite.
+\i test/setup.sql
 CREATE SCHEMA lesson1b;
 SET search_path = lesson1b, public;
 SET datestyle = ISO;

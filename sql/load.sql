@@ -3,6 +3,7 @@
 -- change (no new row versions), never moves the watermark backwards, catches
 -- late rows with lookback, moves a key between partitions without failing,
 -- and commits or rolls back with the caller's transaction.
+\i test/setup.sql
 CREATE SCHEMA load;
 SET search_path = load, public;
 SET datestyle = ISO;

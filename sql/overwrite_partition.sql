@@ -2,6 +2,7 @@
 -- caller's rights.  A target with a primary key is diffed and upserted; one
 -- without is deleted and re-inserted; a natively partitioned target works
 -- too.  Each is idempotent, and each is recorded in hwm.runs.
+\i test/setup.sql
 CREATE SCHEMA owp;
 SET search_path = owp, public;
 SET datestyle = ISO;

@@ -4,6 +4,7 @@
 -- tuples; what the range leaves of a partition is diffed as before
 -- ('exchange+diff'); a partition that cannot be exchanged exactly is
 -- overwritten row by row, with a NOTICE saying why.
+\i test/setup.sql
 CREATE EXTENSION IF NOT EXISTS pgstattuple;
 CREATE SCHEMA pex;
 SET search_path = pex, public;

@@ -4,6 +4,7 @@
 -- and of the target, a dropped and re-created index (the key's unique index
 -- too), a set_watermark, a pipeline dropped and declared again with another
 -- command, and a role whose row security differs.
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 SET client_min_messages = warning;

@@ -8,6 +8,7 @@
 -- then a superuser, run every function of hwm with that hostile search_path:
 -- planted.calls stays empty and the data goes where it should.  A control
 -- shows first that the planted objects do catch unqualified SQL.
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 -- (the results say what each call did; its NOTICE would only repeat it)

@@ -6,6 +6,7 @@
 -- changes nothing), column privileges and row security on the source are
 -- honoured; superuser-owned pipelines are refused unless allowed; renamed and
 -- dropped owners never let a pipeline run with someone else's rights.
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 -- (the results say what each call did; its NOTICE would only repeat it)

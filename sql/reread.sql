@@ -2,8 +2,9 @@
 -- where the last one got to, not from a held watermark; set_watermark
 -- forgets that; hwm.status shows what held the watermark and the rows whose
 -- watermark is NULL; hwm.runs keeps hwm.max_runs_per_pipeline runs of every
--- kind, runs by hand included, but not the backfill runs of an unfinished
--- backfill.  (Transactions in flight: test/specs/reread_memory.spec.)
+-- kind, runs by hand included, and by age keeps the backfill runs of an
+-- unfinished backfill.  (Transactions in flight: test/specs/reread_memory.spec.)
+\i test/setup.sql
 CREATE SCHEMA rr;
 SET search_path = rr, public;
 SET datestyle = ISO;
@@ -42,25 +43,29 @@ SELECT rows_upserted FROM hwm.run('rr');
 SELECT null_watermarks FROM hwm.status WHERE pipeline = 'rr';
 
 -- history: every kind of run is pruned, by hand too, to
--- hwm.max_runs_per_pipeline (checked every 16th run, so at most 15 more),
--- except the backfill runs while a backfill of the pipeline is unfinished
+-- hwm.max_runs_per_pipeline (checked every 16th run, so at most 15 more);
+-- by age (hwm.history_days) the backfill runs are kept while a backfill of
+-- the pipeline is unfinished, by count they are not (a long backfill or
+-- rerun stays within the bound)
 INSERT INTO hwm.backfills (pipeline, from_partition, to_partition, batch_size, status)
 VALUES ('rr', '1', '2', 1, 'failed');
-INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status)
-VALUES ('rr', 'backfill', '2026-01-01', '2026-01-01', 'succeeded');
+INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status, owner)
+SELECT 'rr', k, '2026-01-01', '2026-01-01', 'succeeded', s.owner
+  FROM hwm.state AS s, unnest(ARRAY['backfill', 'load']) AS k WHERE s.pipeline = 'rr';
+SET hwm.history_days = 1;
+SET client_min_messages = warning;
+SELECT count(hwm.run('rr')) FROM generate_series(1, 16);
+RESET client_min_messages;
+SELECT count(*) FILTER (WHERE kind = 'load' AND started_at < '2026-02-01') AS old_load_runs,
+       count(*) FILTER (WHERE kind = 'backfill') AS backfill_runs_kept
+  FROM hwm.runs WHERE pipeline = 'rr';
+RESET hwm.history_days;
 SET hwm.max_runs_per_pipeline = 3;
 SET client_min_messages = warning;
 SELECT count(hwm.run('rr')) FROM generate_series(1, 40);
 RESET client_min_messages;
 SELECT count(*) FILTER (WHERE kind <> 'backfill') BETWEEN 3 AND 3 + 15 AS other_runs_bounded,
        count(*) FILTER (WHERE kind = 'backfill') AS backfill_runs_kept
-  FROM hwm.runs WHERE pipeline = 'rr';
--- once the backfill is finished, its runs go too (the next prune)
-UPDATE hwm.backfills SET status = 'succeeded' WHERE pipeline = 'rr';
-SET client_min_messages = warning;
-SELECT count(hwm.run('rr')) FROM generate_series(1, 20);
-RESET client_min_messages;
-SELECT count(*) FILTER (WHERE kind = 'backfill') AS backfill_runs_kept
   FROM hwm.runs WHERE pipeline = 'rr';
 RESET hwm.max_runs_per_pipeline;
 

@@ -4,6 +4,7 @@
 -- that is not in the past, so runs do not drift.  This database is not the
 -- one the scheduler serves (hwm.database), so nothing runs here and every
 -- schedule says so; test/t/ shows the scheduler at work.
+\i test/setup.sql
 CREATE SCHEMA sched;
 SET search_path = sched, public;
 

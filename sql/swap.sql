@@ -3,6 +3,7 @@
 -- keys, a trigger, a policy and a comment on it keep working; the staging
 -- table then holds the previous contents, and a second swap restores them.
 -- Every refusal says what failed and changes nothing.
+\i test/setup.sql
 CREATE EXTENSION amcheck;
 CREATE SCHEMA sw;
 SET search_path = sw, public;

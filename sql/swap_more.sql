@@ -7,6 +7,7 @@
 -- table; planner statistics that follow the rows; then rollback of a swap to
 -- a savepoint or in an exception block, with amcheck on heaps, TOAST tables
 -- and indexes.
+\i test/setup.sql
 CREATE EXTENSION amcheck;
 CREATE SCHEMA swm;
 SET search_path = swm, public;

@@ -3,6 +3,7 @@
 -- current_date) works as hwm.overwrite('p', '2026-...', '2026-...') does;
 -- quoted literals still call the text versions; a value of another type is
 -- the clear error its text form gives, and changes nothing.
+\i test/setup.sql
 SET datestyle = ISO;
 SET timezone = 'UTC';
 SET client_min_messages = warning;

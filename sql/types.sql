@@ -10,6 +10,7 @@
 -- Last, under DateStyle 'SQL, DMY' and TimeZone America/New_York, a
 -- timestamptz watermark set by hand is still stored as ISO text in UTC and
 -- the next run loads exactly the rows above it.
+\i test/setup.sql
 CREATE SCHEMA types_test;
 SET search_path = types_test, public;
 SET datestyle = 'ISO, YMD';

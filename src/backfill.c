@@ -52,10 +52,9 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-/* One backfill, as it lives across the transactions of a CALL */
+/* What a backfill keeps besides its job (HwmJob.arg) */
 typedef struct Backfill
 {
-	HwmJob		job;			/* its row of hwm.backfills (job.c) */
 	char	   *in_progress;	/* partition being overwritten, for errors */
 } Backfill;
 
@@ -127,15 +126,64 @@ backfill_plan_build(const char *name, bool lock, HwmPipeline **pp, HwmRoleSwitch
 }
 
 /*
- * Mark the backfill failed with the error that stopped it, and record the
- * partition that failed in hwm.runs.
+ * The partitions of a range, one after the other, with their rows in the
+ * source and the target: what the dry run and hwm.backfill_plan show.
+ */
+typedef struct Walk
+{
+	HwmPipeline *p;
+	HwmPlan    *plan;
+	HwmRoleSwitch sw;
+	Datum		to;
+	char	   *from_text;		/* the range's bounds, canonical */
+	char	   *to_text;
+	bool		first;
+	Datum		value;			/* the current partition */
+	int64		source_rows;	/* ... its rows in the source */
+	int64		target_rows;	/* ... and in the target */
+} Walk;
+
+/*
+ * Begin a walk of the range in arguments 1 and 2: the pipeline read and its
+ * plan built as its owner, who stays current until walk_end.
  */
 static void
-backfill_fail(Backfill *bf, ErrorData *edata, TimestampTz started_at)
+walk_begin(Walk *w, const char *name, FunctionCallInfo fcinfo)
 {
-	HwmRunFacts run = HWM_RUN_FACTS_INIT(bf->job.pipeline, "backfill", started_at);
+	w->plan = backfill_plan_build(name, false, &w->p, &w->sw);
+	hwm_range_parse(w->plan, fcinfo, 1, 2, &w->value, &w->to, &w->from_text, &w->to_text);
+	w->first = true;
+}
 
-	hwm_job_fail(&bf->job, edata);
+/* The next partition and its counts; false when the range has no more */
+static bool
+walk_next_counted(Walk *w)
+{
+	if (!walk_next(w->plan, w->value, w->first, w->to, &w->value))
+		return false;
+	w->first = false;
+	w->source_rows = walk_count(w->plan, 0, w->value);
+	w->target_rows = walk_count(w->plan, 1, w->value);
+	return true;
+}
+
+/* The walk is over: back to the caller's role */
+static void
+walk_end(Walk *w)
+{
+	hwm_unbecome(&w->sw);
+}
+
+/*
+ * Record the partition that failed in hwm.runs (job.c marks the backfill
+ * failed with the error that stopped it).
+ */
+static void
+backfill_failed(HwmJob *job, ErrorData *edata, TimestampTz started_at)
+{
+	Backfill   *bf = job->arg;
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(job->pipeline, "backfill", started_at);
+
 	run.status = "failed";
 	run.from_partition = bf->in_progress;
 	run.to_partition = bf->in_progress;
@@ -145,13 +193,41 @@ backfill_fail(Backfill *bf, ErrorData *edata, TimestampTz started_at)
 }
 
 /*
- * One batch, in the current transaction: overwrite up to batch_size
- * partitions after done_through, record them, and save the progress.
- * Returns true when the range is finished.
+ * A partition overwritten: its run in hwm.runs and the pipeline's state, and
+ * the job's progress.
+ */
+static void
+partition_record(HwmJob *job, const HwmPipeline *p, const PartitionDone *d)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", d->started_at);
+	int64		run_id;
+
+	run.partitions = 1;
+	run.rows_deleted = d->ow.deleted;
+	run.rows_inserted = d->ow.inserted;
+	run.watermark_before = p->watermark;
+	run.watermark_after = p->watermark;
+	run.from_partition = d->value;
+	run.to_partition = d->value;
+	run.method = d->ow.method;
+	run_id = hwm_record_run(&run);
+	hwm_update_state_after_run(p, run_id, d->started_at, false, NULL,
+							   d->ow.deleted + d->ow.inserted, NULL);
+	job->done_through = MemoryContextStrdup(job->cxt, d->value);
+	job->steps_done++;
+	job->rows_deleted += d->ow.deleted;
+	job->rows_inserted += d->ow.inserted;
+}
+
+/*
+ * One batch, the step of a backfill, in the current transaction: overwrite up
+ * to batch_size partitions after done_through and record them.  Returns true
+ * when the range is finished.
  */
 static bool
-backfill_batch(Backfill *bf)
+backfill_batch(HwmJob *job)
 {
+	Backfill   *bf = job->arg;
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
@@ -163,13 +239,14 @@ backfill_batch(Backfill *bf)
 	List	   *done = NIL;
 	ListCell   *lc;
 
-	plan = backfill_plan_build(bf->job.pipeline, true, &p, &sw);
-	from = hwm_value_in(&plan->part, bf->job.from_text, "from_partition");
-	to = hwm_value_in(&plan->part, bf->job.to_text, "to_partition");
-	first = bf->job.done_through == NULL;
-	after = first ? from : hwm_value_in(&plan->part, bf->job.done_through, "done_through");
+	bf->in_progress = NULL;
+	plan = backfill_plan_build(job->pipeline, true, &p, &sw);
+	from = hwm_value_in(&plan->part, job->from_text, "from_partition");
+	to = hwm_value_in(&plan->part, job->to_text, "to_partition");
+	first = job->done_through == NULL;
+	after = first ? from : hwm_value_in(&plan->part, job->done_through, "done_through");
 
-	for (int i = 0; i < bf->job.batch_size; i++)
+	for (int i = 0; i < job->batch_size; i++)
 	{
 		Datum		v;
 		PartitionDone *d;
@@ -183,7 +260,7 @@ backfill_batch(Backfill *bf)
 		d = palloc(sizeof(PartitionDone));
 		d->started_at = GetCurrentTimestamp();
 		d->value = hwm_value_out(&plan->part, v);
-		bf->in_progress = MemoryContextStrdup(bf->job.cxt, d->value);
+		bf->in_progress = MemoryContextStrdup(job->cxt, d->value);
 		hwm_range_overwrite(plan, v, v, true, &d->ow);
 		done = lappend(done, d);
 		after = v;
@@ -193,74 +270,22 @@ backfill_batch(Backfill *bf)
 
 	/* record as the caller, like hwm.overwrite does */
 	foreach(lc, done)
-	{
-		PartitionDone *d = lfirst(lc);
-		int64		run_id;
-		MemoryContext old;
-
-		HwmRunFacts run = HWM_RUN_FACTS_INIT(p->name, "backfill", d->started_at);
-
-		run.partitions = 1;
-		run.rows_deleted = d->ow.deleted;
-		run.rows_inserted = d->ow.inserted;
-		run.watermark_before = p->watermark;
-		run.watermark_after = p->watermark;
-		run.from_partition = d->value;
-		run.to_partition = d->value;
-		run.method = d->ow.method;
-		run_id = hwm_record_run(&run);
-		hwm_update_state_after_run(p->name, run_id, d->started_at, false, NULL,
-								   d->ow.deleted + d->ow.inserted, NULL);
-		old = MemoryContextSwitchTo(bf->job.cxt);
-		bf->job.done_through = pstrdup(d->value);
-		MemoryContextSwitchTo(old);
-		bf->job.steps_done++;
-		bf->job.rows_deleted += d->ow.deleted;
-		bf->job.rows_inserted += d->ow.inserted;
-	}
-	hwm_job_save(&bf->job, finished);
+		partition_record(job, p, lfirst(lc));
 	return finished;
 }
 
-/* One batch, for hwm_try_subxact */
-typedef struct BatchStep
-{
-	Backfill   *bf;
-	bool		finished;
-} BatchStep;
-
-static void
-batch_step(void *arg)
-{
-	BatchStep  *b = arg;
-
-	b->finished = backfill_batch(b->bf);
-}
-
-/*
- * Run one batch in its own subtransaction of the current transaction, so
- * that a failure can be recorded in hwm.backfills and committed before it
- * is reported.  Returns the error (copied into bf->job.cxt), or NULL.
- */
-static ErrorData *
-backfill_batch_guarded(Backfill *bf, bool *finished)
-{
-	BatchStep	b = {.bf = bf};
-	ErrorData  *edata = hwm_try_subxact(batch_step, &b, bf->job.cxt);
-
-	*finished = b.finished;
-	return edata;
-}
-
-/* The summary NOTICE of a backfill */
-static void
-backfill_notice(const Backfill *bf)
-{
-	ereport(NOTICE,
-			(errmsg("hwm: backfill " INT64_FORMAT " of pipeline \"%s\" from %s to %s finished: %d partitions, " INT64_FORMAT " rows deleted, " INT64_FORMAT " rows inserted or updated",
-					bf->job.id, bf->job.pipeline, bf->job.from_text, bf->job.to_text, bf->job.steps_done,
-					bf->job.rows_deleted, bf->job.rows_inserted)));
-}
+/* A backfill is a job of hwm.backfills (job.c), a batch of partitions its step */
+static const HwmJobKind backfill_kind = {
+	.procedure = "hwm.backfill",
+	.step_name = "partition",
+	.snapshot_detail = "Each partition must be overwritten from the source as it is now, not as a snapshot taken earlier saw it.",
+	.busy = "backfill {id} is running in another session",
+	.busy_detail = "The same pipeline and range are being backfilled by another CALL that has not finished.",
+	.resuming = "hwm: resuming backfill {id} of pipeline \"{pipeline}\" from {from} to {to} after partition {done}",
+	.stopped = "Backfill {id} stopped; partitions up to {done} are done and committed.",
+	.step = backfill_batch,
+	.failed = backfill_failed,
+};
 
 /*
  * dry_run: one NOTICE per partition the backfill would overwrite, with the
@@ -269,51 +294,34 @@ backfill_notice(const Backfill *bf)
 static void
 backfill_dry_run(const char *name, FunctionCallInfo fcinfo)
 {
-	HwmPipeline *p;
-	HwmPlan    *plan;
-	HwmRoleSwitch sw;
-	Datum		from;
-	Datum		to;
-	Datum		v;
-	char	   *from_text;
-	char	   *to_text;
-	bool		first = true;
+	Walk		w;
 	int			n = 0;
 	int64		src_total = 0;
 	int64		tgt_total = 0;
+	HwmJob		job = {.kind = &backfill_kind};
 
-	plan = backfill_plan_build(name, false, &p, &sw);
-	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
-	v = from;
-	while (walk_next(plan, v, first, to, &v))
+	walk_begin(&w, name, fcinfo);
+	while (walk_next_counted(&w))
 	{
-		int64		s = walk_count(plan, 0, v);
-		int64		t = walk_count(plan, 1, v);
-
-		first = false;
 		n++;
-		src_total += s;
-		tgt_total += t;
+		src_total += w.source_rows;
+		tgt_total += w.target_rows;
 		ereport(NOTICE,
 				(errmsg("hwm: backfill would overwrite partition %s: " INT64_FORMAT " source rows, " INT64_FORMAT " target rows",
-						hwm_value_out(&plan->part, v), s, t)));
+						hwm_value_out(&w.plan->part, w.value), w.source_rows, w.target_rows)));
 	}
-	hwm_unbecome(&sw);
-	{
-		HwmJob		job = {.what = "backfill"};
-
-		job.pipeline = p->name;
-		job.from_text = from_text;
-		job.to_text = to_text;
-		job.cxt = CurrentMemoryContext;
-		if (hwm_job_find_unfinished(&job))
-			ereport(NOTICE,
-					(errmsg("hwm: backfill " INT64_FORMAT " of this range is unfinished: a CALL without dry_run resumes it after partition %s",
-							job.id, job.done_through ? job.done_through : "(none)")));
-	}
+	walk_end(&w);
+	job.pipeline = w.p->name;
+	job.from_text = w.from_text;
+	job.to_text = w.to_text;
+	job.cxt = CurrentMemoryContext;
+	if (hwm_job_find_unfinished(&job))
+		ereport(NOTICE,
+				(errmsg("hwm: backfill " INT64_FORMAT " of this range is unfinished: a CALL without dry_run resumes it after partition %s",
+						job.id, job.done_through ? job.done_through : "(none)")));
 	ereport(NOTICE,
 			(errmsg("hwm: dry run of backfill of pipeline \"%s\" from %s to %s: %d partitions, " INT64_FORMAT " source rows, " INT64_FORMAT " target rows; nothing was changed",
-					p->name, from_text, to_text, n, src_total, tgt_total)));
+					w.p->name, w.from_text, w.to_text, n, src_total, tgt_total)));
 }
 
 /* The arguments of hwm.backfill that need no catalog: batch_size, dry_run */
@@ -328,46 +336,7 @@ backfill_check_args(FunctionCallInfo fcinfo)
 				 errdetail("batch_size is %d.", PG_GETARG_INT32(3)),
 				 errhint("batch_size is the number of partitions overwritten per transaction.")));
 	hwm_require_arg(fcinfo, 4, "dry_run");
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("hwm.backfill cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
-				 errdetail("Each partition must be overwritten from the source as it is now, not as a snapshot taken earlier saw it."),
-				 errhint("Call hwm.backfill in a READ COMMITTED transaction (the default), or on its own.")));
-}
-
-/*
- * A non-atomic CALL: commit the set-up, then one transaction per batch; a
- * batch that fails is recorded and committed as failed.  Returns its error
- * (copied into bf->job.cxt), or NULL when the range is done.  Leaves SPI
- * connected.
- */
-static ErrorData *
-backfill_committed_batches(Backfill *bf)
-{
-	ErrorData  *edata = NULL;
-	bool		finished = false;
-
-	SPI_commit();
-	SPI_start_transaction();
-	SPI_finish();
-	while (!finished)
-	{
-		TimestampTz batch_started = GetCurrentTimestamp();
-
-		SPI_connect_ext(SPI_OPT_NONATOMIC);
-		bf->in_progress = NULL;
-		edata = backfill_batch_guarded(bf, &finished);
-		if (edata)
-			backfill_fail(bf, edata, batch_started);
-		SPI_commit();
-		SPI_start_transaction();
-		if (edata)
-			break;
-		if (!finished)
-			SPI_finish();
-	}
-	return edata;
+	hwm_job_require_read_committed(&backfill_kind);
 }
 
 PG_FUNCTION_INFO_V1(hwm_backfill);
@@ -380,17 +349,8 @@ Datum
 hwm_backfill(PG_FUNCTION_ARGS)
 {
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	bool		atomic = hwm_call_is_atomic(fcinfo);
-	Backfill   *bf;
-	MemoryContext cxt;
-	HwmPipeline *p;
-	HwmPlan    *plan;
-	HwmRoleSwitch sw;
-	Datum		from;
-	Datum		to;
-	char	   *from_text;
-	char	   *to_text;
-	ErrorData  *volatile edata = NULL;
+	HwmJob	   *job;
+	Walk		w;
 
 	backfill_check_args(fcinfo);
 
@@ -402,73 +362,26 @@ hwm_backfill(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	}
 
-	/* what must outlive the CALL's transactions */
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "hwm backfill",
-								ALLOCSET_SMALL_SIZES);
-	bf = MemoryContextAllocZero(cxt, sizeof(Backfill));
-	bf->job.what = "backfill";
-	bf->job.cxt = cxt;
-	bf->job.batch_size = PG_GETARG_INT32(3);
-
 	/*
-	 * Set-up: validate everything; refuse at once a backfill of this range
-	 * that another session is working on (before queueing for the pipeline's
-	 * lock, which that session may hold for a while); then, under the
-	 * pipeline's lock, take over the unfinished backfill or start a new one.
-	 * An error here changes nothing.
+	 * Set-up: validate everything (an error here changes nothing); then the
+	 * job's driver (job.c) takes over the unfinished backfill of this range
+	 * or starts one, and runs its batches.
 	 */
-	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
-	plan = backfill_plan_build(name, false, &p, &sw);
-	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
-	hwm_unbecome(&sw);
-	bf->job.pipeline = MemoryContextStrdup(cxt, p->name);
-	bf->job.from_text = MemoryContextStrdup(cxt, from_text);
-	bf->job.to_text = MemoryContextStrdup(cxt, to_text);
-	bf->job.session_lock = !atomic;
+	job = hwm_job_new(&backfill_kind, fcinfo);
+	job->batch_size = PG_GETARG_INT32(3);
+	job->arg = MemoryContextAllocZero(job->cxt, sizeof(Backfill));
+	walk_begin(&w, name, fcinfo);
+	walk_end(&w);
+	job->pipeline = MemoryContextStrdup(job->cxt, w.p->name);
+	job->from_text = MemoryContextStrdup(job->cxt, w.from_text);
+	job->to_text = MemoryContextStrdup(job->cxt, w.to_text);
+	hwm_job_run(job);
 
-	PG_TRY();
-	{
-		if (hwm_job_find_unfinished(&bf->job))
-			hwm_job_claim(&bf->job);
-		(void) hwm_pipeline_fetch(bf->job.pipeline, true, false);
-		hwm_job_start(&bf->job);
-		hwm_job_claim(&bf->job);
-		if (bf->job.resumed)
-			ereport(NOTICE,
-					(errmsg("hwm: resuming backfill " INT64_FORMAT " of pipeline \"%s\" from %s to %s after partition %s",
-							bf->job.id, bf->job.pipeline, bf->job.from_text, bf->job.to_text,
-							bf->job.done_through ? bf->job.done_through : "(none)")));
-
-		if (atomic)
-		{
-			/* inside the caller's transaction: all batches, no commit */
-			while (!backfill_batch(bf))
-				;
-		}
-		else
-			edata = backfill_committed_batches(bf);
-	}
-	PG_CATCH();
-	{
-		hwm_job_unclaim(&bf->job);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	hwm_job_unclaim(&bf->job);
-	SPI_finish();
-
-	if (edata)
-	{
-		edata->detail = psprintf("Backfill " INT64_FORMAT " stopped; partitions up to %s are done and committed.",
-								 bf->job.id, bf->job.done_through ? bf->job.done_through : "(none)");
-		edata->hint = psprintf("Fix the cause and CALL hwm.backfill(%s, %s, %s) again: it resumes after the last partition done.",
-							   quote_literal_cstr(bf->job.pipeline),
-							   quote_literal_cstr(bf->job.from_text),
-							   quote_literal_cstr(bf->job.to_text));
-		ReThrowError(edata);
-	}
-	backfill_notice(bf);
-	MemoryContextDelete(cxt);
+	ereport(NOTICE,
+			(errmsg("hwm: backfill " INT64_FORMAT " of pipeline \"%s\" from %s to %s finished: %d partitions, " INT64_FORMAT " rows deleted, " INT64_FORMAT " rows inserted or updated",
+					job->id, job->pipeline, job->from_text, job->to_text, job->steps_done,
+					job->rows_deleted, job->rows_inserted)));
+	hwm_job_free(job);
 	PG_RETURN_VOID();
 }
 
@@ -484,39 +397,25 @@ hwm_backfill_plan(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	HwmPipeline *p;
-	HwmPlan    *plan;
-	HwmRoleSwitch sw;
-	Datum		from;
-	Datum		to;
-	Datum		v;
-	char	   *from_text;
-	char	   *to_text;
-	bool		first = true;
+	Walk		w;
 	MemoryContext callercxt = CurrentMemoryContext;
 
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	plan = backfill_plan_build(name, false, &p, &sw);
-	hwm_range_parse(plan, fcinfo, 1, 2, &from, &to, &from_text, &to_text);
-	v = from;
-	while (walk_next(plan, v, first, to, &v))
+	walk_begin(&w, name, fcinfo);
+	while (walk_next_counted(&w))
 	{
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
-		int64		s = walk_count(plan, 0, v);
-		int64		t = walk_count(plan, 1, v);
-		MemoryContext old;
+		MemoryContext old = MemoryContextSwitchTo(callercxt);
 
-		first = false;
-		old = MemoryContextSwitchTo(callercxt);
-		values[0] = CStringGetTextDatum(hwm_value_out(&plan->part, v));
-		values[1] = Int64GetDatum(s);
-		values[2] = Int64GetDatum(t);
+		values[0] = CStringGetTextDatum(hwm_value_out(&w.plan->part, w.value));
+		values[1] = Int64GetDatum(w.source_rows);
+		values[2] = Int64GetDatum(w.target_rows);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		MemoryContextSwitchTo(old);
 	}
-	hwm_unbecome(&sw);
+	walk_end(&w);
 	SPI_finish();
 	return (Datum) 0;
 }

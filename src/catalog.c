@@ -1,7 +1,9 @@
 /*
  * catalog.c
- *		Reading and locking a pipeline's row in hwm.state, writing the state
- *		back and appending to hwm.runs.
+ *		hwm's tables: reading and locking a pipeline's row in hwm.state and
+ *		writing the state back, the run history in hwm.runs (and the
+ *		scheduler's run rows), the homes in hwm.homes; hwm.backfills' rows
+ *		are job.c's, through the same entry (hwm_catalog_exec).
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;
@@ -12,6 +14,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "running.h"
 #include "util.h"
 #include "wakeup.h"
 
@@ -42,6 +45,7 @@ int			hwm_history_days = 0;
 int64		hwm_scheduled_run_id = 0;
 
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
+static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
 /*
  * Is hwm.state still 1.0's?  Between installing this library and ALTER
@@ -242,7 +246,7 @@ pipeline_read(const char *name)
 	hwm_catalog_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 						  " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 						  " partition_column::pg_catalog.text, lookback, watermark,"
-						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s"
+						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s, created_at"
 						  " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 						  hwm_catalog_is_1_0() ?
 						  "NULL::pg_catalog.text, NULL::pg_catalog.text[],"
@@ -289,6 +293,9 @@ pipeline_read(const char *name)
 	p->interval_anchor = SPI_getvalue(tup, desc, 19);
 	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
 	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 21, &isnull));
+	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 22, &isnull));
+	if (isnull)
+		p->created_at = DT_NOBEGIN;
 	return p;
 }
 
@@ -394,6 +401,9 @@ hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 	HwmPipeline *p;
 	Oid			owner;
 
+	/* nothing acts on a pipeline from inside its own run (running.c) */
+	hwm_running_refuse(name);
+
 	/*
 	 * A pipeline this backend has run before, whose owner the caller may act
 	 * for: locked first and read once, the only read that the lock makes
@@ -472,6 +482,7 @@ hwm_record_run(const HwmRunFacts *run)
 	char		nulls[17];
 	bool		isnull;
 	int64		run_id;
+	Oid			owner;
 	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
 		run->watermark_after, run->from_partition, run->to_partition, run->method,
 		run->status ? run->status : "succeeded", run->error_sqlstate,
@@ -542,66 +553,150 @@ hwm_record_run(const HwmRunFacts *run)
 					 " COALESCE((SELECT s.owner FROM hwm.state AS s"
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14,"
 					 " $16, $17)"
-					 " RETURNING run_id",
+					 " RETURNING run_id, owner::pg_catalog.oid",
 					 17, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
-	if (run->pipeline && run_id % PRUNE_EVERY == 0 && !scheduler_prunes_here())
-		hwm_prune_runs(run->pipeline);
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+										   SPI_tuptable->tupdesc, 2, &isnull));
+	/* its own history: the pipeline's under its owner, or the caller's runs without one */
+	if (!isnull && run_id % PRUNE_EVERY == 0 && !scheduler_prunes_here())
+		hwm_prune_runs(run->pipeline, owner);
 	return run_id;
 }
 
 /*
  * Apply hwm.max_runs_per_pipeline and hwm.history_days to the history of
- * one pipeline (pipeline NULL: of all, and of runs without a pipeline),
- * every kind of run alike.  Never deleted: runs in progress, and the
- * backfill runs of a pipeline with an unfinished backfill, so that its
- * history stays whole until the backfill ends.  Each database's dispatcher
+ * one owner: with pipeline, to that pipeline's runs made with the rights of
+ * owner (InvalidOid: of its owner now); without, to owner's runs without a
+ * pipeline (hwm.overwrite_partition, hwm.swap); with neither, to every
+ * such history of the database at once.  A history is never counted across
+ * owners: the runs without a pipeline of one role, and the runs of a
+ * pipeline name under one owner, are each a history of their own (so a
+ * role that makes many runs deletes only its own).  Never deleted: runs in
+ * progress, and, by age only, the backfill runs of a pipeline with an
+ * unfinished backfill (by count they go as any other run, so that a long
+ * backfill or rerun stays within the bound).  Each database's dispatcher
  * prunes all of it at its upkeep (dispatch.c); in a database the scheduler
- * does not serve, runs by hand prune their own pipeline's history every
- * PRUNE_EVERY runs.
+ * does not serve, runs by hand prune their own history every PRUNE_EVERY
+ * runs; a loop of runs (hwm.catch_up, a backfill, a rerun) prunes its
+ * pipeline's every PRUNE_EVERY runs wherever it is (hwm_prune_runs_in_loop).
  */
 void
-hwm_prune_runs(const char *pipeline)
+hwm_prune_runs(const char *pipeline, Oid owner)
 {
-	static const char *keep =
-		" AND r.status OPERATOR(pg_catalog.<>) 'running'"
+	(void) prune_runs(pipeline, owner, 0);
+}
+
+/*
+ * hwm_prune_runs, and by count only the runs after run_id above (0: all) of
+ * one history; returns the newest run_id beyond the bound there (above when
+ * there is none), from which the next prune of the same history may start.
+ */
+static int64
+prune_runs(const char *pipeline, Oid owner, int64 above)
+{
+	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) 'running'";
+	static const char *keep_backfill =
 		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
 		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 		"   AND b.status OPERATOR(pg_catalog.<>) 'succeeded'))";
-	Oid			argtypes[2] = {INT4OID, TEXTOID};
-	Datum		values[2];
-	int			nargs = pipeline ? 2 : 1;
+	/* whose history: $2 the pipeline (NULL: none), $3 the owner (NULL: the pipeline's) */
+	const char *scope_r = psprintf(" AND r.pipeline %s"
+								   " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
+								   " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
+								   "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
+								   pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
+	Oid			argtypes[5] = {INT4OID, TEXTOID, OIDOID, INT8OID, INT8OID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		all = pipeline == NULL && !OidIsValid(owner);
+	int			nargs = all ? 1 : 3;
+	int64		cut = above;
 
 	if (pipeline)
 		values[1] = CStringGetTextDatum(pipeline);
+	else
+		nulls[1] = 'n';
+	values[2] = ObjectIdGetDatum(owner);
+	if (!OidIsValid(owner))
+		nulls[2] = 'n';
 	if (hwm_history_days > 0)
 	{
 		values[0] = Int32GetDatum(hwm_history_days);
 		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-							  " WHERE r.started_at OPERATOR(pg_catalog.<) pg_catalog.now()"
-							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1)%s%s",
-							  pipeline ? " AND r.pipeline OPERATOR(pg_catalog.=) $2" : "", keep),
-					 nargs, argtypes, values, NULL, SPI_OK_DELETE);
+							  " WHERE r.started_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))%s%s%s",
+							  all ? "" : scope_r, keep_running, keep_backfill),
+					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
 	}
-	if (hwm_max_runs_per_pipeline > 0)
+	if (hwm_max_runs_per_pipeline <= 0)
+		return cut;
+	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+	if (all)
 	{
-		values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
-		if (pipeline)
-			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-								  " WHERE r.pipeline OPERATOR(pg_catalog.=) $2"
-								  " AND r.run_id OPERATOR(pg_catalog.<=) (SELECT x.run_id FROM hwm.runs AS x"
-								  "  WHERE x.pipeline OPERATOR(pg_catalog.=) $2"
-								  "  ORDER BY x.run_id DESC OFFSET $1 LIMIT 1)%s", keep),
-						 2, argtypes, values, NULL, SPI_OK_DELETE);
-		else
-			hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-								  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-								  "   (PARTITION BY pipeline ORDER BY run_id DESC) AS n"
-								  "  FROM hwm.runs) AS x"
-								  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep),
-						 1, argtypes, values, NULL, SPI_OK_DELETE);
+		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+							  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+							  "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
+							  "  FROM hwm.runs) AS x"
+							  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep_running),
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+		return cut;
 	}
+
+	/*
+	 * The newest run beyond the bound, through the index on (pipeline,
+	 * run_id) from its newest end (a pipeline's rows by its name, runs
+	 * without a pipeline by the IS NULL part of it); then the runs up to it,
+	 * after the last cut: a loop that prunes as it goes reads the bound's
+	 * rows and the few beyond it, never the index entries of the runs it
+	 * deleted before (dead until VACUUM).
+	 */
+	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
+							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope_r),
+					 3, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return cut;
+	{
+		bool		isnull;
+
+		cut = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	if (cut <= above)
+		return above;
+	values[3] = Int64GetDatum(above);
+	values[4] = Int64GetDatum(cut);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s%s",
+							  scope_r, keep_running),
+					 5, argtypes, values, nulls, SPI_OK_DELETE);
+	return cut;
+}
+
+/*
+ * A loop of runs of one pipeline (CALL hwm.catch_up, hwm.backfill,
+ * hwm.rerun_intervals) calls this when it starts or after its first run
+ * (first), and after each of its runs: the first call and every
+ * PRUNE_EVERY-th after it prune that pipeline's history, so that it stays
+ * within hwm.max_runs_per_pipeline (at most PRUNE_EVERY - 1 more between two
+ * prunes) however long the loop goes on, the scheduler's upkeep or not.
+ * After the first, a prune reads only the bound's rows and those beyond it
+ * since the last one (prune_runs): a catch-up of many runs costs the same
+ * per run at its end as at its start.
+ */
+void
+hwm_prune_runs_in_loop(const char *pipeline, bool first)
+{
+	static uint32 calls = 0;
+	static int64 last_cut = 0;
+
+	if (first)
+	{
+		calls = 0;
+		last_cut = 0;
+	}
+	if (calls++ % PRUNE_EVERY == 0)
+		last_cut = prune_runs(pipeline, InvalidOid, last_cut);
 }
 
 /*
@@ -662,22 +757,27 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 /*
  * Record a successful run in the pipeline's row: its facts, with
  * set_watermark the new watermark, and with memory what the load
- * remembers for the next one (NULL: leave that as it is).
+ * remembers for the next one (NULL: leave that as it is).  The row is the
+ * one the run started from, found by the pipeline's identity (its name and
+ * created_at, which a declaration sets to the clock, so that a pipeline
+ * dropped and declared again in one transaction is another): a run whose
+ * pipeline was dropped, or replaced by another of the same name, fails
+ * rather than store its result in the wrong row.
  */
 void
-hwm_update_state_after_run(const char *pipeline, int64 run_id,
+hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 						   TimestampTz started_at, bool set_watermark,
 						   const char *watermark, int64 rows,
 						   const HwmLoadMemory *memory)
 {
-	Oid			argtypes[7 + MEMORY_NARGS] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
-	TEXTOID, INT8OID, BOOLOID};
-	Datum		values[7 + MEMORY_NARGS];
-	char		nulls[7 + MEMORY_NARGS];
+	Oid			argtypes[8 + MEMORY_NARGS] = {TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
+	TEXTOID, INT8OID, BOOLOID, TIMESTAMPTZOID};
+	Datum		values[8 + MEMORY_NARGS];
+	char		nulls[8 + MEMORY_NARGS];
 	bool		old;
 
 	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(pipeline);
+	values[0] = CStringGetTextDatum(p->name);
 	values[1] = Int64GetDatum(run_id);
 	values[2] = TimestampTzGetDatum(started_at);
 	values[3] = BoolGetDatum(set_watermark);
@@ -687,7 +787,8 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 		nulls[4] = 'n';
 	values[5] = Int64GetDatum(rows);
 	values[6] = BoolGetDatum(memory != NULL);
-	memory_args(memory, argtypes + 7, values + 7, nulls + 7);
+	values[7] = TimestampTzGetDatum(p->created_at);
+	memory_args(memory, argtypes + 8, values + 8, nulls + 8);
 
 	/* a 1.0 catalog has no memory columns: the facts only */
 	old = hwm_catalog_is_1_0();
@@ -697,17 +798,25 @@ hwm_update_state_after_run(const char *pipeline, int64 run_id,
 						  " last_run_finished_at = pg_catalog.clock_timestamp(),"
 						  " last_status = 'succeeded', last_rows = $6,"
 						  " consecutive_failures = 0, last_error = NULL%s"
-						  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+						  " WHERE pipeline OPERATOR(pg_catalog.=) $1"
+						  "  AND created_at OPERATOR(pg_catalog.=) $8",
 						  old ? "" :
-						  ", reread_from = CASE WHEN $7 THEN $8 ELSE reread_from END,"
-						  " reread_vxids = CASE WHEN $7 THEN $9 ELSE reread_vxids END,"
-						  " reread_starts = CASE WHEN $7 THEN $10 ELSE reread_starts END,"
-						  " reread_epoch = CASE WHEN $7 THEN $11 ELSE reread_epoch END,"
-						  " held_by_pid = CASE WHEN $7 THEN $12 ELSE held_by_pid END,"
-						  " held_by_application = CASE WHEN $7 THEN $13 ELSE held_by_application END,"
-						  " held_since = CASE WHEN $7 THEN $14 ELSE held_since END,"
-						  " null_watermarks = CASE WHEN $7 THEN $15 ELSE null_watermarks END"),
-				 old ? 6 : 7 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+						  ", reread_from = CASE WHEN $7 THEN $9 ELSE reread_from END,"
+						  " reread_vxids = CASE WHEN $7 THEN $10 ELSE reread_vxids END,"
+						  " reread_starts = CASE WHEN $7 THEN $11 ELSE reread_starts END,"
+						  " reread_epoch = CASE WHEN $7 THEN $12 ELSE reread_epoch END,"
+						  " held_by_pid = CASE WHEN $7 THEN $13 ELSE held_by_pid END,"
+						  " held_by_application = CASE WHEN $7 THEN $14 ELSE held_by_application END,"
+						  " held_since = CASE WHEN $7 THEN $15 ELSE held_since END,"
+						  " null_watermarks = CASE WHEN $7 THEN $16 ELSE null_watermarks END"),
+				 old ? 8 : 8 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" was dropped or declared again during its run", p->name),
+				 errdetail("The run's result belongs to the pipeline it started with, declared at %s, which is gone; nothing of the run is kept.",
+						   timestamptz_to_str(p->created_at)),
+				 errhint("Drop or declare the pipeline again before or after its runs, never from inside one.")));
 }
 
 /* ------------------------------------------------------------------------
@@ -1033,6 +1142,68 @@ hwm_runs_delete_running(int64 run_id)
 	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
 					 " AND status OPERATOR(pg_catalog.=) 'running'",
 					 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * For the dispatcher's fair shares: per owner of the pipelines at home here,
+ * when its next scheduled run is due (the earliest next_run_at of its
+ * schedulable pipelines), as SPI rows (owner oid, due).
+ */
+uint64
+hwm_state_due_by_owner(void)
+{
+	Oid			argtypes[2] = {INT4OID, OIDOID};
+	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
+
+	/* ($1 is hwm_state_select_due's limit, unused here) */
+	hwm_catalog_exec(psprintf("SELECT s.owner::pg_catalog.oid, pg_catalog.min(s.next_run_at)"
+							  " FROM hwm.state AS s WHERE %s GROUP BY s.owner", schedulable()),
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed;
+}
+
+/*
+ * How long the last run of each pipeline named (text[]) took, in ms, as SPI
+ * rows (pipeline, ms); a pipeline without a finished last run is left out.
+ */
+uint64
+hwm_state_last_durations(Datum pipelines)
+{
+	Oid			argtypes[1] = {TEXTARRAYOID};
+	Datum		values[1] = {pipelines};
+
+	hwm_catalog_exec("SELECT s.pipeline, (pg_catalog.date_part('epoch', s.last_run_finished_at"
+					 "  OPERATOR(pg_catalog.-) s.last_run_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
+					 " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) ANY ($1)"
+					 "  AND s.last_run_finished_at OPERATOR(pg_catalog.>=) s.last_run_started_at",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed;
+}
+
+/*
+ * A worker's turn at its queue is over: the claimed runs it will not start
+ * (int8[] of run_ids) are handed back.  Their 'running' rows go, nothing is
+ * recorded, and each pipeline is due again at once: next_run_at goes back
+ * to the claim, unless the pipeline was unscheduled since (or is due
+ * earlier).  Returns how many runs were handed back.
+ */
+int64
+hwm_runs_release(Datum run_ids)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1] = {run_ids};
+	Datum		n;
+
+	hwm_catalog_exec("WITH r AS ("
+					 " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
+					 "  AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+					 " RETURNING pipeline, started_at),"
+					 " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
+					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
+					 "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at RETURNING 1)"
+					 " SELECT pg_catalog.count(*) FROM r",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	return hwm_spi_first(&n) ? DatumGetInt64(n) : 0;
 }
 
 /*

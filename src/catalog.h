@@ -1,7 +1,9 @@
 /*
  * catalog.h
- *		A pipeline's row in hwm.state, and the run history in hwm.runs
- *		(catalog.c).
+ *		hwm's tables (catalog.c): a pipeline's row in hwm.state, the run
+ *		history in hwm.runs (the scheduler's run rows too), the homes in
+ *		hwm.homes, and the one entry that runs SQL on them as the catalog's
+ *		owner (hwm_catalog_exec), which job.c uses for hwm.backfills.
  */
 #ifndef HWM_CATALOG_H
 #define HWM_CATALOG_H
@@ -55,6 +57,7 @@ typedef struct HwmPipeline
 	bool		batched;		/* ... one command over the whole backlog */
 	bool		skip_empty;		/* ... no command for an interval without rows */
 	HwmLoadMemory memory;		/* what the last load remembered */
+	TimestampTz created_at;		/* with the name, the pipeline's identity */
 } HwmPipeline;
 
 /*
@@ -106,8 +109,9 @@ extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *ve
 extern int64 hwm_record_run(const HwmRunFacts *run);
 /* set by the scheduler's worker while it serves a run: its 'running' row */
 extern int64 hwm_scheduled_run_id;
-extern void hwm_prune_runs(const char *pipeline);
-extern void hwm_update_state_after_run(const char *pipeline, int64 run_id,
+extern void hwm_prune_runs(const char *pipeline, Oid owner);
+extern void hwm_prune_runs_in_loop(const char *pipeline, bool first);
+extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,
 									   int64 rows, const HwmLoadMemory *memory);
@@ -139,5 +143,13 @@ extern void hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *s
 								  const char *error);
 extern char *hwm_runs_running_pipeline(int64 run_id);
 extern void hwm_runs_delete_running(int64 run_id);
+/* the dispatcher's fair shares: per owner here, when its next run is due
+ * (rows of owner oid, timestamptz); the last run's duration in ms of the
+ * pipelines named in a text[] (rows of pipeline, int8) */
+extern uint64 hwm_state_due_by_owner(void);
+extern uint64 hwm_state_last_durations(Datum pipelines);
+/* a worker hands back claimed runs it will not start (int8[] of run_ids):
+ * their 'running' rows go and their pipelines are due again; how many */
+extern int64 hwm_runs_release(Datum run_ids);
 
 #endif							/* HWM_CATALOG_H */

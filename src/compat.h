@@ -1,7 +1,9 @@
 /*
  * compat.h
  *		Differences between the PostgreSQL major versions hwm builds against
- *		(15, 17 and 18), kept in one place.
+ *		(15, 17 and 18), kept in one place but for two: a privilege check
+ *		each in command.c (ExecCheckPermissions, 16) and wakeup.c
+ *		(object_ownercheck, 16) is written with its own #if.
  *
  * The code is written against the newest server API; this header supplies
  * it on older servers, with a macro or a small inline function each.  Each

@@ -23,7 +23,10 @@
  *	   anchored grid after now() (grid.c; so a backlog becomes one catch-up
  *	   run) and queues the run: behind the other runs of its owner claimed
  *	   by this dispatch, or in a new slot (slots.c), at most quota slots of
- *	   at most HWM_QUEUE_MAX runs.  A run whose owner cannot start a session
+ *	   at most HWM_QUEUE_MAX runs (and hwm.queue_budget of expected work),
+ *	   a new slot only while its owner and this database are below their
+ *	   fair shares (see "Fair shares" below; the runs held back stay due).
+ *	   A run whose owner cannot start a session
  *	   (dropped, or without LOGIN) fails at once; whatever else fails for one
  *	   pipeline's row is recorded against that pipeline (its next try an
  *	   hour away), logged with its name, and the others are claimed;
@@ -40,15 +43,18 @@
  * run, else 'failed'; a failure counts in hwm.state and backs off: the retry
  * waits schedule * 2^(n-1) after the n-th consecutive failure, at most one
  * hour or one schedule, whichever is longer.  Then the next run of the
- * queue, after the session is reset as DISCARD ALL resets it.  A fork and a
+ * queue, after the session is reset as DISCARD ALL resets it, unless the
+ * worker's turn (hwm.queue_budget) is over: then the runs not started are
+ * handed back, due again.  A run's time limit is the pipeline's timeout,
+ * else hwm.scheduled_timeout, else the session's statement_timeout.  A fork and a
  * connection are paid per queue; a queue never mixes owners or databases.
  *
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
  * transaction that records it, so listeners hear of it when, and only if, it
- * is committed; its payload is a JSON object with the database, pipeline,
- * status, run_id and sqlstate.  Runs by hand notify nothing: their caller
- * gets the outcome.
+ * is committed; its payload is a JSON object with the database and the
+ * run_id, nothing row security would hide (the listener reads the run from
+ * hwm.runs).  Runs by hand notify nothing: their caller gets the outcome.
  *
  * Both register, before connecting, the database they enter (wakeup.c), so
  * that DROP DATABASE can terminate them.  Calls go one way: this module
@@ -58,6 +64,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "compat.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "schedule.h"
@@ -67,6 +74,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "storage/lock.h"
@@ -77,23 +85,30 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 /* Settings of the per-database processes (defined in hwm.c) */
 char	   *hwm_notify_channel = NULL;
+int			hwm_queue_budget = 1000;
+int			hwm_scheduled_timeout = 0;
+
+/* When a dispatch that held runs back for fairness looks again, at the latest */
+#define HOLD_RETRY_MS			1000
 
 /* How long a dispatcher waits for a lock before it gives up (and retries) */
 #define DISPATCH_LOCK_TIMEOUT	"5s"
@@ -119,35 +134,28 @@ hwm_notify_channel_check(char **newval, void **extra, GucSource source)
 }
 
 /*
- * NOTIFY hwm.notify_channel (nothing when it is empty) with a JSON payload
- * about one finished scheduled run; sent when the transaction commits.
+ * NOTIFY hwm.notify_channel (nothing when it is empty) about one finished
+ * scheduled run; sent when the transaction commits.  The payload, {"database":
+ * ..., "run_id": N}, holds only what anyone who may LISTEN in the database
+ * may know: every role may listen, and row security, which hides other
+ * owners' pipelines and runs, does not apply to a payload.  A listener reads
+ * the run from hwm.runs, where it sees it only if it may; and since any role
+ * may NOTIFY the same channel, a forged payload leads it to nothing it could
+ * not read anyway.
  */
 static void
-notify_outcome(const char *pipeline, const char *status, int64 run_id,
-			   const char *sqlstate)
+notify_outcome(int64 run_id)
 {
 	StringInfoData buf;
 	char	   *dbname;
-	char	   *name;
 
 	if (hwm_notify_channel == NULL || hwm_notify_channel[0] == '\0')
 		return;
-	/* NOTIFY refuses payloads of 8000 bytes: clip a very long name */
-	name = pnstrdup(pipeline, pg_mbcliplen(pipeline, strlen(pipeline), 1024));
 	dbname = get_database_name(MyDatabaseId);
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"database\": ");
 	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfoString(&buf, ", \"pipeline\": ");
-	escape_json(&buf, name);
-	appendStringInfoString(&buf, ", \"status\": ");
-	escape_json(&buf, status);
-	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT ", \"sqlstate\": ", run_id);
-	if (sqlstate)
-		escape_json(&buf, sqlstate);
-	else
-		appendStringInfoString(&buf, "null");
-	appendStringInfoChar(&buf, '}');
+	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT "}", run_id);
 	Async_Notify(hwm_notify_channel, buf.data);
 }
 
@@ -197,7 +205,7 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 		return;
 	if (strcmp(status, "failed") == 0)
 		back_off(pipeline, finished);
-	notify_outcome(pipeline, status, run_id, sqlstate);
+	notify_outcome(run_id);
 }
 
 /*
@@ -213,20 +221,20 @@ sweep_interrupted(void)
 	{
 		bool		isnull;
 
-		notify_outcome(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-					   "interrupted",
-					   DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-												   SPI_tuptable->tupdesc, 2, &isnull)),
-					   NULL);
+		notify_outcome(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												   SPI_tuptable->tupdesc, 2, &isnull)));
 	}
 }
 
-/* Keep the run history bounded (hwm.max_runs_per_pipeline,
- * hwm.history_days), for every pipeline of the database */
+/*
+ * Keep the run history bounded (hwm.max_runs_per_pipeline,
+ * hwm.history_days), for every pipeline of the database and every role's
+ * runs without a pipeline, each owner's history on its own
+ */
 static void
 prune_history(void)
 {
-	hwm_prune_runs(NULL);
+	hwm_prune_runs(NULL, InvalidOid);
 }
 
 /* Interval to milliseconds (months of 30 days), clamped to int32 */
@@ -261,6 +269,18 @@ owner_problem(Oid owner, const char **sqlstate)
 						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname),
 						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
 	}
+	else if (object_aclcheck(DatabaseRelationId, MyDatabaseId, owner, ACL_CONNECT) != ACLCHECK_OK)
+	{
+		/* (its worker would be refused the connection, and record nothing) */
+		char	   *dbname = get_database_name(MyDatabaseId);
+
+		*sqlstate = "42501";
+		problem = psprintf("the pipeline's owner \"%s\" may not connect to database \"%s\", and scheduled runs connect as the owner;"
+						   " GRANT CONNECT ON DATABASE %s TO %s, or run the pipeline by hand",
+						   NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname), dbname,
+						   quote_identifier(dbname),
+						   quote_identifier(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname)));
+	}
 	ReleaseSysCache(tup);
 	return problem;
 }
@@ -293,6 +313,9 @@ typedef struct DueRun
 	Interval   *every;
 	TimestampTz anchor;
 	int32		timeout_ms;
+	int64		expected_ms;	/* its last run's duration; -1: unknown */
+	int			inflight;		/* its owner's queues in flight, at the start */
+	int			order;			/* its place in select_due's order */
 } DueRun;
 
 /* set when a claim found no free slot: the dispatch stops claiming */
@@ -310,18 +333,193 @@ typedef struct Queues
 	Oid		   *owners;
 	int		   *slotnos;
 	int		   *lengths;
+	int64	   *planned_ms;		/* the expected durations of its runs, summed */
 } Queues;
 
 static Queues queues;
 
-/* The queue of this owner with room (-1: none), or -2 when none may be added */
+/*
+ * The queue of this owner with room for the run (-1: none), or -2 when none
+ * may be added.  A queue has room while it holds fewer than HWM_QUEUE_MAX
+ * runs and the runs' expected durations (their last ones; unknown counts as
+ * nothing) fit in hwm.queue_budget: a queue of slow runs stays short, as its
+ * worker would hand the rest back anyway.
+ */
 static int
-queue_for(Oid owner)
+queue_for(const DueRun *due)
 {
 	for (int q = 0; q < queues.n; q++)
-		if (queues.owners[q] == owner && queues.lengths[q] < HWM_QUEUE_MAX)
+		if (queues.owners[q] == due->owner && queues.lengths[q] < HWM_QUEUE_MAX &&
+			queues.planned_ms[q] + Max(due->expected_ms, 0) <= hwm_queue_budget)
 			return q;
 	return queues.n < queues.quota ? -1 : -2;
+}
+
+/* ------------------------------------------------------------------------
+ * Fair shares
+ * ------------------------------------------------------------------------
+ *
+ * hwm.max_workers is shared between the parties that want a worker: the
+ * databases with runs due (the launcher tells a dispatcher when the others
+ * are next due), and within a database the owners with runs due.  Before a
+ * new queue is claimed, this database must hold fewer workers than its
+ * share among the databases, and the queue's owner fewer than its share
+ * among this database's owners, where a share is hwm.max_workers divided
+ * by the parties that will want a worker while the queue's first run holds
+ * this one (at least one): those due before it is expected to end, judged
+ * by how long that pipeline's last run took (unknown: every party with
+ * anything scheduled counts), and only the workers still busy when the
+ * first of them is due count against it.  So an owner whose runs take 10
+ * seconds holds one worker of two while another owner or database is due
+ * within those 10 seconds, and a quick run may still take the second
+ * worker between their runs: it is back before they are due.
+ */
+
+/* This database's owners, and when each is next due (hwm_state_due_by_owner) */
+static int	n_due_owners = 0;
+static Oid *due_owners = NULL;
+static TimestampTz *due_owners_at = NULL;
+static const HwmDispatchArgs *share_args = NULL;
+
+/* Read when each owner of this database is next due (after claims, too) */
+static void
+read_due_owners(void)
+{
+	uint64		n = hwm_state_due_by_owner();
+
+	n_due_owners = (int) n;
+	due_owners = palloc(sizeof(Oid) * (n + 1));
+	due_owners_at = palloc(sizeof(TimestampTz) * (n + 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		d;
+
+		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		due_owners[i] = isnull ? InvalidOid : DatumGetObjectId(d);
+		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+		due_owners_at[i] = isnull ? DT_NOEND : DatumGetTimestampTz(d);
+	}
+}
+
+/* The expected duration of each due run: its pipeline's last run (-1: unknown) */
+static void
+read_expected(DueRun *due, uint64 ndue)
+{
+	Datum	   *names = palloc(sizeof(Datum) * (ndue + 1));
+	uint64		n;
+
+	for (uint64 i = 0; i < ndue; i++)
+	{
+		names[i] = CStringGetTextDatum(due[i].pipeline);
+		due[i].expected_ms = -1;
+	}
+	n = hwm_state_last_durations(PointerGetDatum(construct_array(names, (int) ndue, TEXTOID,
+																  -1, false, TYPALIGN_INT)));
+	for (uint64 r = 0; r < n; r++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
+		bool		isnull;
+		Datum		ms = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (name == NULL || isnull)
+			continue;
+		for (uint64 i = 0; i < ndue; i++)
+			if (strcmp(due[i].pipeline, name) == 0)
+				due[i].expected_ms = DatumGetInt64(ms);
+	}
+}
+
+/*
+ * Workers held (claimed, starting or running) by an owner server-wide, or
+ * by this database (owner InvalidOid), and still busy at `at`: by when
+ * their queues are expected to end (a queue past its expected end is taken
+ * to end within HOLD_RETRY_MS; DT_NOBEGIN counts them all).
+ */
+static int
+workers_held(Oid owner, TimestampTz at)
+{
+	HwmRunSlot *slots = palloc(sizeof(HwmRunSlot) * hwm_slots_count());
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = 0;
+
+	hwm_slots_read(slots);
+	for (int i = 0; i < hwm_slots_count(); i++)
+	{
+		TimestampTz busy_until = slots[i].busy_until;
+
+		if (!(slots[i].state == HWM_SLOT_CLAIMED || slots[i].state == HWM_SLOT_STARTING ||
+			  slots[i].state == HWM_SLOT_RUNNING) ||
+			!(OidIsValid(owner) ? slots[i].owner == owner : slots[i].dboid == MyDatabaseId))
+			continue;
+		if (busy_until < now)
+			busy_until = TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS);
+		if (busy_until > at)
+			n++;
+	}
+	pfree(slots);
+	return n;
+}
+
+/* A share of hwm.max_workers among this party and `others` (at least one) */
+static int
+share_of(int others)
+{
+	return Max(1, share_args->max_workers / (1 + others));
+}
+
+/*
+ * May a new queue start with this run?  The parties due before it is
+ * expected to end are the other databases, and the other owners here, due
+ * by then.  With other databases among them, this database must hold fewer
+ * workers still busy when the first of them is due than its share among
+ * the databases; with other owners, the owner must hold fewer workers
+ * (in every database) still busy when the first of them is due than its
+ * share among the owners.  (An owner's runs in another database are that
+ * database's share: the owners there are counted by its own dispatches.)
+ * With none, the run takes what the launcher's quota leaves.
+ */
+static bool
+fair_to_claim(const DueRun *due, TimestampTz now)
+{
+	TimestampTz until = due->expected_ms < 0 ? DT_NOEND :
+		TimestampTzPlusMilliseconds(now, due->expected_ms);
+	TimestampTz first_db = DT_NOEND;
+	TimestampTz first_owner = DT_NOEND;
+	int			other_dbs = 0;
+	int			other_owners = 0;
+
+	for (int i = 0; i < share_args->nothers; i++)
+		if (share_args->others_due_at[i] <= until)
+		{
+			other_dbs++;
+			first_db = Min(first_db, share_args->others_due_at[i]);
+		}
+	for (int i = 0; i < n_due_owners; i++)
+		if (due_owners[i] != due->owner && due_owners_at[i] <= until)
+		{
+			other_owners++;
+			first_owner = Min(first_owner, due_owners_at[i]);
+		}
+	if (other_dbs > 0 &&
+		workers_held(InvalidOid, Max(first_db, now)) >= share_of(other_dbs))
+		return false;
+	if (other_owners > 0 &&
+		workers_held(due->owner, Max(first_owner, now)) >= share_of(other_owners))
+		return false;
+	return true;
+}
+
+/* Due runs in turn order, owners holding fewer workers first */
+static int
+due_cmp(const void *a, const void *b)
+{
+	const DueRun *x = a;
+	const DueRun *y = b;
+
+	if (x->inflight != y->inflight)
+		return x->inflight < y->inflight ? -1 : 1;
+	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
 }
 
 /* a claimed run whose owner cannot run it, recorded after its claim */
@@ -370,17 +568,18 @@ claim_run(const DueRun *due, TimestampTz now)
 	 * error rolls the claims back; slots taken for them are started, find no
 	 * 'running' row and end.
 	 */
-	q = queue_for(due->owner);
-	if (q >= 0 && hwm_slot_enqueue(queues.slotnos[q], run_id, due->timeout_ms))
+	q = queue_for(due);
+	if (q >= 0 && hwm_slot_enqueue(queues.slotnos[q], run_id, due->timeout_ms, due->expected_ms))
 	{
 		queues.lengths[q]++;
+		queues.planned_ms[q] += Max(due->expected_ms, 0);
 		return;
 	}
 	if (q >= 0)
 		queues.lengths[q] = HWM_QUEUE_MAX;	/* taken by its worker already */
 	if (queues.n >= queues.quota)
 		elog(ERROR, "hwm: no room left in this dispatch for pipeline \"%s\"", due->pipeline);
-	slotno = hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id);
+	slotno = hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id, due->expected_ms);
 	if (slotno < 0)
 	{
 		no_free_slot = true;
@@ -389,6 +588,7 @@ claim_run(const DueRun *due, TimestampTz now)
 	queues.owners[queues.n] = due->owner;
 	queues.slotnos[queues.n] = slotno;
 	queues.lengths[queues.n] = 1;
+	queues.planned_ms[queues.n] = Max(due->expected_ms, 0);
 	queues.n++;
 }
 
@@ -468,47 +668,104 @@ read_due(SPITupleTable *tt, uint64 i, DueRun *due)
 }
 
 /*
- * Claim due runs into at most quota queues, one per owner, of at most
- * HWM_QUEUE_MAX runs each; returns when the next unclaimed pipeline is due
- * (now when more are due, DT_NOEND when none is scheduled).  Each claim
- * runs in a subtransaction of its own: whatever one pipeline's row makes
- * fail (its next time, its claim) is recorded against that pipeline alone,
- * logged with its name, and the others are claimed all the same.  Only a
- * failure of the scheduler itself (no free slot, the catalog unreadable)
- * ends the dispatch.
+ * When the dispatch that held back the runs of some owners for fairness
+ * should look again: when the next run of another owner is due, and at
+ * the latest HOLD_RETRY_MS from now (workers may have ended by then).
  */
 static TimestampTz
-claim_due_runs(int quota)
+next_due_not_held(const Oid *held, int nheld, TimestampTz now)
 {
+	TimestampTz next = TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS);
+
+	read_due_owners();
+	for (int i = 0; i < n_due_owners; i++)
+	{
+		bool		was_held = false;
+
+		for (int k = 0; k < nheld && !was_held; k++)
+			was_held = held[k] == due_owners[i];
+		if (!was_held)
+			next = Min(next, due_owners_at[i]);
+	}
+	/* and once another database's runs are due, the shares change */
+	for (int i = 0; i < share_args->nothers; i++)
+		if (share_args->others_due_at[i] > now)
+			next = Min(next, share_args->others_due_at[i]);
+	return next;
+}
+
+/*
+ * Claim due runs into at most quota queues, one per owner, of at most
+ * HWM_QUEUE_MAX runs each (and about hwm.queue_budget of expected work);
+ * returns when the next unclaimed pipeline is due (now when more are due,
+ * DT_NOEND when none is scheduled).  Owners holding fewer workers go first,
+ * and a new queue is claimed only when it is fair (fair_to_claim): the runs
+ * of an owner at its share are held back, due, for a later dispatch.  Each
+ * claim runs in a subtransaction of its own: whatever one pipeline's row
+ * makes fail (its next time, its claim) is recorded against that pipeline
+ * alone, logged with its name, and the others are claimed all the same.
+ * Only a failure of the scheduler itself (no free slot, the catalog
+ * unreadable) ends the dispatch.
+ */
+static TimestampTz
+claim_due_runs(const HwmDispatchArgs *args)
+{
+	int			quota = args->quota;
 	TimestampTz now = GetCurrentTimestamp();
 	MemoryContext cxt = CurrentMemoryContext;
 	SPITupleTable *tt;
-	uint64		ndue;
+	uint64		nrows;
+	uint64		ndue = 0;
 	DueRun	   *due;
+	Oid		   *held;
+	int			nheld = 0;
 
 	bool		left = false;
 
+	share_args = args;
 	queues.quota = quota;
 	queues.n = 0;
 	queues.owners = palloc(sizeof(Oid) * (quota + 1));
 	queues.slotnos = palloc(sizeof(int) * (quota + 1));
 	queues.lengths = palloc(sizeof(int) * (quota + 1));
+	queues.planned_ms = palloc(sizeof(int64) * (quota + 1));
 	hwm_state_select_due(quota * HWM_QUEUE_MAX + 1, now);
 	tt = SPI_tuptable;
-	ndue = SPI_processed;
-	due = palloc0(sizeof(DueRun) * (ndue + 1));
+	nrows = SPI_processed;
+	due = palloc0(sizeof(DueRun) * (nrows + 1));
+	/* (a row read_due cannot read is left out: logged there) */
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		read_due(tt, i, &due[ndue]);
+		if (due[ndue].pipeline != NULL)
+			ndue++;
+	}
 	for (uint64 i = 0; i < ndue; i++)
-		read_due(tt, i, &due[i]);
+	{
+		due[i].order = (int) i;
+		due[i].inflight = workers_held(due[i].owner, DT_NOBEGIN);
+	}
+	if (ndue > 0)
+	{
+		read_expected(due, ndue);
+		read_due_owners();
+		qsort(due, ndue, sizeof(DueRun), due_cmp);
+	}
+	held = palloc(sizeof(Oid) * (ndue + 1));
 	for (uint64 i = 0; i < ndue; i++)
 	{
 		ClaimStep	c = {.due = &due[i], .now = now};
 		ErrorData  *edata2;
+		int			q = queue_for(&due[i]);
 
-		if (due[i].pipeline == NULL)
-			continue;			/* unreadable: logged by read_due */
-		if (queue_for(due[i].owner) == -2)
+		if (q == -2)
 		{
 			left = true;		/* no room for its owner: the next dispatch */
+			continue;
+		}
+		if (q == -1 && !fair_to_claim(&due[i], now))
+		{
+			held[nheld++] = due[i].owner;	/* at its share: later */
 			continue;
 		}
 
@@ -529,8 +786,10 @@ claim_due_runs(int quota)
 					(errmsg("hwm: could not record the failed claim of pipeline \"%s\": %s",
 							due[i].pipeline, edata2->message)));
 	}
-	if (left || ndue > (uint64) quota * HWM_QUEUE_MAX)
+	if (left || (nheld == 0 && nrows > (uint64) quota * HWM_QUEUE_MAX))
 		return now;				/* more are due than this dispatch may claim */
+	if (nheld > 0)
+		return next_due_not_held(held, nheld, now);
 	return hwm_state_next_due();
 }
 
@@ -552,7 +811,7 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 		sweep_interrupted();
 		prune_history();
 	}
-	*next_due = claim_due_runs(args->quota);
+	*next_due = claim_due_runs(args);
 	hwm_bgw_commit();
 	return true;
 }
@@ -573,6 +832,19 @@ hwm_dispatcher_main(Datum main_arg)
 	pgstat_report_appname("hwm dispatcher");
 	SetConfigOption("lock_timeout", DISPATCH_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * The dispatcher writes only hwm's own catalog (claims, outcomes,
+	 * upkeep), as the scheduler: what the database's owner sets for the
+	 * database's sessions (ALTER DATABASE ... SET) does not stop it, so that
+	 * whatever stops the runs is recorded against them.  A read-only default
+	 * or a statement_timeout of the database still applies to the runs (the
+	 * owner's sessions), which record it.
+	 */
+	SetConfigOption("default_transaction_read_only", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("default_transaction_isolation", "read committed", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("idle_in_transaction_session_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 
 	memset(&result, 0, sizeof(result));
 	result.dispatch_id = args.dispatch_id;
@@ -647,11 +919,75 @@ worker_claim_slot(void)
 	return true;
 }
 
-/* The run's time limit in ms: the pipeline's timeout, else statement_timeout */
+/*
+ * The run's time limit in ms: the pipeline's timeout, else
+ * hwm.scheduled_timeout, else statement_timeout (0: none).
+ */
 static int
 worker_timeout_ms(void)
 {
-	return my_timeouts_ms[my_current] > 0 ? my_timeouts_ms[my_current] : StatementTimeout;
+	if (my_timeouts_ms[my_current] > 0)
+		return my_timeouts_ms[my_current];
+	return hwm_scheduled_timeout > 0 ? hwm_scheduled_timeout : StatementTimeout;
+}
+
+/*
+ * Where the run's time limit came from, for its error: the pipeline's
+ * timeout, or hwm.scheduled_timeout or statement_timeout and where that was
+ * set (pg_settings.source: the role, the database, both, or the server's
+ * configuration).  Runs in a transaction of its own, after the failed one.
+ */
+static char *
+worker_timeout_source(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	const char *setting;
+	char	   *volatile where = NULL;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	if (my_timeouts_ms[my_current] > 0)
+		return "the pipeline's timeout, set with hwm.set_timeout";
+	setting = hwm_scheduled_timeout > 0 ? "hwm.scheduled_timeout" : "statement_timeout";
+	values[0] = CStringGetTextDatum(setting);
+	PG_TRY();
+	{
+		Datum		d;
+		char	   *source = NULL;
+		char	   *role;
+		char	   *db;
+
+		hwm_bgw_begin();
+		role = GetUserNameFromId(GetUserId(), true);
+		db = get_database_name(MyDatabaseId);
+		hwm_spi_exec("SELECT source FROM pg_catalog.pg_settings WHERE name OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+		if (hwm_spi_first(&d))
+			source = TextDatumGetCString(d);
+		if (source == NULL)
+			where = MemoryContextStrdup(cxt, setting);
+		else if (strcmp(source, "user") == 0)
+			where = MemoryContextStrdup(cxt, psprintf("%s of role \"%s\"", setting,
+													  role ? role : "?"));
+		else if (strcmp(source, "database") == 0)
+			where = MemoryContextStrdup(cxt, psprintf("%s of database \"%s\"", setting,
+													  db ? db : "?"));
+		else if (strcmp(source, "database user") == 0)
+			where = MemoryContextStrdup(cxt, psprintf("%s of role \"%s\" in database \"%s\"",
+													  setting, role ? role : "?", db ? db : "?"));
+		else
+			where = MemoryContextStrdup(cxt, psprintf("%s, from the server's %s", setting, source));
+		hwm_bgw_commit();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	return where ? where : pstrdup(setting);
 }
 
 /*
@@ -668,7 +1004,7 @@ read_run_pipeline(MemoryContext cxt)
 
 /* Tell listeners of a successful run: hwm.run's result has its run_id */
 static void
-notify_success(const char *pipeline)
+notify_success(void)
 {
 	int			col = SPI_fnumber(SPI_tuptable->tupdesc, "run_id");
 	bool		isnull = true;
@@ -676,8 +1012,7 @@ notify_success(const char *pipeline)
 
 	if (SPI_processed > 0 && col > 0)
 		run_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-	notify_outcome(pipeline, "succeeded",
-				   isnull ? my_run_ids[my_current] : DatumGetInt64(run_id), NULL);
+	notify_outcome(isnull ? my_run_ids[my_current] : DatumGetInt64(run_id));
 }
 
 /*
@@ -704,15 +1039,91 @@ run_pipeline(const char *pipeline)
 	hwm_scheduled_run_id = 0;
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
-	notify_success(pipeline);
+	/* a timeout that fired as the run ended cancels nothing after it */
+	QueryCancelPending = false;
+	notify_success();
 	/* (were it recorded in a row of its own, the 'running' one goes) */
 	hwm_runs_delete_running(my_run_ids[my_current]);
 }
 
 /*
+ * Begin the transaction that records a failed run's outcome, whatever the
+ * owner's settings that made the run fail: this worker's session is the
+ * owner's, with the owner's default_transaction_read_only, lock_timeout
+ * and statement_timeout, and a cancel the run's timeout left pending.  The
+ * run is over; its outcome is hwm's to write, so this transaction is
+ * read-write and waits for its row locks, with no cancel pending (set LOCAL:
+ * the settings are the owner's again after it).
+ */
+static void
+record_begin(void)
+{
+	QueryCancelPending = false;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	/* before the transaction's first snapshot, as SET TRANSACTION READ WRITE */
+	(void) set_config_option("transaction_read_only", "off", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("lock_timeout", "0", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("statement_timeout", "0", PGC_SUSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
+ * Where the session's value of setting name came from, for a message: "the
+ * database's statement_timeout, set by ALTER DATABASE ... SET", as
+ * pg_settings.source tells it; read in a transaction of its own (the
+ * caller is between two).
+ */
+static char *
+setting_origin(const char *name)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	char	   *source = NULL;
+	char	   *origin;
+
+	hwm_bgw_begin();
+	if (SPI_execute_with_args("SELECT source FROM pg_catalog.pg_settings WHERE name OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		source = v ? MemoryContextStrdup(cxt, v) : NULL;
+	}
+	hwm_bgw_commit();
+	if (source == NULL)
+		origin = psprintf("the session's %s", name);
+	else if (strcmp(source, "database") == 0)
+		origin = psprintf("the database's %s, set by ALTER DATABASE ... SET", name);
+	else if (strcmp(source, "user") == 0)
+		origin = psprintf("the owner's %s, set by ALTER ROLE ... SET", name);
+	else if (strcmp(source, "database user") == 0)
+		origin = psprintf("the owner's %s in this database, set by ALTER ROLE ... IN DATABASE ... SET", name);
+	else if (strcmp(source, "global") == 0)
+		origin = psprintf("every role's %s, set by ALTER ROLE ALL ... SET", name);
+	else if (strcmp(source, "configuration file") == 0)
+		origin = psprintf("the server's %s, set in postgresql.conf or by ALTER SYSTEM", name);
+	else
+		origin = psprintf("the session's %s (source: %s)", name, source);
+	return origin;
+}
+
+/*
  * Record the run's error, in a transaction of its own after the failed one:
  * 'skipped' when a run by hand (or a backfill) held the pipeline, so that the
- * run is not doubled; else 'failed', which also backs off the next run.
+ * run is not doubled; else 'failed', which also backs off the next run.  A
+ * timeout says whose it was; a read-only default says who set it.  The
+ * recording is the scheduler's own write to its catalog: it is made
+ * read-write whatever default_transaction_read_only the database or the
+ * owner set (as SET transaction_read_only = off, which any role may do),
+ * which the run itself obeyed; else the run that failed for it would be
+ * recorded only as a worker that exited.
  */
 static void
 worker_record_failure(ErrorData *edata)
@@ -721,6 +1132,8 @@ worker_record_failure(ErrorData *edata)
 	const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
 	char	   *error;
 
+	/* the run is over: a cancel its timeout left pending cancels nothing here */
+	QueryCancelPending = false;
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
 		edata->message != NULL &&
 		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
@@ -734,8 +1147,12 @@ worker_record_failure(ErrorData *edata)
 	{
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
 			strstr(edata->message, "statement timeout") != NULL)
-			error = psprintf("canceling the run: it took longer than its timeout of %d ms",
-							 worker_timeout_ms());
+			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
+							 worker_timeout_ms(), worker_timeout_source());
+		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
+			error = psprintf("%s\nDETAIL: Every transaction of the owner's sessions here is read-only by default: %s is on.",
+							 edata->message ? edata->message : "read-only transaction",
+							 setting_origin("default_transaction_read_only"));
 		else if (edata->detail)
 			error = psprintf("%s\nDETAIL: %s", edata->message, edata->detail);
 		else
@@ -747,7 +1164,7 @@ worker_record_failure(ErrorData *edata)
 						my_pipeline ? my_pipeline : "?", error)));
 	}
 
-	hwm_bgw_begin();
+	record_begin();
 	record_outcome(my_run_ids[my_current], status, sqlstate, error);
 	hwm_bgw_commit();
 	mark_recorded();
@@ -826,10 +1243,52 @@ serve_run(MemoryContext workcxt)
 		worker_record_failure(edata);
 }
 
+/*
+ * The worker's turn at its queue is over (hwm.queue_budget spent): the runs
+ * it has not started are handed back, their 'running' rows released and
+ * their pipelines due again, for the next dispatch to share out (to this
+ * owner again when that is fair).  Nothing is recorded for them.  Should
+ * that fail, they stay in the slot, which the next dispatcher records.
+ */
+static void
+hand_back_rest(int from)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum	   *ids = palloc(sizeof(Datum) * (my_nruns - from + 1));
+	int			n = 0;
+	int64		released = 0;
+
+	for (int k = from; k < my_nruns; k++)
+		ids[n++] = Int64GetDatum(my_run_ids[k]);
+	PG_TRY();
+	{
+		hwm_bgw_begin();
+		released = hwm_runs_release(PointerGetDatum(construct_array(ids, n, INT8OID, 8,
+																	FLOAT8PASSBYVAL,
+																	TYPALIGN_DOUBLE)));
+		hwm_wakeup_at_commit();
+		hwm_bgw_commit();
+		my_recorded += n;
+		ereport(DEBUG1,
+				(errmsg("hwm: worker handed back " INT64_FORMAT " of its queue's runs: its turn of %d ms is over",
+						released, hwm_queue_budget)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+}
+
 void
 hwm_worker_main(Datum main_arg)
 {
 	MemoryContext workcxt;
+	TimestampTz turn_started;
 
 	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
 	my_slotno = DatumGetInt32(main_arg);
@@ -851,10 +1310,19 @@ hwm_worker_main(Datum main_arg)
 	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
 									ALLOCSET_DEFAULT_SIZES);
 
+	turn_started = GetCurrentTimestamp();
 	for (my_current = 0; my_current < my_nruns; my_current++)
 	{
 		if (my_current > 0)
+		{
+			/* a run ended past the budget: the rest goes back */
+			if (TimestampDifferenceExceeds(turn_started, GetCurrentTimestamp(), hwm_queue_budget))
+			{
+				hand_back_rest(my_current);
+				break;
+			}
 			reset_session();
+		}
 		serve_run(workcxt);
 		MemoryContextReset(workcxt);
 		CHECK_FOR_INTERRUPTS();

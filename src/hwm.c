@@ -15,6 +15,7 @@
 #include "dispatch.h"
 #include "exchange.h"
 #include "owners.h"
+#include "running.h"
 #include "privilege.h"
 #include "launcher.h"
 #include "wakeup.h"
@@ -100,8 +101,8 @@ _PG_init(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("hwm.max_runs_per_pipeline",
-							"How many finished runs hwm.runs keeps per pipeline.",
-							"Older ones are deleted, of every kind, by hand or scheduled (the backfill runs of a pipeline with an unfinished backfill are kept); 0 keeps all.",
+							"How many finished runs hwm.runs keeps per pipeline, and per role of its runs without a pipeline.",
+							"Older ones are deleted, of every kind, by hand or scheduled, each owner's on their own; 0 keeps all.",
 							&hwm_max_runs_per_pipeline,
 							1000, 0, INT_MAX,
 							PGC_SUSET, 0,
@@ -116,12 +117,30 @@ _PG_init(void)
 	DefineCustomStringVariable("hwm.notify_channel",
 							   "The channel on which each finished scheduled run is notified.",
 							   "Every scheduled run that ends (succeeded, failed, skipped, interrupted) sends NOTIFY "
-							   "on this channel in its database, with a JSON payload; empty: no notifications.",
+							   "on this channel in its database, with the payload {\"database\": ..., \"run_id\": N}; empty: no notifications.",
 							   &hwm_notify_channel,
 							   "hwm_runs",
 							   PGC_SIGHUP, 0,
 							   hwm_notify_channel_check, NULL, NULL);
+	DefineCustomIntVariable("hwm.queue_budget",
+							"How long a scheduled worker serves its queue before handing the rest back.",
+							"A worker serves a queue of one owner's due runs; once a run ends past this budget, "
+							"the runs not yet started are handed back, due again, for the next dispatch to share "
+							"out; 0: one run per worker.",
+							&hwm_queue_budget,
+							1000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("hwm.scheduled_timeout",
+							"The time limit of a scheduled run whose pipeline has no timeout of its own.",
+							"A pipeline's timeout (hwm.set_timeout) comes first, then this setting, then the owner's statement_timeout; 0: none. "
+							"Only a superuser sets it (per role or database with ALTER ROLE/DATABASE ... SET), so an owner cannot lift it.",
+							&hwm_scheduled_timeout,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
 	hwm_owners_init();
+	hwm_running_init();
 	hwm_scheduler_init();
 }

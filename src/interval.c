@@ -30,6 +30,7 @@
 #include "job.h"
 #include "pipeline.h"
 #include "privilege.h"
+#include "running.h"
 #include "util.h"
 #include "watermark.h"
 
@@ -147,22 +148,38 @@ hwm_interval_check_boundary(const HwmPlan *plan, const Interval *step,
 }
 
 /*
- * What create_interval_pipeline checks on top of the command: a time-typed
- * column, a positive interval (whole days for a date column), an anchor and
- * a start that parse, the start on the grid.
+ * Refuse a time column that an interval pipeline cannot cut into intervals
+ * (anything but timestamptz, timestamp or date), naming it and its type:
+ * checked before the anchor and start_at are parsed with that type.
+ */
+void
+hwm_interval_check_column(const HwmPlan *plan, const char *column)
+{
+	if (!hwm_is_time_type(plan->wm.type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("time column \"%s\" of an interval pipeline must be of type timestamptz, timestamp or date",
+						column),
+				 errdetail("The column has type %s.", format_type_be(plan->wm.type)),
+				 errhint("Use hwm.create_command_pipeline for ranges of other types.")));
+}
+
+/*
+ * What create_interval_pipeline checks on top of the command and the
+ * column: a positive interval (whole days for a date column), an anchor and
+ * a start that parse, the start on the grid, and, as for a schedule, the
+ * end of the first interval to run and of the one after it within the range
+ * of timestamps.
  */
 void
 hwm_interval_check(const HwmPlan *plan, const Interval *step, const char *anchor,
 				   const char *start_at)
 {
 	Grid		g;
+	Timestamp	first;
+	Timestamp	end;
+	int64		k;
 
-	if (!hwm_is_time_type(plan->wm.type))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("time column of an interval pipeline must be of type timestamptz, timestamp or date"),
-				 errdetail("The column has type %s.", format_type_be(plan->wm.type)),
-				 errhint("Use hwm.create_command_pipeline for ranges of other types.")));
 	if (hwm_grid_step_problem(step) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -174,9 +191,20 @@ hwm_interval_check(const HwmPlan *plan, const Interval *step, const char *anchor
 				 errmsg("time_interval of a date column must be whole days"),
 				 errhint("Pass an interval such as '1 day', '7 days' or '1 month'.")));
 	grid_init(&g, plan, step, anchor);
+	/* the first interval: at start_at, else the one that holds now (UTC) */
+	first = start_at ? as_ts(&plan->wm, hwm_value_in(&plan->wm, start_at, "start_at"))
+		: (Timestamp) GetCurrentTransactionStartTimestamp();
 	if (start_at)
-		check_on_grid(&g, as_ts(&plan->wm, hwm_value_in(&plan->wm, start_at, "start_at")),
-					  "start_at", start_at);
+		check_on_grid(&g, first, "start_at", start_at);
+	if (!hwm_grid_index(&g.g, first, &k) ||
+		!hwm_grid_point(&g.g, k + 1, &end) || !hwm_grid_point(&g.g, k + 2, &end))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_interval is too long: its intervals would end after the last time PostgreSQL can store"),
+				 errdetail("Interval boundaries are timestamps, which end in the year 294276; every %s from %s reaches past that within two intervals.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(step))),
+						   start_at ? start_at : anchor),
+				 errhint("Pass an interval of at most a few thousand years, such as '1 day' or '1 year'.")));
 }
 
 /* One run of an interval pipeline, as its steps fill it in */
@@ -332,7 +360,7 @@ record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
 	run.from_partition = from_text;
 	run.to_partition = to_text;
 	run_id = hwm_record_run(&run);
-	hwm_update_state_after_run(r->p->name, run_id, started_at, *after != r->p->watermark,
+	hwm_update_state_after_run(r->p, run_id, started_at, *after != r->p->watermark,
 							   *after, r->rows, &r->p->memory);
 	ereport(NOTICE,
 			(errmsg("hwm: pipeline \"%s\": %s, rows %s " INT64_FORMAT ", watermark %s -> %s%s%s",
@@ -374,15 +402,12 @@ hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 *rows, char **aft
 	return run_id;
 }
 
-/* A rerun of a range of intervals is a job of hwm.backfills (job.c) */
-typedef HwmJob Rerun;
-
 /*
  * As the owner: the pipeline's plan and grid, and the range parsed and
  * checked (on the grid, ascending, no later than the watermark).
  */
 static void
-rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
+rerun_parse(HwmJob *rr, FunctionCallInfo fcinfo)
 {
 	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, false, false);
 	HwmRoleSwitch sw;
@@ -422,29 +447,12 @@ rerun_parse(Rerun *rr, FunctionCallInfo fcinfo)
 	hwm_unbecome(&sw);
 }
 
-/* One interval, for hwm_try_subxact */
-typedef struct RerunStep
-{
-	Rerun	   *rr;
-	bool		more;
-} RerunStep;
-
-static bool rerun_step(Rerun *rr);
-
-static void
-rerun_step_guarded(void *arg)
-{
-	RerunStep  *st = arg;
-
-	st->more = rerun_step(st->rr);
-}
-
 /*
- * Rerun the next interval of the range under the pipeline's lock and record
- * it; false when the range is done.
+ * The step of a rerun: the next interval of the range, under the pipeline's
+ * lock, and its record; true when the range is done.
  */
 static bool
-rerun_step(Rerun *rr)
+rerun_step(HwmJob *rr)
 {
 	TimestampTz started_at = GetCurrentTimestamp();
 	HwmPipeline *p = hwm_pipeline_fetch(rr->pipeline, true, false);
@@ -454,7 +462,7 @@ rerun_step(Rerun *rr)
 	Grid		g;
 	Timestamp	s;
 	Timestamp	e;
-	int64		rows;
+	volatile int64 rows = 0;
 
 	plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&g, plan, p->time_interval, p->interval_anchor);
@@ -462,11 +470,21 @@ rerun_step(Rerun *rr)
 	if (s >= as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->to_text, "to_time")))
 	{
 		hwm_unbecome(&sw);
-		return false;
+		return true;
 	}
 	e = boundary(&g, index_of(&g, s) + 1);
-	rows = hwm_command_exec(p->name, p->command, plan->wm.type,
-							from_ts(&plan->wm, s), false, from_ts(&plan->wm, e));
+	/* the rerun owns its pipeline while the command runs (running.c) */
+	hwm_running_push(p->name);
+	PG_TRY();
+	{
+		rows = hwm_command_exec(p->name, p->command, plan->wm.type,
+								from_ts(&plan->wm, s), false, from_ts(&plan->wm, e));
+	}
+	PG_FINALLY();
+	{
+		hwm_running_pop();
+	}
+	PG_END_TRY();
 	run.from_partition = hwm_value_out(&plan->wm, from_ts(&plan->wm, s));
 	run.to_partition = hwm_value_out(&plan->wm, from_ts(&plan->wm, e));
 	hwm_unbecome(&sw);
@@ -475,9 +493,20 @@ rerun_step(Rerun *rr)
 	rr->done_through = MemoryContextStrdup(rr->cxt, run.to_partition);
 	rr->steps_done++;
 	rr->rows_inserted += rows;
-	hwm_job_save(rr, false);
-	return true;
+	return false;
 }
+
+/* A rerun of a range of intervals is a job of hwm.backfills (job.c) */
+static const HwmJobKind rerun_kind = {
+	.procedure = "hwm.rerun_intervals",
+	.step_name = "interval",
+	.snapshot_detail = "Each interval must be read from the source as it is now, not as a snapshot taken earlier saw it.",
+	.busy = "a rerun of these intervals of pipeline \"{pipeline}\" is running in another session",
+	.busy_detail = "Rerun {id} of the intervals from {from} to {to} is being run by another CALL that has not finished.",
+	.resuming = "hwm: resuming rerun {id} of pipeline \"{pipeline}\" from {from} to {to} after {done}",
+	.stopped = "The rerun stopped; intervals up to {done} are done and committed.",
+	.step = rerun_step,
+};
 
 PG_FUNCTION_INFO_V1(hwm_rerun_intervals);
 
@@ -490,84 +519,19 @@ PG_FUNCTION_INFO_V1(hwm_rerun_intervals);
 Datum
 hwm_rerun_intervals(PG_FUNCTION_ARGS)
 {
-	bool		atomic = hwm_call_is_atomic(fcinfo);
-	Rerun	   *rr;
-	MemoryContext cxt;
-	RerunStep	st = {0};
-	ErrorData  *edata;
+	HwmJob	   *rr;
+	char	   *name;
 
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("hwm.rerun_intervals cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
-				 errdetail("Each interval must be read from the source as it is now, not as a snapshot taken earlier saw it."),
-				 errhint("Call hwm.rerun_intervals in a READ COMMITTED transaction (the default), or on its own.")));
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "hwm rerun", ALLOCSET_SMALL_SIZES);
-	rr = MemoryContextAllocZero(cxt, sizeof(Rerun));
-	rr->what = "rerun";
-	rr->batch_size = 1;
-	rr->cxt = cxt;
-	rr->pipeline = MemoryContextStrdup(cxt, hwm_text_arg(fcinfo, 0, "pipeline"));
-	rr->session_lock = !atomic;
-
-	/*
-	 * Under the pipeline's lock, take over the unfinished rerun of this
-	 * range or start one, and claim it: a CALL in another session that is
-	 * working on it holds its lock until it ends.
-	 */
-	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
+	hwm_job_require_read_committed(&rerun_kind);
+	name = hwm_text_arg(fcinfo, 0, "pipeline");
+	rr = hwm_job_new(&rerun_kind, fcinfo);
+	rr->pipeline = MemoryContextStrdup(rr->cxt, name);
 	rerun_parse(rr, fcinfo);
-	PG_TRY();
-	{
-		/* refused at once, before queueing for the pipeline's lock */
-		if (hwm_job_find_unfinished(rr))
-			hwm_job_claim(rr);
-		(void) hwm_pipeline_fetch(rr->pipeline, true, false);
-		hwm_job_start(rr);
-		hwm_job_claim(rr);
-		if (rr->resumed)
-			ereport(NOTICE,
-					(errmsg("hwm: resuming rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s after %s",
-							rr->id, rr->pipeline, rr->from_text, rr->to_text,
-							rr->done_through ? rr->done_through : "(none)")));
-		for (;;)
-		{
-			if (!atomic)
-			{
-				SPI_commit();
-				SPI_start_transaction();
-			}
-			st.rr = rr;
-			edata = hwm_try_subxact(rerun_step_guarded, &st, rr->cxt);
-			if (edata != NULL)
-			{
-				/* recorded, and kept (outside a transaction block), then raised */
-				hwm_job_fail(rr, edata);
-				if (!atomic)
-				{
-					SPI_commit();
-					SPI_start_transaction();
-				}
-				ReThrowError(edata);
-			}
-			if (!st.more)
-				break;
-			CHECK_FOR_INTERRUPTS();
-		}
-		hwm_job_save(rr, true);
-	}
-	PG_CATCH();
-	{
-		hwm_job_unclaim(rr);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	hwm_job_unclaim(rr);
-	SPI_finish();
+	hwm_job_run(rr);
 	ereport(NOTICE,
 			(errmsg("hwm: rerun " INT64_FORMAT " of pipeline \"%s\" from %s to %s done: intervals %d, rows processed " INT64_FORMAT,
 					rr->id, rr->pipeline, rr->from_text, rr->to_text,
 					rr->steps_done, rr->rows_inserted)));
-	MemoryContextDelete(cxt);
+	hwm_job_free(rr);
 	PG_RETURN_VOID();
 }

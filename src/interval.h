@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "pipeline.h"
 
+extern void hwm_interval_check_column(const HwmPlan *plan, const char *column);
 extern void hwm_interval_check(const HwmPlan *plan, const Interval *step,
 							   const char *anchor, const char *start_at);
 extern void hwm_interval_check_boundary(const HwmPlan *plan, const Interval *step,

@@ -13,7 +13,7 @@
  *
  * Every row is written through the catalog's one entry (catalog.c) with its
  * owner (the pipeline's) and the role that ran it.  Calls go down into
- * catalog.c and util.c.
+ * catalog.c and util.c; backfill.c and interval.c call in with their kind.
  */
 #include "postgres.h"
 
@@ -21,11 +21,14 @@
 #include "job.h"
 #include "util.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 /* Lock tag space of a job being worked on */
 #define HWM_JOB_LOCK_SPACE 0x6862
@@ -35,6 +38,42 @@ job_locktag(LOCKTAG *tag, int64 id)
 {
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) ((uint64) id >> 32),
 						 (uint32) id, HWM_JOB_LOCK_SPACE);
+}
+
+/*
+ * A message of the job's kind: the template with {id}, {pipeline}, {from},
+ * {to} and {done} replaced by the job's.
+ */
+static char *
+job_text(const HwmJob *job, const char *template)
+{
+	StringInfoData buf;
+	const char *c = template;
+
+	initStringInfo(&buf);
+	while (*c)
+	{
+		const char *end = *c == '{' ? strchr(c, '}') : NULL;
+		size_t		len = end ? end - c + 1 : 0;
+
+		if (len == 4 && strncmp(c, "{id}", len) == 0)
+			appendStringInfo(&buf, INT64_FORMAT, job->id);
+		else if (len == 10 && strncmp(c, "{pipeline}", len) == 0)
+			appendStringInfoString(&buf, job->pipeline);
+		else if (len == 6 && strncmp(c, "{from}", len) == 0)
+			appendStringInfoString(&buf, job->from_text);
+		else if (len == 4 && strncmp(c, "{to}", len) == 0)
+			appendStringInfoString(&buf, job->to_text);
+		else if (len == 6 && strncmp(c, "{done}", len) == 0)
+			appendStringInfoString(&buf, job->done_through ? job->done_through : "(none)");
+		else
+			len = 0;
+		if (len == 0)
+			appendStringInfoChar(&buf, *c++);
+		else
+			c += len;
+	}
+	return buf.data;
 }
 
 bool
@@ -79,6 +118,7 @@ hwm_job_start(HwmJob *job)
 											 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 	bool		isnull;
 
+	hwm_prune_runs_in_loop(job->pipeline, true);	/* its steps prune as they go */
 	job->resumed = hwm_job_find_unfinished(job);
 	if (job->resumed)
 	{
@@ -147,14 +187,8 @@ hwm_job_claim(HwmJob *job)
 	if (LockAcquire(&tag, ExclusiveLock, job->session_lock, true) == LOCKACQUIRE_NOT_AVAIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 strcmp(job->what, "backfill") == 0 ?
-				 errmsg("backfill " INT64_FORMAT " is running in another session", job->id) :
-				 errmsg("a rerun of these intervals of pipeline \"%s\" is running in another session",
-						job->pipeline),
-				 strcmp(job->what, "backfill") == 0 ?
-				 errdetail("The same pipeline and range are being backfilled by another CALL that has not finished.") :
-				 errdetail("Rerun " INT64_FORMAT " of the intervals from %s to %s is being run by another CALL that has not finished.",
-						   job->id, job->from_text, job->to_text),
+				 errmsg("%s", job_text(job, job->kind->busy)),
+				 errdetail("%s", job_text(job, job->kind->busy_detail)),
 				 errhint("Wait for it to finish; hwm.backfills shows its progress.")));
 	job->locked_id = job->id;
 }
@@ -181,6 +215,9 @@ hwm_job_save(const HwmJob *job, bool finished)
 					 " finished_at = CASE WHEN $6 THEN pg_catalog.clock_timestamp() END"
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 					 6, argtypes, values, nulls, SPI_OK_UPDATE);
+	/* a step done: the pipeline's history stays within its bound as the job goes */
+	if (!finished)
+		hwm_prune_runs_in_loop(job->pipeline, false);
 }
 
 void
@@ -197,4 +234,169 @@ hwm_job_fail(const HwmJob *job, ErrorData *edata)
 					 " error_sqlstate = $2, error = $3"
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+void
+hwm_job_require_read_committed(const HwmJobKind *kind)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot run in a REPEATABLE READ or SERIALIZABLE transaction",
+						kind->procedure),
+				 errdetail("%s", kind->snapshot_detail),
+				 errhint("Call %s in a READ COMMITTED transaction (the default), or on its own.",
+						 kind->procedure)));
+}
+
+HwmJob *
+hwm_job_new(const HwmJobKind *kind, FunctionCallInfo fcinfo)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "hwm job",
+											  ALLOCSET_SMALL_SIZES);
+	HwmJob	   *job = MemoryContextAllocZero(cxt, sizeof(HwmJob));
+
+	job->kind = kind;
+	job->cxt = cxt;
+	job->batch_size = 1;
+	job->atomic = hwm_call_is_atomic(fcinfo);
+	job->session_lock = !job->atomic;
+	SPI_connect_ext(job->atomic ? 0 : SPI_OPT_NONATOMIC);
+	return job;
+}
+
+/* One step and its progress, in the current transaction; true when finished */
+static bool
+job_step(HwmJob *job)
+{
+	bool		finished;
+
+	CHECK_FOR_INTERRUPTS();
+	finished = job->kind->step(job);
+	hwm_job_save(job, finished);
+	return finished;
+}
+
+/* One step, for hwm_try_subxact */
+typedef struct JobStep
+{
+	HwmJob	   *job;
+	bool		finished;
+} JobStep;
+
+static void
+job_step_subxact(void *arg)
+{
+	JobStep    *st = arg;
+
+	st->finished = job_step(st->job);
+}
+
+/*
+ * One step in its own subtransaction, so that a failure can be recorded in
+ * hwm.backfills (and by the kind) and committed before it is reported.
+ * Returns the error (copied into job->cxt), or NULL.
+ */
+static ErrorData *
+job_step_guarded(HwmJob *job, bool *finished)
+{
+	TimestampTz started_at = GetCurrentTimestamp();
+	JobStep		st = {.job = job};
+	ErrorData  *edata = hwm_try_subxact(job_step_subxact, &st, job->cxt);
+
+	if (edata)
+	{
+		hwm_job_fail(job, edata);
+		if (job->kind->failed)
+			job->kind->failed(job, edata, started_at);
+	}
+	*finished = st.finished;
+	return edata;
+}
+
+/*
+ * A non-atomic CALL: commit the set-up, then one transaction per step; a step
+ * that fails is recorded and committed as failed.  Returns its error, or NULL
+ * when the range is done.  Leaves SPI connected.
+ */
+static ErrorData *
+job_committed_steps(HwmJob *job)
+{
+	ErrorData  *edata = NULL;
+	bool		finished = false;
+
+	SPI_commit();
+	SPI_start_transaction();
+	SPI_finish();
+	while (!finished)
+	{
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		edata = job_step_guarded(job, &finished);
+		SPI_commit();
+		SPI_start_transaction();
+		if (edata)
+			break;
+		if (!finished)
+			SPI_finish();
+	}
+	return edata;
+}
+
+/*
+ * Under the pipeline's lock, take over the unfinished job of this range or
+ * start one, and claim it: a job another session is working on is refused at
+ * once, before queueing for the pipeline's lock (which that session may hold
+ * for a while).  Then the steps: inside a transaction block all of them in the
+ * caller's transaction (an error rolls everything back, so there is nothing
+ * to record), outside one each in its own.
+ */
+void
+hwm_job_run(HwmJob *job)
+{
+	ErrorData  *volatile edata = NULL;
+
+	PG_TRY();
+	{
+		if (hwm_job_find_unfinished(job))
+			hwm_job_claim(job);
+		(void) hwm_pipeline_fetch(job->pipeline, true, false);
+		hwm_job_start(job);
+		hwm_job_claim(job);
+		if (job->resumed)
+			ereport(NOTICE, (errmsg("%s", job_text(job, job->kind->resuming))));
+		if (job->atomic)
+		{
+			while (!job_step(job))
+				;
+		}
+		else
+			edata = job_committed_steps(job);
+	}
+	PG_CATCH();
+	{
+		hwm_job_unclaim(job);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	hwm_job_unclaim(job);
+	SPI_finish();
+
+	if (edata && job->kind->stopped)
+	{
+		edata->detail = job_text(job, job->kind->stopped);
+		edata->hint = psprintf("Fix the cause and CALL %s(%s, %s, %s) again: it resumes after the last %s done.",
+							   job->kind->procedure,
+							   quote_literal_cstr(job->pipeline),
+							   quote_literal_cstr(job->from_text),
+							   quote_literal_cstr(job->to_text),
+							   job->kind->step_name);
+	}
+	if (edata)
+		ReThrowError(edata);
+}
+
+void
+hwm_job_free(HwmJob *job)
+{
+	MemoryContextDelete(job->cxt);
 }

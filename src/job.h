@@ -4,18 +4,52 @@
  *		transaction, whose progress is a row of hwm.backfills, so that a
  *		second CALL resumes it and a CALL in another session is refused
  *		while one works on it (job.c).  Backfills (backfill.c) and reruns of
- *		intervals (interval.c) are jobs; each keeps only its step.
+ *		intervals (interval.c) are jobs: each is a kind (HwmJobKind), its step
+ *		and its messages, that one driver (hwm_job_run) runs.
  */
 #ifndef HWM_JOB_H
 #define HWM_JOB_H
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "utils/elog.h"
+#include "utils/timestamp.h"
+
+struct HwmJob;
+
+/*
+ * A kind of job: its step and its messages.  The messages are templates in
+ * which {id}, {pipeline}, {from}, {to} and {done} (the end of the last step
+ * done, "(none)" before the first) stand for the job's.
+ */
+typedef struct HwmJobKind
+{
+	const char *procedure;		/* "hwm.backfill": the CALL, in messages */
+	const char *step_name;		/* "partition": what one step does, in messages */
+	const char *snapshot_detail;	/* why it needs READ COMMITTED */
+	const char *busy;			/* errmsg: another session works on it */
+	const char *busy_detail;
+	const char *resuming;		/* NOTICE: an unfinished job taken over */
+	const char *stopped;		/* errdetail of a step's error outside a
+								 * transaction block (NULL: the error as it
+								 * is); a hint to CALL again goes with it */
+
+	/*
+	 * One step, in the current transaction (as the caller: it becomes the
+	 * owner itself): do it and move done_through, steps_done and the row
+	 * counts; true when the range is finished (the step may also be the one
+	 * that finds nothing left).
+	 */
+	bool		(*step) (struct HwmJob *job);
+
+	/* What to record besides the job's row when a step failed, or NULL */
+	void		(*failed) (struct HwmJob *job, ErrorData *edata, TimestampTz started_at);
+} HwmJobKind;
 
 typedef struct HwmJob
 {
-	const char *what;			/* "backfill" or "rerun", for messages */
+	const HwmJobKind *kind;
 	char	   *pipeline;
 	char	   *from_text;		/* canonical text of the range's bounds */
 	char	   *to_text;
@@ -29,7 +63,30 @@ typedef struct HwmJob
 	int64		rows_deleted;
 	int64		rows_inserted;
 	MemoryContext cxt;			/* outlives the CALL's transactions */
+	bool		atomic;			/* inside a transaction block: no commits */
+	void	   *arg;			/* the kind's own, for its step */
 } HwmJob;
+
+/* Refuse a REPEATABLE READ or SERIALIZABLE transaction: a step reads the present */
+extern void hwm_job_require_read_committed(const HwmJobKind *kind);
+
+/*
+ * A job of this kind for this CALL, in a memory context of its own, with SPI
+ * connected (non-atomic outside a transaction block): the caller fills in
+ * pipeline, from_text, to_text (in job->cxt) and batch_size, then calls
+ * hwm_job_run.
+ */
+extern HwmJob *hwm_job_new(const HwmJobKind *kind, FunctionCallInfo fcinfo);
+
+/*
+ * Find or start the job, claim it, take the pipeline's lock and run its
+ * steps, one transaction each outside a transaction block; a step that fails
+ * is recorded (and kept) and its error raised.  Returns with SPI finished.
+ */
+extern void hwm_job_run(HwmJob *job);
+
+/* Let go of the job's memory, after its summary */
+extern void hwm_job_free(HwmJob *job);
 
 /* The unfinished job of this pipeline and range, if any: its id and progress */
 extern bool hwm_job_find_unfinished(HwmJob *job);

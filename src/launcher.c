@@ -36,7 +36,10 @@
  * claim at most its share: hwm.max_workers divided by the number of
  * databases with runs due, less its runs in flight, and at least one.  So
  * a free slot goes to the database that has least, and a database with
- * 1,000 due pipelines takes every slot only while no other needs one.
+ * 1,000 due pipelines takes every slot only while no other needs one.  The
+ * dispatcher is told when the other databases are next due, so that it
+ * starts a queue beyond its database's (or its owner's) share only when
+ * the queue is expected to end before they are due (dispatch.c).
  *
  * One dispatcher at a time keeps the process count at one launcher, at most
  * one dispatcher and at most hwm.max_workers workers, whatever the number of
@@ -544,6 +547,46 @@ pick_database(TimestampTz now, int *quota)
 	return best;
 }
 
+/*
+ * For the dispatcher's fair shares: when the next runs of the other
+ * databases served are due (the HWM_OTHER_DBS earliest), so that it counts
+ * them among those waiting for a worker before it lends one beyond its
+ * database's share.
+ */
+static void
+tell_others_due(const DbEntry *self, HwmDispatchArgs *args)
+{
+	StaticAssertStmt(sizeof(HwmDispatchArgs) <= BGW_EXTRALEN,
+					 "HwmDispatchArgs must fit in bgw_extra");
+	args->nothers = 0;
+	for (int i = 0; i < ndbs; i++)
+	{
+		const DbEntry *e = &dbs[i];
+		TimestampTz due = e->next_due_at;
+		int			k;
+
+		if (e == self || !e->served || e->hwm != HWM_PRESENT || due == DT_NOEND ||
+			hwm_wakeup_database_leaving(e->dboid))
+			continue;
+		/* insertion into the sorted array, the latest dropped when full */
+		k = args->nothers;
+		if (k == HWM_OTHER_DBS)
+		{
+			if (due >= args->others_due_at[k - 1])
+				continue;
+			k--;
+		}
+		else
+			args->nothers++;
+		while (k > 0 && args->others_due_at[k - 1] > due)
+		{
+			args->others_due_at[k] = args->others_due_at[k - 1];
+			k--;
+		}
+		args->others_due_at[k] = due;
+	}
+}
+
 /* Step 4: start a dispatcher for the database that needs one most */
 static void
 start_dispatcher(TimestampTz now)
@@ -562,6 +605,8 @@ start_dispatcher(TimestampTz now)
 	args.quota = quota;
 	args.maintenance = e->last_maintenance == 0 ||
 		TimestampDifferenceExceeds(e->last_maintenance, now, MAINTENANCE_MS);
+	args.max_workers = hwm_max_workers;
+	tell_others_due(e, &args);
 	memset(&reset, 0, sizeof(reset));
 	hwm_dispatch_result_set(&reset);
 

@@ -30,6 +30,7 @@
 #include "pipeline.h"
 #include "privilege.h"
 #include "range.h"
+#include "running.h"
 #include "util.h"
 #include "watermark.h"
 
@@ -319,7 +320,7 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 	run.to_partition = r->to_text;
 	run_id = hwm_record_run(&run);
 	remember_load(r, sliced, &mem);
-	hwm_update_state_after_run(r->p->name, run_id, started_at,
+	hwm_update_state_after_run(r->p, run_id, started_at,
 							   r->wm_after != r->p->watermark, r->wm_after,
 							   r->upserted + r->lookback.deleted + r->lookback.inserted,
 							   &mem);
@@ -348,6 +349,53 @@ run_result(FunctionCallInfo fcinfo, TupleDesc tupdesc, const LoadRun *r, int64 r
 	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
 }
 
+/*
+ * The run itself, under the pipeline's lock (r->p read under it): an
+ * interval pipeline's (interval.c), or a load or a command pipeline's
+ * command, recorded; returns the run_id.
+ */
+static int64
+run_locked(LoadRun *r, TimestampTz started_at)
+{
+	HwmRoleSwitch sw;
+	bool		sliced;
+
+	if (r->p->time_interval)
+	{
+		/* an interval pipeline: one interval (or the backlog), interval.c */
+		r->wm_after = r->p->watermark;
+		return hwm_interval_run(r->p, started_at, &r->upserted, &r->wm_after);
+	}
+	r->plan = hwm_plan_as_owner(r->p, true, r->p->lookback > 0, true, &sw);
+	if (r->p->watermark)
+		r->old_wm = hwm_value_in(&r->plan->wm, r->p->watermark, "stored watermark");
+	/*
+	 * A copy pipeline reads from where the last run got to; a command
+	 * pipeline's range is (old watermark, new watermark] and nothing else,
+	 * so its bound is the safe bound alone, with nothing carried.
+	 */
+	if (r->p->command == NULL)
+		r->has_reread = hwm_reread_from(r->plan, &r->p->memory,
+										r->p->watermark ? &r->old_wm : NULL,
+										&r->reread_from, &r->carried);
+	r->wm_after = r->p->watermark;
+
+	sliced = find_slice(r);
+	if (sliced)
+	{
+		settle_watermark(r);
+		if (r->p->command)
+			run_command(r);
+		else
+			load_slice(r);
+	}
+	count_null_watermarks(r);
+	if (r->plan->has_part)
+		overwrite_newest(r);
+	hwm_unbecome(&sw);
+	return record_load(r, sliced, started_at);
+}
+
 PG_FUNCTION_INFO_V1(hwm_run);
 
 Datum
@@ -357,9 +405,7 @@ hwm_run(PG_FUNCTION_ARGS)
 	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
 	LoadRun		r = {0};
-	HwmRoleSwitch sw;
-	int64		run_id;
-	bool		sliced;
+	volatile int64 run_id = 0;
 	TupleDesc	tupdesc;
 	Datum		result;
 
@@ -375,44 +421,17 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
-	if (r.p->time_interval)
+	/* the run owns its pipeline until it ends (running.c) */
+	hwm_running_push(r.p->name);
+	PG_TRY();
 	{
-		/* an interval pipeline: one interval (or the backlog), interval.c */
-		r.wm_after = r.p->watermark;
-		run_id = hwm_interval_run(r.p, started_at, &r.upserted, &r.wm_after);
-		MemoryContextSwitchTo(callercxt);
-		result = run_result(fcinfo, tupdesc, &r, run_id);
-		SPI_finish();
-		return result;
+		run_id = run_locked(&r, started_at);
 	}
-	r.plan = hwm_plan_as_owner(r.p, true, r.p->lookback > 0, true, &sw);
-	if (r.p->watermark)
-		r.old_wm = hwm_value_in(&r.plan->wm, r.p->watermark, "stored watermark");
-	/*
-	 * A copy pipeline reads from where the last run got to; a command
-	 * pipeline's range is (old watermark, new watermark] and nothing else,
-	 * so its bound is the safe bound alone, with nothing carried.
-	 */
-	if (r.p->command == NULL)
-		r.has_reread = hwm_reread_from(r.plan, &r.p->memory,
-									   r.p->watermark ? &r.old_wm : NULL,
-									   &r.reread_from, &r.carried);
-	r.wm_after = r.p->watermark;
-
-	sliced = find_slice(&r);
-	if (sliced)
+	PG_FINALLY();
 	{
-		settle_watermark(&r);
-		if (r.p->command)
-			run_command(&r);
-		else
-			load_slice(&r);
+		hwm_running_pop();
 	}
-	count_null_watermarks(&r);
-	if (r.plan->has_part)
-		overwrite_newest(&r);
-	hwm_unbecome(&sw);
-	run_id = record_load(&r, sliced, started_at);
+	PG_END_TRY();
 
 	/* the result must outlive SPI_finish */
 	MemoryContextSwitchTo(callercxt);
@@ -457,6 +476,7 @@ catch_up_loop(const char *name, bool atomic, int *runs, int64 *total)
 		if (after)
 			pfree(after);
 		(*runs)++;
+		hwm_prune_runs_in_loop(name, *runs == 1);	/* history within its bound */
 		if (!atomic)
 			SPI_commit();
 		if (!moved)

@@ -19,6 +19,7 @@
 #include "interval.h"
 #include "pipeline.h"
 #include "privilege.h"
+#include "running.h"
 #include "schedule.h"
 #include "util.h"
 #include "watermark.h"
@@ -239,6 +240,9 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
 						   format_type_be(plan->wm.type)),
 				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
+	/* before start_at and the anchor are parsed with the column's type */
+	if (a->time_interval)
+		hwm_interval_check_column(plan, a->spec.watermark_column);
 	if (!PG_ARGISNULL(pos->initial))
 		a->watermark = hwm_value_out(&plan->wm,
 									 hwm_value_in(&plan->wm,
@@ -298,11 +302,16 @@ insert_pipeline(const CreateArgs *a)
 
 	/* a 1.0 catalog: only copy pipelines (1.0 has no function that declares others) */
 	old = hwm_catalog_is_1_0();
+	/*
+	 * created_at from the clock, not the transaction's start: with the name,
+	 * the pipeline's identity, which a run writes its result back by, so a
+	 * pipeline dropped and declared again in one transaction is another.
+	 */
 	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 						  " watermark_column, watermark_type, partition_column, lookback,"
-						  " schedule, watermark, owner, delay, batch_size%s)"
+						  " schedule, watermark, owner, delay, batch_size, created_at%s)"
 						  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-						  " $11::pg_catalog.regrole, $12, $13%s)",
+						  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s)",
 						  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
 						  old ? "" : ", $14, $15, $16, $17, $18"),
 				 old ? 13 : 18, argtypes, values, nulls, SPI_OK_INSERT);
@@ -318,6 +327,8 @@ static void
 create_checked(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 {
 	read_run_args(fcinfo, a, pos);
+	/* not from inside a run of a pipeline of that name (running.c) */
+	hwm_running_refuse(a->name);
 	SPI_connect();
 	if (hwm_pipeline_exists(a->name))
 		ereport(ERROR,
@@ -527,6 +538,9 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 				 " RETURNING s.pipeline)"
 				 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
 				 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	/* a run's command that drops its own pipeline's table: refused */
+	for (uint64 i = 0; i < SPI_processed; i++)
+		hwm_running_refuse(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 		ereport(NOTICE,
 				(errmsg("hwm: pipeline \"%s\" dropped with its source or target table",

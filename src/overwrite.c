@@ -105,7 +105,7 @@ hwm_overwrite(PG_FUNCTION_ARGS)
 	hwm_unbecome(&sw);
 
 	run_id = record_overwrite(p->name, started_at, p->watermark, from_text, to_text, &ow);
-	hwm_update_state_after_run(p->name, run_id, started_at, false, NULL,
+	hwm_update_state_after_run(p, run_id, started_at, false, NULL,
 							   ow.deleted + ow.inserted, NULL);
 	overwrite_notice(hwm_qualified_name(p->target), from_text, to_text, &ow);
 	SPI_finish();

@@ -12,9 +12,11 @@
  *	- DROP OWNED BY r drops r's pipelines here (with their schedules).
  *
  * Each acts only once PostgreSQL's own processing of the command has
- * succeeded (so its checks of rights apply first), or, for DROP ROLE, before
- * it and only to refuse.  PostgreSQL checks a role's objects in every
- * database of the server through pg_shdepend; hwm sees only the database
+ * succeeded, so that its checks of rights apply first: a role that may not
+ * drop r gets PostgreSQL's permission error, never the names of r's
+ * pipelines; DROP ROLE is then refused, which rolls the drop back.
+ * PostgreSQL checks a role's objects in every database of the server
+ * through pg_shdepend; hwm sees only the database
  * the command runs in, so DROP ROLE run elsewhere leaves this database's
  * pipelines of that role without an owner: the scheduler no longer runs
  * them, hwm.status says so, and a superuser drops them.  The hook is set
@@ -88,19 +90,57 @@ with_spi(void (*fn) (void *), void *arg)
 		PopActiveSnapshot();
 }
 
-/* DROP ROLE: refuse it while a role named owns pipelines here */
+/*
+ * The roles a DROP ROLE names, read before PostgreSQL drops them: their
+ * OIDs (as oid[]) and names, which the refusal needs once they are gone.
+ */
+typedef struct DroppedRoles
+{
+	Datum		oids;
+	List	   *ids;			/* Oid, as in oids */
+	List	   *names;			/* char *, in the same order */
+} DroppedRoles;
+
+static void
+dropped_roles_read(DropRoleStmt *stmt, DroppedRoles *d)
+{
+	ListCell   *lc;
+
+	d->oids = role_array(stmt->roles);
+	d->ids = NIL;
+	d->names = NIL;
+	foreach(lc, stmt->roles)
+	{
+		Oid			role = get_rolespec_oid(lfirst(lc), true);
+
+		if (OidIsValid(role))
+		{
+			d->ids = lappend_oid(d->ids, role);
+			d->names = lappend(d->names, GetUserNameFromId(role, false));
+		}
+	}
+}
+
+/*
+ * DROP ROLE, once PostgreSQL has checked the caller's right to drop the
+ * roles and their objects and dropped them (in this transaction): refuse it
+ * while a role dropped owns pipelines here, which rolls the drop back.
+ */
 static void
 refuse_drop_role(void *arg)
 {
-	DropRoleStmt *stmt = arg;
+	DroppedRoles *d = arg;
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		values[1];
 	HeapTuple	tup;
-	char	   *role;
+	const char *role = "?";
+	Oid			owner;
 	int64		n;
 	bool		isnull;
+	ListCell   *lc;
+	ListCell   *lc2;
 
-	values[0] = role_array(stmt->roles);
+	values[0] = d->oids;
 	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
 					 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
 					 "                       ORDER BY s.pipeline)"
@@ -110,7 +150,10 @@ refuse_drop_role(void *arg)
 	if (SPI_processed == 0)
 		return;
 	tup = SPI_tuptable->vals[0];
-	role = GetUserNameFromId(DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull)), false);
+	owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	forboth(lc, d->ids, lc2, d->names)
+		if (lfirst_oid(lc) == owner)
+			role = lfirst(lc2);
 	n = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 	ereport(ERROR,
 			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -172,9 +215,12 @@ owners_process_utility(PlannedStmt *pstmt, const char *queryString,
 					   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
+	DroppedRoles dropped = {0};
+	bool		drop_role = IsA(stmt, DropRoleStmt) && has_pipelines_here();
 
-	if (IsA(stmt, DropRoleStmt) && has_pipelines_here())
-		with_spi(refuse_drop_role, stmt);
+	/* the roles' names, before they are gone */
+	if (drop_role)
+		dropped_roles_read((DropRoleStmt *) stmt, &dropped);
 
 	if (prev_process_utility_hook)
 		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
@@ -183,7 +229,9 @@ owners_process_utility(PlannedStmt *pstmt, const char *queryString,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
 
-	if (IsA(stmt, ReassignOwnedStmt) && has_pipelines_here())
+	if (drop_role)
+		with_spi(refuse_drop_role, &dropped);
+	else if (IsA(stmt, ReassignOwnedStmt) && has_pipelines_here())
 		with_spi(reassign_pipelines, stmt);
 	else if (IsA(stmt, DropOwnedStmt) && has_pipelines_here())
 		with_spi(drop_pipelines, stmt);

@@ -1,7 +1,7 @@
 /*
  * privilege.c
- *		Running as another role with a pinned search_path, and checking that
- *		a pipeline's owner may still read its source and write its target.
+ *		Checking that a pipeline's owner may still read its source and write
+ *		its target, and building a pipeline's plan as its owner.
  *
  * Everything a pipeline does to user tables runs as the pipeline's owner in
  * a security-restricted context (like REFRESH MATERIALIZED VIEW and VACUUM

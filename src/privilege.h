@@ -1,7 +1,8 @@
 /*
  * privilege.h
- *		Running as a pipeline's owner with a pinned search_path, and the
- *		checks of what that owner may do (privilege.c).
+ *		The checks of what a pipeline's owner may do, and a pipeline's plan
+ *		built as its owner (privilege.c); the role switch itself, with its
+ *		pinned search_path, is util.c's (hwm_become).
  */
 #ifndef HWM_PRIVILEGE_H
 #define HWM_PRIVILEGE_H

@@ -1,9 +1,10 @@
 /*
  * schedule.h
- *		When a pipeline runs: the checks and anchored arithmetic of a
- *		schedule, and storing one (schedule.c, which also holds hwm.schedule,
- *		hwm.unschedule, hwm.pause, hwm.resume and hwm.set_timeout).  Called
- *		by manage.c (create_pipeline's schedule); the next slot is grid.c's.
+ *		When a pipeline runs: the checks of a schedule, and storing one
+ *		(schedule.c, which also holds hwm.schedule, hwm.unschedule,
+ *		hwm.pause, hwm.resume and hwm.set_timeout).  Called by manage.c
+ *		(create_pipeline's schedule); the anchored arithmetic, and so the
+ *		next slot, is grid.c's.
  */
 #ifndef HWM_SCHEDULE_H
 #define HWM_SCHEDULE_H

@@ -24,6 +24,7 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/array.h"
+#include "utils/timestamp.h"
 
 typedef struct HwmSlotsShared
 {
@@ -96,10 +97,21 @@ hwm_slots_read(HwmRunSlot *out)
 	SpinLockRelease(&shared->mutex);
 }
 
+/* The end of a run expected to take expected_ms from `from` (-1: unknown) */
+static TimestampTz
+expected_end(TimestampTz from, int64 expected_ms)
+{
+	if (from == DT_NOEND || expected_ms < 0)
+		return DT_NOEND;
+	return from + Min(expected_ms, (int64) 1000 * 1000 * 3600 * 24) * 1000;
+}
+
 int
-hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id)
+hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
+			   int64 expected_ms)
 {
 	int			slotno = -1;
+	TimestampTz busy_until = expected_end(GetCurrentTimestamp(), expected_ms);
 
 	SpinLockAcquire(&shared->mutex);
 	for (int i = 0; i < shared->nslots; i++)
@@ -114,6 +126,7 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id)
 			slot->nruns = 1;
 			slot->run_ids[0] = run_id;
 			slot->timeouts_ms[0] = timeout_ms;
+			slot->busy_until = busy_until;
 			slot->pid = 0;
 			slot->generation = shared->next_generation++;
 			slotno = i;
@@ -125,7 +138,7 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id)
 }
 
 bool
-hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms)
+hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms, int64 expected_ms)
 {
 	bool		queued = false;
 	HwmRunSlot *slot;
@@ -138,6 +151,7 @@ hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms)
 	{
 		slot->run_ids[slot->nruns] = run_id;
 		slot->timeouts_ms[slot->nruns] = timeout_ms;
+		slot->busy_until = expected_end(slot->busy_until, expected_ms);
 		slot->nruns++;
 		queued = true;
 	}

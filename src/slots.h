@@ -12,7 +12,11 @@
 
 #include "datatype/timestamp.h"
 
-/* A run slot's life: FREE -> CLAIMED -> STARTING -> RUNNING -> FREE */
+/*
+ * A run slot's life: FREE -> CLAIMED -> STARTING -> RUNNING -> FREE, or
+ * ORPHANED (from STARTING or RUNNING: gone without recording every run of its
+ * queue) until the next dispatcher records them -> FREE (src/README.md).
+ */
 typedef enum HwmSlotState
 {
 	HWM_SLOT_FREE = 0,
@@ -37,6 +41,8 @@ typedef struct HwmRunSlot
 	int			nruns;			/* runs in the queue, 1 to HWM_QUEUE_MAX */
 	int64		run_ids[HWM_QUEUE_MAX]; /* their 'running' rows in hwm.runs */
 	int32		timeouts_ms[HWM_QUEUE_MAX]; /* 0: none */
+	TimestampTz busy_until;		/* when the queue is expected to end (by its
+								 * runs' last durations; DT_NOEND: unknown) */
 	uint64		generation;		/* tells reuses of the slot apart */
 	pid_t		pid;			/* 0 until the worker has started */
 } HwmRunSlot;
@@ -50,13 +56,20 @@ typedef struct HwmDispatchResult
 	TimestampTz next_due_at;	/* earliest unclaimed run (DT_NOEND: none) */
 } HwmDispatchResult;
 
+/* How many other databases' due times a dispatcher is told of, at most */
+#define HWM_OTHER_DBS 8
+
 /* What the launcher tells a dispatcher, in bgw_extra */
 typedef struct HwmDispatchArgs
 {
 	uint64		dispatch_id;
 	Oid			dboid;
-	int32		quota;			/* runs it may claim */
+	int32		quota;			/* queues it may claim */
 	bool		maintenance;	/* also sweep and prune the history */
+	int32		max_workers;	/* hwm.max_workers, for the fair shares */
+	int32		nothers;		/* entries of others_due_at */
+	/* when the next runs of other databases are due, earliest first */
+	TimestampTz others_due_at[HWM_OTHER_DBS];
 } HwmDispatchArgs;
 
 /* What the launcher tells a run's worker, in bgw_extra (its queue is in the slot) */
@@ -74,11 +87,14 @@ extern int	hwm_slots_count(void);
 /* a copy of every slot (out has hwm_slots_count() entries) */
 extern void hwm_slots_read(HwmRunSlot *out);
 
-/* a dispatcher claims a free slot for a run: its number, -1 if none is free */
-extern int	hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id);
+/* a dispatcher claims a free slot for a run: its number, -1 if none is
+ * free; expected_ms is how long the run should take (-1: unknown) */
+extern int	hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
+						   int64 expected_ms);
 
 /* ... or queues it behind the runs of a slot it claimed: false when full */
-extern bool hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms);
+extern bool hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms,
+							 int64 expected_ms);
 
 /* a worker reads its queue (run_ids and timeouts have HWM_QUEUE_MAX entries) */
 extern int	hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids,

@@ -2,8 +2,9 @@
  * util.h
  *		Small helpers that several of hwm's modules share: SPI statements,
  *		argument checks, quoted names and operators, a lock taken with a
- *		bounded wait, interval arithmetic, and the transaction skeleton of
- *		hwm's background workers.  util.c calls no other module of hwm.
+ *		bounded wait, errors cut to 8 kB, subtransactions, running as a role
+ *		with search_path pinned, and the transaction skeleton of hwm's
+ *		background workers.  util.c calls no other module of hwm.
  */
 #ifndef HWM_UTIL_H
 #define HWM_UTIL_H

@@ -2,8 +2,10 @@
 #
 #   use HwmTest;
 #   my $node = new_node('name', 'hwm.max_workers' => 2, ...);
+#   my $standby = new_standby($node, 'standby', 'hwm.enabled' => 'on');
 #   sql($node, 'postgres', 'SELECT ...');
 #   wait_for($node, 'postgres', 'SELECT count(*) FROM tgt', '10', 'test name');
+#   same_rows($node, 'postgres', 'src', 'tgt', 'test name');
 #   my $soak = soak_start($node, seconds => 30, writer => $sql, runner => $sql);
 #   my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
 #   kill9($node, $pid);       # a crash on purpose, declared for the log guard
@@ -21,31 +23,59 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(new_node sql wait_for soak_start soak_finish kill9 allowed_kills);
+our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish kill9 allowed_kills);
 
 # new_node(name, setting => value, ...): a node, initialised and started, with
 # shared_preload_libraries = 'hwm' and the settings given, in that order, in
-# its postgresql.conf.  Each value is written quoted.  Two keys are not
+# its postgresql.conf.  Each value is written quoted.  Four keys are not
 # settings: shared_preload_libraries replaces 'hwm' (for another library
-# beside hwm), and init => { ... } is passed to $node->init (allows_streaming).
+# beside hwm; '' preloads nothing), init => { ... } is passed to $node->init
+# (allows_streaming, extra), install_path => $dir makes a node of the
+# PostgreSQL installed there (another major version), and start => 0 leaves
+# the node stopped (for pg_upgrade).
 sub new_node
 {
 	my ($name, @conf) = @_;
 	my %init;
+	my %new;
 	my $preload = 'hwm';
+	my $start = 1;
 	my $conf = '';
 	while (my ($key, $value) = splice(@conf, 0, 2))
 	{
 		if ($key eq 'init') { %init = %$value; next; }
 		if ($key eq 'shared_preload_libraries') { $preload = $value; next; }
+		if ($key eq 'install_path') { $new{install_path} = $value; next; }
+		if ($key eq 'start') { $start = $value; next; }
 		$conf .= "$key = " . quote($value) . "\n";
 	}
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $node = PostgreSQL::Test::Cluster->new($name, %new);
 	$node->init(%init);
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = " . quote($preload) . "\n" . $conf);
-	$node->start;
+	$conf = "shared_preload_libraries = " . quote($preload) . "\n" . $conf
+	  if $preload ne '';
+	$node->append_conf('postgresql.conf', $conf) if $conf ne '';
+	$node->start if $start;
 	return $node;
+}
+
+# new_standby(primary, name, setting => value, ...): a streaming standby of
+# primary, from a new backup of it, with the settings given (quoted, after
+# the primary's), started and caught up with the primary.
+sub new_standby
+{
+	my ($primary, $name, @conf) = @_;
+	my $conf = '';
+	while (my ($key, $value) = splice(@conf, 0, 2))
+	{
+		$conf .= "$key = " . quote($value) . "\n";
+	}
+	$primary->backup($name);
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, $name, has_streaming => 1);
+	$standby->append_conf('postgresql.conf', $conf) if $conf ne '';
+	$standby->start;
+	$primary->wait_for_catchup($standby);
+	return $standby;
 }
 
 sub quote
@@ -73,6 +103,27 @@ sub wait_for
 	my (undef, $runs) = $node->psql($db,
 		'SELECT pipeline, status, error_sqlstate, error FROM hwm.runs ORDER BY run_id DESC LIMIT 10');
 	diag($runs);
+	return 0;
+}
+
+# same_rows(node, database, source, target, test name, columns => 'a, b'):
+# one test, that two tables (or subqueries with an alias, "(SELECT ...) AS
+# g") hold the same rows,
+# duplicates counted (EXCEPT ALL both ways), over the columns given (all by
+# default).  When they differ, the first twenty rows that one side has more
+# of than the other are shown.
+sub same_rows
+{
+	my ($node, $db, $source, $target, $what, %o) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $cols = $o{columns} // '*';
+	my $diff = qq{
+SELECT 'source' AS side, d::text AS row FROM (SELECT $cols FROM $source EXCEPT ALL SELECT $cols FROM $target) d
+UNION ALL
+SELECT 'target', d::text FROM (SELECT $cols FROM $target EXCEPT ALL SELECT $cols FROM $source) d};
+	my $n = sql($node, $db, "SELECT count(*) FROM ($diff) x");
+	return 1 if is($n, '0', $what);
+	diag(sql($node, $db, "SELECT * FROM ($diff) x ORDER BY 1, 2 LIMIT 20"));
 	return 0;
 }
 

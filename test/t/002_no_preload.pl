@@ -6,13 +6,12 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('no_preload');
-$node->init;
 # the test's pipeline is owned by the bootstrap superuser (a placeholder
 # setting until the module is loaded)
-$node->append_conf('postgresql.conf', "hwm.allow_superuser_pipelines = on\n");
-$node->start;
+my $node = new_node('no_preload', shared_preload_libraries => '',
+	'hwm.allow_superuser_pipelines' => 'on');
 
 $node->safe_psql('postgres', q{
     CREATE EXTENSION hwm;

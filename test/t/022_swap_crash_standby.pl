@@ -17,7 +17,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use HwmTest qw(kill9);
+use HwmTest;
 
 my $setup = q{
 CREATE EXTENSION IF NOT EXISTS hwm;
@@ -75,20 +75,14 @@ sub crash
 }
 
 # --- 1. hot standby ---------------------------------------------------------
-my $primary = PostgreSQL::Test::Cluster->new('swap_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', "restart_after_crash = on\n");
-$primary->start;
+my $primary = new_node('swap_primary', shared_preload_libraries => '',
+	init => { allows_streaming => 1 }, restart_after_crash => 'on');
 $primary->safe_psql('postgres', $setup);
 $primary->safe_psql('postgres', q{
 SELECT hwm.create_staging('t');
 INSERT INTO t_hwm_staging SELECT g, 'new' || repeat('n', 4000) || g FROM generate_series(1, 500) g;
 });
-$primary->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('swap_standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->start;
-$primary->wait_for_catchup($standby);
+my $standby = new_standby($primary, 'swap_standby');
 
 my $old = contents($primary, 't');
 my $new = contents($primary, 't_hwm_staging');
@@ -169,11 +163,8 @@ amcheck_ok($primary, 'u_hwm_staging', 'unlogged after a crash');
 $primary->stop;
 
 # --- 3. wal_level = minimal -------------------------------------------------
-my $min = PostgreSQL::Test::Cluster->new('swap_minimal');
-$min->init;
-$min->append_conf('postgresql.conf',
-	"wal_level = minimal\nmax_wal_senders = 0\nrestart_after_crash = on\n");
-$min->start;
+my $min = new_node('swap_minimal', shared_preload_libraries => '',
+	wal_level => 'minimal', max_wal_senders => 0, restart_after_crash => 'on');
 $min->safe_psql('postgres', $setup);
 # created and loaded in one transaction: its WAL is skipped, synced at commit
 $min->safe_psql('postgres', q{

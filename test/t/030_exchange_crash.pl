@@ -11,21 +11,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
 my @setups = (
-	[ 'replica', "wal_level = replica\n" ],
-	[ 'minimal, logged at commit', "wal_level = minimal\nmax_wal_senders = 0\nwal_skip_threshold = '1GB'\n" ],
-	[ 'minimal, synced at commit', "wal_level = minimal\nmax_wal_senders = 0\nwal_skip_threshold = 0\n" ],
+	[ 'replica', [ wal_level => 'replica' ] ],
+	[ 'minimal, logged at commit', [ wal_level => 'minimal', max_wal_senders => 0, wal_skip_threshold => '1GB' ] ],
+	[ 'minimal, synced at commit', [ wal_level => 'minimal', max_wal_senders => 0, wal_skip_threshold => 0 ] ],
 );
 
 for my $setup (@setups)
 {
 	my ($label, $conf) = @$setup;
 	my $name = $label =~ s/\W+/_/gr;
-	my $node = PostgreSQL::Test::Cluster->new("exchange_$name");
-	$node->init;
-	$node->append_conf('postgresql.conf', $conf . "hwm.allow_superuser_pipelines = on\n");
-	$node->start;
+	my $node = new_node("exchange_$name", shared_preload_libraries => '', @$conf,
+		'hwm.allow_superuser_pipelines' => 'on');
 
 	$node->safe_psql('postgres', q{
 CREATE EXTENSION hwm;

@@ -18,13 +18,8 @@ CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
 INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 10) g;
 SELECT hwm.create_pipeline('p', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
 });
-$primary->backup('b');
 
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "hwm.enabled = on\n");
-$standby->start;
-$primary->wait_for_catchup($standby);
+my $standby = new_standby($primary, 'standby', 'hwm.enabled' => 'on');
 
 # the standby is up, its pipeline due: wait until a scheduled slot has
 # passed by two seconds on the standby's clock, then look

@@ -60,8 +60,8 @@ sql($node, 'db_ext', 'DROP EXTENSION hwm; DROP TABLE src, tgt');
 sql($node, 'db_ext', $setup);
 wait_for($node, 'db_ext', 'SELECT count(*) FROM tgt', '10', 'db_ext runs again after CREATE EXTENSION');
 
-# a failing run is notified on hwm_runs, with its database, pipeline,
-# status, run_id and SQLSTATE
+# a failing run is notified on hwm_runs, with its database and run_id (the
+# listener reads the rest from hwm.runs)
 sql($node, 'db_a', q{
 CREATE TABLE bad_tgt (id bigint PRIMARY KEY, v text);
 ALTER TABLE bad_tgt OWNER TO alice;
@@ -89,10 +89,12 @@ SELECT 'done';
 ($ret, $out, $err) = $node->psql('db_a', $listen);
 my $run_id = sql($node, 'db_a', "SELECT run_id FROM hwm.runs WHERE pipeline = 'bad' AND status = 'failed'");
 like($out,
-	qr/Asynchronous notification "hwm_runs" with payload "\{"database": "db_a", "pipeline": "bad", "status": "failed", "run_id": $run_id, "sqlstate": "23514"\}"/,
+	qr/Asynchronous notification "hwm_runs" with payload "\{"database": "db_a", "run_id": $run_id\}"/,
 	'a listener hears of the failed run, with its payload');
-like($out, qr/"pipeline": "p", "status": "succeeded", "run_id": \d+, "sqlstate": null/,
-	'and of successful runs');
+my @heard = $out =~ /with payload "\{"database": "db_a", "run_id": (\d+)\}"/g;
+is(sql($node, 'db_a', 'SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = \'p\' AND status = \'succeeded\''
+		. ' AND run_id IN (' . join(', ', @heard) . ')'),
+	't', 'and of successful runs, which it reads from hwm.runs by their run_id');
 
 # hwm.database narrows the list at a reload; '*' widens it again
 $node->append_conf('postgresql.conf', "hwm.database = 'db_ext'\n");
@@ -111,12 +113,7 @@ wait_for($node, 'db_a', 'SELECT count(*) FROM tgt', '11', 'a listed database is 
 # stops scheduling, so that anything the standby did would be its own)
 $node->append_conf('postgresql.conf', "hwm.enabled = off\nhwm.database = '*'\n");
 $node->reload;
-$node->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($node, 'b', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "hwm.enabled = on\n");
-$standby->start;
-$node->wait_for_catchup($standby);
+my $standby = new_standby($node, 'standby', 'hwm.enabled' => 'on');
 ok($standby->poll_query_until('db_a',
 		"SELECT next_run_at < now() - interval '2 seconds' FROM hwm.state WHERE pipeline = 'p'"),
 	'the pipelines have been due on the standby for a while');

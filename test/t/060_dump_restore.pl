@@ -15,10 +15,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $node = PostgreSQL::Test::Cluster->new('dump_src');
-$node->init;
-$node->start;
+my $node = new_node('dump_src', shared_preload_libraries => '');
 
 $node->safe_psql('postgres', 'CREATE DATABASE src');
 $node->safe_psql('src', q{
@@ -145,9 +144,7 @@ isnt($node->safe_psql('src', q{SELECT 'raw."Events Log"'::regclass::oid}),
 	'the restored source table has another OID than the original');
 
 # --- 2. restore into a second cluster, roles first --------------------------
-my $node2 = PostgreSQL::Test::Cluster->new('dump_dst');
-$node2->init;
-$node2->start;
+my $node2 = new_node('dump_dst', shared_preload_libraries => '');
 my $globals = "$PostgreSQL::Test::Utils::tmp_check/globals.sql";
 $node->command_ok([ 'pg_dumpall', '--globals-only', '-f', $globals ], 'pg_dumpall --globals-only');
 # the bootstrap superuser exists already: ignore that one error
@@ -160,9 +157,7 @@ check_restored($node2, 'dst', 'second cluster');
 # --- 3. a role that is missing is an error, not a silent loss --------------
 # owner is a regrole: restoring where the role does not exist fails loudly
 # on hwm.state (restore the globals first, as above).
-my $node3 = PostgreSQL::Test::Cluster->new('dump_noroles');
-$node3->init;
-$node3->start;
+my $node3 = new_node('dump_noroles', shared_preload_libraries => '');
 $node3->safe_psql('postgres', 'CREATE DATABASE dst');
 my ($stdout, $stderr) = ('', '');
 my $ok = PostgreSQL::Test::Utils::run_log(

@@ -18,13 +18,10 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use HwmTest;
 
-my $oltp = PostgreSQL::Test::Cluster->new('oltp');
-$oltp->init;
-$oltp->start;
-my $analytics = PostgreSQL::Test::Cluster->new('analytics');
-$analytics->init;
-$analytics->start;
+my $oltp = new_node('oltp', shared_preload_libraries => '');
+my $analytics = new_node('analytics', shared_preload_libraries => '');
 
 # The source: application-supplied timestamps (explicit values, so the test
 # does not depend on the clock) and a sequence-filled id.

@@ -21,6 +21,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use File::Temp qw(tempdir);
+use HwmTest;
 
 my @from = grep { length } split /\s+/, ($ENV{HWM_UPGRADE_FROM} // '');
 plan skip_all => 'no older PostgreSQL with hwm given (HWM_UPGRADE_FROM, set by scripts/test.sh)'
@@ -29,8 +30,7 @@ plan skip_all => 'no older PostgreSQL with hwm given (HWM_UPGRADE_FROM, set by s
 my $probe = PostgreSQL::Test::Cluster->new('probe');
 my $new_major = $probe->pg_version->major;
 
-my $conf = "shared_preload_libraries = 'hwm'\nhwm.database = 'postgres'\n"
-  . "max_prepared_transactions = 5\n";
+my @conf = ('hwm.database' => 'postgres', max_prepared_transactions => 5);
 
 # what must survive, as text to compare before and after
 my $facts_sql = q{
@@ -128,9 +128,7 @@ for my $item (@from)
 	# can these two versions move a table at all?  The column options that
 	# the old one stores on a plain column must mean something to the new
 	# one, since pg_upgrade and pg_dump carry them over.
-	my $o = PostgreSQL::Test::Cluster->new("probe_old_$old_major", install_path => $prefix);
-	$o->init;
-	$o->start;
+	my $o = new_node("probe_old_$old_major", shared_preload_libraries => '', install_path => $prefix);
 	my $options = $o->safe_psql('postgres', q{
 CREATE TABLE one (a int);
 SELECT coalesce(array_to_string(attoptions, ', '), '') FROM pg_attribute
@@ -139,9 +137,7 @@ SELECT coalesce(array_to_string(attoptions, ', '), '') FROM pg_attribute
 	my $incompatible = '';
 	if ($options ne '')
 	{
-		my $p = PostgreSQL::Test::Cluster->new("probe_new_$old_major");
-		$p->init;
-		$p->start;
+		my $p = new_node("probe_new_$old_major", shared_preload_libraries => '');
 		my ($rc, $out, $err) = $p->psql('postgres',
 			"CREATE TABLE one (a int); ALTER TABLE one ALTER COLUMN a SET ($options)");
 		$p->stop;
@@ -158,11 +154,8 @@ SELECT coalesce(array_to_string(attoptions, ', '), '') FROM pg_attribute
 	}
 
 	# pg_upgrade
-	my $old = PostgreSQL::Test::Cluster->new("old_$old_major", install_path => $prefix);
-	$old->init;
 	# no scheduled run while the facts are taken and the dump is made
-	$old->append_conf('postgresql.conf', $conf . "hwm.enabled = off\n");
-	$old->start;
+	my $old = new_node("old_$old_major", install_path => $prefix, @conf, 'hwm.enabled' => 'off');
 	fill($old);
 	my $before = $old->safe_psql('postgres', $facts_sql);
 	my $dumpfile = PostgreSQL::Test::Utils::tempdir() . '/hwm.dump';
@@ -170,10 +163,9 @@ SELECT coalesce(array_to_string(attoptions, ', '), '') FROM pg_attribute
 		'-d', $old->connstr('postgres') ], "pg_dump of the $old_major cluster");
 	$old->stop;
 
-	my $new = PostgreSQL::Test::Cluster->new("new_$old_major");
 	# 18 turns data checksums on by default, which an older cluster lacks
-	$new->init(extra => ($new_major >= 18 ? ['--no-data-checksums'] : []));
-	$new->append_conf('postgresql.conf', $conf);
+	my $new = new_node("new_$old_major", start => 0, @conf,
+		init => { extra => ($new_major >= 18 ? ['--no-data-checksums'] : []) });
 	my $cwd = tempdir(CLEANUP => 1);
 	chdir $cwd;
 	command_ok([ 'pg_upgrade', '--no-sync',
@@ -186,10 +178,7 @@ SELECT coalesce(array_to_string(attoptions, ', '), '') FROM pg_attribute
 	$new->stop;
 
 	# pg_dump / pg_restore into a fresh cluster of the new version
-	my $restored = PostgreSQL::Test::Cluster->new("restored_$old_major");
-	$restored->init;
-	$restored->append_conf('postgresql.conf', $conf);
-	$restored->start;
+	my $restored = new_node("restored_$old_major", @conf);
 	$restored->safe_psql('postgres', 'CREATE ROLE loader LOGIN');
 	$restored->command_ok([ 'pg_restore', '--exit-on-error', '-d', $restored->connstr('postgres'), $dumpfile ],
 		"pg_restore of the $old_major dump into $new_major");
