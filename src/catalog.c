@@ -1194,14 +1194,21 @@ hwm_runs_release(Datum run_ids)
 	Datum		values[1] = {run_ids};
 	Datum		n;
 
-	hwm_catalog_exec("WITH r AS ("
-					 " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
-					 "  AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
-					 " RETURNING pipeline, started_at),"
-					 " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
-					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
-					 "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at RETURNING 1)"
-					 " SELECT pg_catalog.count(*) FROM r",
+	/*
+	 * Due again only where the claim still holds: a pipeline rescheduled,
+	 * paused or unscheduled since keeps what its owner set (1.2: see
+	 * claimed_run_id).
+	 */
+	hwm_catalog_exec(psprintf("WITH r AS ("
+							  " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
+							  "  AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+							  " RETURNING pipeline, started_at, run_id),"
+							  " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
+							  "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
+							  "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at%s RETURNING 1)"
+							  " SELECT pg_catalog.count(*) FROM r",
+							  hwm_catalog_version() >= 12 ?
+							  " AND s.claimed_run_id OPERATOR(pg_catalog.=) r.run_id" : ""),
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	return hwm_spi_first(&n) ? DatumGetInt64(n) : 0;
 }

@@ -1150,7 +1150,7 @@ worker_record_failure(ErrorData *edata)
 			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
 							 worker_timeout_ms(), worker_timeout_source());
 		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
-			error = psprintf("%s\nDETAIL: Every transaction of the owner's sessions here is read-only by default: %s is on.",
+			error = psprintf("%s\nDETAIL: Every transaction of the owner's sessions here is read-only by default (%s).",
 							 edata->message ? edata->message : "read-only transaction",
 							 setting_origin("default_transaction_read_only"));
 		else if (edata->detail)

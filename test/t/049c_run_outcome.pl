@@ -55,8 +55,8 @@ wait_for($node, 'app', q{
 is(sql($node, 'app', q{
 	SELECT error_sqlstate || ': ' || error FROM hwm.runs
 	 WHERE pipeline = 'ro_p' AND status = 'failed' ORDER BY run_id LIMIT 1}),
-	'25006: cannot execute INSERT in a read-only transaction',
-	'with the real SQLSTATE and message');
+	"25006: cannot execute INSERT in a read-only transaction\nDETAIL: Every transaction of the owner's sessions here is read-only by default (the owner's default_transaction_read_only, set by ALTER ROLE ... SET).",
+	'with the real SQLSTATE and message, and where the setting came from');
 is(sql($node, 'app', q{
 	SELECT count(*) FROM hwm.runs WHERE error LIKE '%exited before it recorded%'}),
 	'0', 'no run is recorded as its worker exiting before an outcome');

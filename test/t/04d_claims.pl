@@ -22,7 +22,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use HwmTest;
 
-my $node = new_node('claims', 'hwm.max_workers' => 1, max_worker_processes => 16);
+# (a queue's turn long enough for the slow run and the claims behind it: a
+# shorter one hands them back before they are checked, see 04b)
+my $node = new_node('claims', 'hwm.max_workers' => 1, max_worker_processes => 16,
+	'hwm.queue_budget' => '1h');
 
 sql($node, 'postgres', q{
 CREATE EXTENSION hwm;
@@ -141,6 +144,28 @@ wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'runn
 	'the queue ends');
 is(sql($node, 'postgres', q{SELECT status FROM hwm.runs WHERE pipeline = 'f_kept' ORDER BY run_id LIMIT 1}),
 	'skipped', 'a pause and resume after the claim skip the claimed run');
+
+# --- 3. a claim handed back keeps what changed since ------------------------
+# With a short turn (hwm.queue_budget), the runs behind the slow one are
+# handed back, due again from their claim, unless their pipeline changed
+# since: a schedule moved to tomorrow stays tomorrow.
+sql($node, 'postgres', q{ALTER SYSTEM SET hwm.queue_budget = '1s'; SELECT pg_reload_conf();
+TRUNCATE hwm.runs, c.ran; INSERT INTO c.src (v) VALUES (5)});
+sql($node, 'postgres', q{
+BEGIN;
+SET ROLE carol;
+SELECT hwm.schedule(p, '1 hour', now()) FROM unnest(ARRAY['a_slow', 'd_moved']) AS p;
+COMMIT;
+});
+wait_for($node, 'postgres', $slow_running, undef, 'the slow run starts a third time');
+sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('d_moved', '1 day', now() + interval '1 day');});
+wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
+	'the slow run ends, and what was behind it is handed back or skipped');
+sql($node, 'postgres', q{SELECT pg_sleep(2)});
+is(sql($node, 'postgres', q{SELECT count(*) FROM c.ran WHERE pipeline = 'd_moved'}), '0',
+	'the pipeline moved to tomorrow did not run');
+is(sql($node, 'postgres', q{SELECT next_run_at > now() + interval '23 hours' FROM hwm.state WHERE pipeline = 'd_moved'}),
+	't', 'and its next run is still tomorrow');
 
 $log = slurp_file($node->logfile);
 unlike($log, qr/terminated by signal|TRAP:|PANIC/, 'no crash, failed assertion or PANIC in the server log');
