@@ -179,13 +179,19 @@ EOF
     export PGHOST=$HWM_CLUSTER_DIR PGPORT PGUSER=postgres PGDATABASE=postgres
 }
 
-# Registered by hwm_start_cluster: fast stop, then delete everything.
+# Registered by hwm_start_cluster: fast stop, then delete everything (but
+# the server log, with HWM_KEEP_SERVER_LOG).
 _hwm_stop_cluster() {
     [[ -n ${HWM_CLUSTER_DIR:-} && -d $HWM_CLUSTER_DIR ]] || return 0
     local data=$HWM_CLUSTER_DIR/data
     if hwm_as_postgres "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
         hwm_log "stopping PostgreSQL"
         hwm_as_postgres "$PGBIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null || true
+    fi
+    # HWM_KEEP_SERVER_LOG=FILE: keep the server log (scripts/test.sh's log
+    # guard reads the dbt run's)
+    if [[ -n ${HWM_KEEP_SERVER_LOG:-} && -f $HWM_CLUSTER_DIR/server.log ]]; then
+        cp "$HWM_CLUSTER_DIR/server.log" "$HWM_KEEP_SERVER_LOG" || true
     fi
     rm -rf "$HWM_CLUSTER_DIR" 2>/dev/null || hwm_as_root rm -rf "$HWM_CLUSTER_DIR"
 }

@@ -131,6 +131,30 @@ count_suite() {
 
 provide() { hwm_pg_provide "$1" >"$2"; }
 
+# guard_logs STEP LOG...: the log guard (scripts/log_guard.sh) over the
+# server logs a step wrote: each log that shows a process terminated by a
+# signal the test did not declare, a failed assertion (TRAP:) or a PANIC
+# counts as one failure, named after the log, whether or not the step's
+# tests noticed.  Run right after each step: the next one may delete them
+# (the TAP suite starts with rm -rf tmp_check).
+guard_logs() {
+    local step=$1 log out
+    shift
+    for log in "$@"; do
+        [[ -f $log ]] || continue
+        if ! out=$(bash "$REPO/scripts/log_guard.sh" "$log"); then
+            printf '%s\n' "$out" | head -n 20 | sed "s/^/[$tag] /"
+            HWM_LOG_TAG='' hwm_log "FAILED: $step: a crash in ${log#"$tmp"/}"
+            failed_steps+=("$step: crash in ${log##*/}")
+            failed=$((failed + 1))
+        fi
+    done
+}
+
+# the log guard itself, on made-up logs, before it is trusted
+try bash "$REPO/scripts/log_guard.sh" --self-test
+((rc == 0)) || step_failed "log guard self-test"
+
 # --- 2. each version: provide it, build and install hwm, run the suites ----
 tested=()
 last_bin=
@@ -179,11 +203,14 @@ for v in "${versions[@]}"; do
     hwm_log "regression tests"
     try run_suite "$tag" "$work" regress ISOLATION= TAP_TESTS=
     count_suite "$tmp/$tag/regress.log" regress "[$tag] regress" "$rc"
+    # (pg_regress's temporary instance logs into OUTPUTDIR/log/postmaster.log)
+    guard_logs "[$tag] regress" "$work"/log/*.log "$work"/tmp_check/log/*.log
 
     # pg_isolation_regress: test/specs/*.spec against test/expected/*.out.
     hwm_log "isolation tests"
     try run_suite "$tag" "$work" isolation REGRESS= TAP_TESTS=
     count_suite "$tmp/$tag/isolation.log" regress "[$tag] isolation" "$rc"
+    guard_logs "[$tag] isolation" "$work"/output_iso/log/*.log "$work"/tmp_check_iso/log/*.log
 
     # Citus for test/t/070_citus.pl (which skips without it) on every
     # version: the release scripts/citus.sh picks for it (13.2.2 on 15 and
@@ -203,6 +230,9 @@ for v in "${versions[@]}"; do
     hwm_log "TAP tests"
     try run_suite "$tag" "$work" tap REGRESS= ISOLATION= PROVE_FLAGS=--verbose
     count_suite "$tmp/$tag/tap.log" tap "[$tag] tap" "$rc"
+    # the server logs of every node (NNN_test_node.log), not the tests' own
+    # output (regress_log_NNN_test, which may quote a crash it found)
+    guard_logs "[$tag] tap" "$work"/tmp_check/log/[0-9]*.log
 
     hwm_log "PostgreSQL $v: built and tested in $((SECONDS - started)) s"
     HWM_LOG_TAG=
@@ -216,9 +246,10 @@ if ((${#tested[@]} > 0)); then
     v=${tested[-1]}
     HWM_LOG_TAG=pg$v
     hwm_log "dbt tests"
-    try env HWM_PG="$v" HWM_PGBIN="$last_bin" HWM_LOG_TAG="pg$v" bash -c \
+    try env HWM_PG="$v" HWM_PGBIN="$last_bin" HWM_LOG_TAG="pg$v" HWM_KEEP_SERVER_LOG="$tmp/dbt-server.log" bash -c \
         'set -o pipefail; bash "$1/test/dbt/run.sh" 2>&1 | tee "$2/dbt.log" | sed -u "s/^/[$HWM_LOG_TAG] /"' _ "$REPO" "$tmp"
     count_suite "$tmp/dbt.log" tap "[pg$v] dbt" "$rc"
+    tag=pg$v guard_logs "[pg$v] dbt" "$tmp/dbt-server.log"
     HWM_LOG_TAG=
 else
     hwm_log "dbt tests skipped: no version was built"

@@ -8,6 +8,7 @@
 #   same_rows($node, 'postgres', 'src', 'tgt', 'test name');
 #   my $soak = soak_start($node, seconds => 30, writer => $sql, runner => $sql);
 #   my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
+#   kill9($node, $pid);       # a crash on purpose, declared for the log guard
 #
 # prove finds this file through `-I test/perl`, which the Makefile adds to
 # PG_PROVE_FLAGS (not PROVE_FLAGS: scripts/test.sh sets that one on the
@@ -22,7 +23,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish);
+our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish kill9 allowed_kills);
 
 # new_node(name, setting => value, ...): a node, initialised and started, with
 # shared_preload_libraries = 'hwm' and the settings given, in that order, in
@@ -162,6 +163,34 @@ sub soak_finish
 	$soak->{writers}->finish;
 	$soak->{runner}->finish;
 	return @$soak{qw(wout werr rout rerr)};
+}
+
+# kill9(node, pid): kill -9 of one of the node's server processes, on
+# purpose.  The pid is declared first in <node's log>.signals ("9 <pid>" a
+# line), which scripts/test.sh's log guard reads: the postmaster's "(PID n)
+# was terminated by signal 9" of that pid is then not a crash.  Any other
+# signal, another pid, TRAP: and PANIC: always are.
+sub kill9
+{
+	my ($node, $pid) = @_;
+	my $marker = $node->logfile . '.signals';
+	open my $fh, '>>', $marker or die "$marker: $!";
+	print $fh "9 $pid\n";
+	close $fh or die "$marker: $!";
+	return kill 'KILL', $pid;
+}
+
+# allowed_kills(node): { pid => 1 } of the pids kill9 killed
+sub allowed_kills
+{
+	my ($node) = @_;
+	my %pids;
+	my $marker = $node->logfile . '.signals';
+	return \%pids unless -e $marker;
+	open my $fh, '<', $marker or die "$marker: $!";
+	while (<$fh>) { $pids{$1} = 1 if /^9 (\d+)$/; }
+	close $fh;
+	return \%pids;
 }
 
 1;

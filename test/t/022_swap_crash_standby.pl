@@ -65,7 +65,7 @@ sub crash
 	my ($node, $session) = @_;
 	my $pid = $session->query_safe('SELECT pg_backend_pid()');
 	my $log_offset = -s $node->logfile;
-	kill 'KILL', $pid;
+	kill9($node, $pid);    # declared for the log guard
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 	$node->poll_query_until('postgres', 'SELECT true')
 	  or die "the instance did not come back after kill -9";

@@ -52,7 +52,7 @@ sub consistent {
 # the next run loads everything once.
 my $gate = block_next_run(101, 200);
 my $pid = sql($node, 'postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm worker'");
-kill 'KILL', $pid;
+kill9($node, $pid);    # declared for the log guard
 eval { $gate->quit; };    # its session died with the crash
 wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'interrupted'", '1',
 	'the killed run is recorded as interrupted');
