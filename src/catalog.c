@@ -1228,3 +1228,138 @@ hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 				 detail ? errdetail("%s", detail) : 0,
 				 errhint("Drop the pipeline and create it again with partition_column => '...' to %s partitions.", verb)));
 }
+
+/* ---- hwm.backfills: the rows of resumable jobs (job.c) ---- */
+
+/*
+ * The last job of this pipeline and range, if it is unfinished ('running'
+ * or 'failed'): true, with its row in *row (done_through in the current
+ * memory context).  A job that succeeded is done: calling it again starts
+ * another.
+ */
+bool
+hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
+							  const char *to_text, HwmBackfillRow *row)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = CStringGetTextDatum(from_text);
+	values[2] = CStringGetTextDatum(to_text);
+	hwm_catalog_exec("SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
+					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
+					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
+					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
+					 " ORDER BY b.backfill_id DESC LIMIT 1",
+					 3, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (strcmp(SPI_getvalue(tup, desc, 2), "succeeded") == 0)
+		return false;			/* done: calling it again runs it again */
+	row->backfill_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->done_through = SPI_getvalue(tup, desc, 3);
+	row->partitions_done = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+	row->rows_deleted = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	row->rows_inserted = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	return true;
+}
+
+/* the caller's name, as run_by records it */
+static Datum
+run_by_datum(void)
+{
+	return DirectFunctionCall1(namein,
+							   CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
+}
+
+/* An unfinished job taken over by the caller: 'running' again */
+void
+hwm_backfills_resume(int64 backfill_id, int batch_size)
+{
+	Oid			argtypes[3] = {INT8OID, INT4OID, NAMEOID};
+	Datum		values[3] = {Int64GetDatum(backfill_id), Int32GetDatum(batch_size), run_by_datum()};
+
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'running', batch_size = $2,"
+					 " finished_at = NULL, error_sqlstate = NULL, error = NULL, run_by = $3"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A new job's row, 'running', run by the caller (owned by the pipeline's
+ * owner from a 1.2 catalog on); returns its backfill_id.
+ */
+int64
+hwm_backfills_start(const char *pipeline, const char *from_text, const char *to_text,
+					int batch_size)
+{
+	Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, NAMEOID};
+	Datum		values[5];
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = CStringGetTextDatum(from_text);
+	values[2] = CStringGetTextDatum(to_text);
+	values[3] = Int32GetDatum(batch_size);
+	values[4] = run_by_datum();
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by, owner)"
+					 " SELECT $1, $2, $3, $4, 'running', $5, s.owner FROM hwm.state AS s"
+					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by)"
+					 " VALUES ($1, $2, $3, $4, 'running', $5) RETURNING backfill_id",
+					 5, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* A job's progress after a step; finished: 'succeeded', with its end time */
+void
+hwm_backfills_save(const HwmBackfillRow *row, bool finished)
+{
+	Oid			argtypes[6] = {INT8OID, TEXTOID, INT4OID, INT8OID, INT8OID, BOOLOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(row->backfill_id);
+	if (row->done_through)
+		values[1] = CStringGetTextDatum(row->done_through);
+	else
+		nulls[1] = 'n';
+	values[2] = Int32GetDatum(row->partitions_done);
+	values[3] = Int64GetDatum(row->rows_deleted);
+	values[4] = Int64GetDatum(row->rows_inserted);
+	values[5] = BoolGetDatum(finished);
+	hwm_catalog_exec("UPDATE hwm.backfills SET done_through = $2, partitions_done = $3,"
+					 " rows_deleted = $4, rows_inserted = $5,"
+					 " status = CASE WHEN $6 THEN 'succeeded' ELSE 'running' END,"
+					 " finished_at = CASE WHEN $6 THEN pg_catalog.clock_timestamp() END"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 6, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/* A job whose step failed: 'failed', with the error (cut to 8 kB) */
+void
+hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error)
+{
+	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(backfill_id);
+	values[1] = CStringGetTextDatum(sqlstate);
+	values[2] = CStringGetTextDatum(hwm_clip_error(error));
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'failed',"
+					 " finished_at = pg_catalog.clock_timestamp(),"
+					 " error_sqlstate = $2, error = $3"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}

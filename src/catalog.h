@@ -152,4 +152,25 @@ extern uint64 hwm_state_last_durations(Datum pipelines);
  * their 'running' rows go and their pipelines are due again; how many */
 extern int64 hwm_runs_release(Datum run_ids);
 
+/*
+ * hwm.backfills: one resumable job's row (job.c), by name of column.  A
+ * job's id, the end of its last step (NULL: none), its steps and counts.
+ */
+typedef struct HwmBackfillRow
+{
+	int64		backfill_id;
+	char	   *done_through;
+	int			partitions_done;
+	int64		rows_deleted;
+	int64		rows_inserted;
+} HwmBackfillRow;
+
+extern bool hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
+										  const char *to_text, HwmBackfillRow *row);
+extern int64 hwm_backfills_start(const char *pipeline, const char *from_text,
+								 const char *to_text, int batch_size);
+extern void hwm_backfills_resume(int64 backfill_id, int batch_size);
+extern void hwm_backfills_save(const HwmBackfillRow *row, bool finished);
+extern void hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error);
+
 #endif							/* HWM_CATALOG_H */
