@@ -1363,3 +1363,104 @@ hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error)
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 					 3, argtypes, values, NULL, SPI_OK_UPDATE);
 }
+
+/* ---- hwm.state: what the SQL functions change in a pipeline's row ---- */
+
+/* a pipeline's name as the $1 of a statement on its row */
+#define PIPELINE_ARG(name) CStringGetTextDatum(name)
+
+/*
+ * A pipeline's schedule (every, anchored at anchor) and its next run; a run
+ * claimed under the old schedule is not run (see claimed_run_id, 1.2).
+ */
+void
+hwm_state_set_schedule(const char *pipeline, const Interval *every,
+					   TimestampTz anchor, TimestampTz next)
+{
+	Oid			argtypes[4] = {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[4];
+
+	values[0] = PIPELINE_ARG(pipeline);
+	values[1] = IntervalPGetDatum(every);
+	values[2] = TimestampTzGetDatum(anchor);
+	values[3] = TimestampTzGetDatum(next);
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 4, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* No schedule: no next run, and a claimed run is not run */
+void
+hwm_state_clear_schedule(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Paused (false) or resumed (true); a pause, even undone at once, voids a
+ * claimed run that has not started.
+ */
+void
+hwm_state_set_enabled(const char *pipeline, bool enabled)
+{
+	Oid			argtypes[2] = {TEXTOID, BOOLOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), BoolGetDatum(enabled)};
+
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET enabled = $2, claimed_run_id = CASE"
+					 " WHEN enabled OPERATOR(pg_catalog.=) $2 THEN claimed_run_id END"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* A scheduled run's time limit; NULL: none */
+void
+hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
+{
+	Oid			argtypes[2] = {TEXTOID, INTERVALOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), timeout ? IntervalPGetDatum(timeout) : (Datum) 0};
+	char		nulls[2] = {' ', timeout ? ' ' : 'n'};
+
+	hwm_catalog_exec("UPDATE hwm.state SET timeout = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * The pipeline's owner as the caller sees hwm.state, for hwm.schedule's
+ * warnings only: InvalidOid when the caller does not see the row.  The one
+ * statement on hwm's tables that does not go through hwm_catalog_exec, as
+ * its author wrote it (317ded0): it reads only what the caller may read
+ * anyway (SELECT on hwm.state is granted to PUBLIC), as the caller, under
+ * the row security policy on hwm.state, and any outcome but one row gives
+ * no warning rather than an error (a warning is all it decides).  The
+ * caller has just been checked to have the owner's privileges
+ * (hwm_pipeline_fetch), which is what the policy asks, so it sees the row.
+ */
+Oid
+hwm_state_owner_as_caller(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+	bool		isnull;
+	Oid			owner;
+
+	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM hwm.state"
+							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		return InvalidOid;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return isnull ? InvalidOid : owner;
+}

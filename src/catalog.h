@@ -153,6 +153,19 @@ extern uint64 hwm_state_last_durations(Datum pipelines);
 extern int64 hwm_runs_release(Datum run_ids);
 
 /*
+ * hwm.state: what the SQL functions change in a pipeline's row (the caller
+ * has checked that the caller may: hwm_pipeline_fetch).  The owner as the
+ * caller sees it, under row security (InvalidOid: not visible), for
+ * hwm.schedule's warnings.
+ */
+extern void hwm_state_set_schedule(const char *pipeline, const Interval *every,
+								   TimestampTz anchor, TimestampTz next);
+extern void hwm_state_clear_schedule(const char *pipeline);
+extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
+extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);
+extern Oid	hwm_state_owner_as_caller(const char *pipeline);
+
+/*
  * hwm.backfills: one resumable job's row (job.c), by name of column.  A
  * job's id, the end of its last step (NULL: none), its steps and counts.
  */
