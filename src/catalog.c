@@ -1464,3 +1464,59 @@ hwm_state_owner_as_caller(const char *pipeline)
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	return isnull ? InvalidOid : owner;
 }
+
+/* ---- hwm.state: pipelines by owner (owners.c: DROP ROLE, REASSIGN, DROP OWNED) ---- */
+
+/*
+ * Do roles of an oid[] own pipelines?  true, with the first such owner (by
+ * oid), how many it owns and their names quoted, comma-separated, in name
+ * order.
+ */
+bool
+hwm_state_owned_by_any(Datum owners, Oid *owner, int64 *count, char **names)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {owners};
+	HeapTuple	tup;
+	bool		isnull;
+
+	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
+					 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
+					 "                       ORDER BY s.pipeline)"
+					 " FROM hwm.state AS s WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+					 " GROUP BY 1 ORDER BY 1 LIMIT 1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	*owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	*count = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+	*names = SPI_getvalue(tup, SPI_tuptable->tupdesc, 3);
+	return true;
+}
+
+/* The pipelines of the roles of an oid[] go to newrole; how many */
+uint64
+hwm_state_reassign_owners(Datum owners, Oid newrole)
+{
+	Oid			argtypes[2] = {OIDARRAYOID, OIDOID};
+	Datum		values[2] = {owners, ObjectIdGetDatum(newrole)};
+
+	hwm_catalog_exec("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
+					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	return SPI_processed;
+}
+
+/* The pipelines of the roles of an oid[] are dropped; how many */
+uint64
+hwm_state_delete_owned(Datum owners)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {owners};
+
+	hwm_catalog_exec("DELETE FROM hwm.state"
+					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	return SPI_processed;
+}

@@ -166,6 +166,16 @@ extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
+ * hwm.state by owner, for DROP ROLE, REASSIGN OWNED and DROP OWNED
+ * (owners.c): owners is an oid[] of roles.  Whether they own pipelines
+ * (the first owner by oid, its count and its pipelines' names quoted);
+ * their pipelines given to newrole, or dropped (how many).
+ */
+extern bool hwm_state_owned_by_any(Datum owners, Oid *owner, int64 *count, char **names);
+extern uint64 hwm_state_reassign_owners(Datum owners, Oid newrole);
+extern uint64 hwm_state_delete_owned(Datum owners);
+
+/*
  * hwm.backfills: one resumable job's row (job.c), by name of column.  A
  * job's id, the end of its last step (NULL: none), its steps and counts.
  */
