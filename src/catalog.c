@@ -1520,3 +1520,162 @@ hwm_state_delete_owned(Datum owners)
 					 1, argtypes, values, NULL, SPI_OK_DELETE);
 	return SPI_processed;
 }
+
+/* ---- hwm.state: declaring and dropping pipelines (manage.c) ---- */
+
+/* The parameters of hwm_state_insert's statement, $1 first */
+enum
+{
+	NEW_PIPELINE, NEW_SOURCE, NEW_TARGET, NEW_UNIQUE_KEY, NEW_WATERMARK_COLUMN,
+	NEW_WATERMARK_TYPE, NEW_PARTITION_COLUMN, NEW_LOOKBACK, NEW_SCHEDULE,
+	NEW_WATERMARK, NEW_OWNER, NEW_DELAY, NEW_BATCH_SIZE,
+	/* 1.1 on: command and interval pipelines */
+	NEW_COMMAND, NEW_TIME_INTERVAL, NEW_INTERVAL_ANCHOR, NEW_BATCHED, NEW_SKIP_EMPTY,
+	NEW_NARGS
+};
+
+/* one parameter: value, or NULL when absent */
+static void
+set_arg(Datum *values, char *nulls, int i, Datum value, bool present)
+{
+	values[i] = present ? value : (Datum) 0;
+	nulls[i] = present ? ' ' : 'n';
+}
+
+/*
+ * A new pipeline's row.  A 1.0 catalog has only copy pipelines (1.0 has no
+ * function that declares others): the command and interval columns are
+ * left out.  created_at comes from the clock, not the transaction's start:
+ * with the name, it is the pipeline's identity, which a run writes its
+ * result back by, so a pipeline dropped and declared again in one
+ * transaction is another.
+ */
+void
+hwm_state_insert(const HwmNewPipeline *row)
+{
+	Oid			argtypes[NEW_NARGS];
+	Datum		values[NEW_NARGS];
+	char		nulls[NEW_NARGS];
+	bool		old = hwm_catalog_is_1_0();
+
+#define ARG(i, type, value, present) \
+	(argtypes[i] = (type), set_arg(values, nulls, (i), (value), (present)))
+	ARG(NEW_PIPELINE, TEXTOID, CStringGetTextDatum(row->pipeline), true);
+	ARG(NEW_SOURCE, REGCLASSOID, ObjectIdGetDatum(row->source), true);
+	ARG(NEW_TARGET, REGCLASSOID, ObjectIdGetDatum(row->target), OidIsValid(row->target));
+	ARG(NEW_UNIQUE_KEY, TEXTARRAYOID, row->unique_key, true);
+	ARG(NEW_WATERMARK_COLUMN, NAMEOID, row->watermark_column, true);
+	ARG(NEW_WATERMARK_TYPE, REGTYPEOID, ObjectIdGetDatum(row->watermark_type), true);
+	ARG(NEW_PARTITION_COLUMN, NAMEOID, row->partition_column, row->partition_column != (Datum) 0);
+	ARG(NEW_LOOKBACK, INT4OID, Int32GetDatum(row->lookback), true);
+	ARG(NEW_SCHEDULE, INTERVALOID, PointerGetDatum(row->schedule), row->schedule != NULL);
+	ARG(NEW_WATERMARK, TEXTOID,
+		row->watermark ? CStringGetTextDatum(row->watermark) : (Datum) 0, row->watermark != NULL);
+	ARG(NEW_OWNER, OIDOID, ObjectIdGetDatum(row->owner), true);
+	ARG(NEW_DELAY, INTERVALOID, PointerGetDatum(row->delay), row->delay != NULL);
+	ARG(NEW_BATCH_SIZE, INT8OID, Int64GetDatum(row->batch_size), row->batch_size > 0);
+	ARG(NEW_COMMAND, TEXTOID,
+		row->command ? CStringGetTextDatum(row->command) : (Datum) 0, row->command != NULL);
+	ARG(NEW_TIME_INTERVAL, INTERVALOID, PointerGetDatum(row->time_interval),
+		row->time_interval != NULL);
+	ARG(NEW_INTERVAL_ANCHOR, TEXTOID,
+		row->interval_anchor ? CStringGetTextDatum(row->interval_anchor) : (Datum) 0,
+		row->interval_anchor != NULL);
+	ARG(NEW_BATCHED, BOOLOID, BoolGetDatum(row->batched), true);
+	ARG(NEW_SKIP_EMPTY, BOOLOID, BoolGetDatum(row->skip_empty), true);
+#undef ARG
+
+	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+							  " watermark_column, watermark_type, partition_column, lookback,"
+							  " schedule, watermark, owner, delay, batch_size, created_at%s)"
+							  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
+							  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s)",
+							  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
+							  old ? "" : ", $14, $15, $16, $17, $18"),
+					 old ? NEW_COMMAND : NEW_NARGS, argtypes, values, nulls, SPI_OK_INSERT);
+}
+
+/* hwm.drop_pipeline: the pipeline's row goes (its runs stay) */
+void
+hwm_state_delete(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	hwm_catalog_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * In the sql_drop event trigger: the tables dropped that are some
+ * pipeline's source or target, left in SPI_tuptable as (objid, schema_name,
+ * object_name).
+ */
+void
+hwm_state_dropped_tables(void)
+{
+	hwm_catalog_exec("SELECT d.objid, d.schema_name, d.object_name"
+					 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+					 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
+					 "  WHERE d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid]))",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+}
+
+/*
+ * The pipelines of table old (as source or target) follow it to table new
+ * (a Citus conversion); their names left in SPI_tuptable.
+ */
+void
+hwm_state_follow_table(Oid old, Oid new)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		values[2] = {ObjectIdGetDatum(old), ObjectIdGetDatum(new)};
+
+	hwm_catalog_exec("UPDATE hwm.state AS s SET"
+					 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
+					 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
+					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
+					 " RETURNING s.pipeline",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+}
+
+/*
+ * In the sql_drop event trigger: the pipelines of the tables dropped go;
+ * their names left in SPI_tuptable, in name order (whatever order the rows
+ * are stored in, for the notices).
+ */
+void
+hwm_state_delete_of_dropped_tables(void)
+{
+	hwm_catalog_exec("WITH dropped AS ("
+					 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+					 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
+					 " gone AS (DELETE FROM hwm.state AS s"
+					 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+					 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+					 " RETURNING s.pipeline)"
+					 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+}
+
+/*
+ * hwm.set_watermark: the watermark (NULL: load everything again); from 1.1
+ * on, what the last load remembered goes too, since it no longer describes
+ * the new watermark.
+ */
+void
+hwm_state_set_watermark(const char *pipeline, const char *watermark)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), watermark ? CStringGetTextDatum(watermark) : (Datum) 0};
+	char		nulls[2] = {' ', watermark ? ' ' : 'n'};
+
+	hwm_catalog_exec(hwm_catalog_is_1_0() ?
+					 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+					 " reread_starts = NULL, reread_epoch = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}

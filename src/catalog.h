@@ -166,6 +166,48 @@ extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
+ * A new pipeline's row in hwm.state (manage.c), by name of column; NULL,
+ * InvalidOid, (Datum) 0 or a batch_size of 0: the column is NULL.
+ */
+typedef struct HwmNewPipeline
+{
+	const char *pipeline;
+	Oid			source;
+	Oid			target;			/* InvalidOid: none (a command pipeline) */
+	Datum		unique_key;		/* text[] */
+	Datum		watermark_column;	/* name */
+	Oid			watermark_type;
+	Datum		partition_column;	/* name; (Datum) 0: none */
+	int32		lookback;
+	const Interval *schedule;
+	const char *watermark;		/* canonical text */
+	Oid			owner;
+	const Interval *delay;
+	int64		batch_size;		/* 0: no cap */
+	/* command and interval pipelines (from a 1.1 catalog on) */
+	const char *command;
+	const Interval *time_interval;
+	const char *interval_anchor;
+	bool		batched;
+	bool		skip_empty;
+} HwmNewPipeline;
+
+/*
+ * hwm.state: declaring and dropping pipelines (manage.c).  In the sql_drop
+ * event trigger, statements on pg_event_trigger_dropped_objects(): the
+ * dropped tables some pipeline uses (left in SPI_tuptable as (objid,
+ * schema_name, object_name)), the pipelines of a table that Citus converts
+ * following its successor, and the pipelines of the dropped tables deleted
+ * (names left in SPI_tuptable, in name order).
+ */
+extern void hwm_state_insert(const HwmNewPipeline *row);
+extern void hwm_state_delete(const char *pipeline);
+extern void hwm_state_dropped_tables(void);
+extern void hwm_state_follow_table(Oid old, Oid new);
+extern void hwm_state_delete_of_dropped_tables(void);
+extern void hwm_state_set_watermark(const char *pipeline, const char *watermark);
+
+/*
  * hwm.state by owner, for DROP ROLE, REASSIGN OWNED and DROP OWNED
  * (owners.c): owners is an oid[] of roles.  Whether they own pipelines
  * (the first owner by oid, its count and its pipelines' names quoted);
