@@ -41,8 +41,14 @@ int			hwm_history_days = 0;
 /* A run whose number is a multiple of this prunes its pipeline's history */
 #define PRUNE_EVERY 16
 
-/* the scheduled run being served (dispatch.c), 0: a run by hand */
-int64		hwm_scheduled_run_id = 0;
+
+/* one parameter: value, or NULL when absent */
+static void
+set_arg(Datum *values, char *nulls, int i, Datum value, bool present)
+{
+	values[i] = present ? value : (Datum) 0;
+	nulls[i] = present ? ' ' : 'n';
+}
 
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
@@ -467,6 +473,33 @@ scheduler_prunes_here(void)
 	return hwm_scheduler_preloaded && hwm_database_listed(get_database_name(MyDatabaseId));
 }
 
+/* The parameters of hwm_record_run's statements, $1 first */
+enum
+{
+	RUN_PIPELINE, RUN_KIND, RUN_STARTED_AT, RUN_ROWS_UPSERTED, RUN_PARTITIONS,
+	RUN_ROWS_DELETED, RUN_ROWS_INSERTED, RUN_WATERMARK_BEFORE, RUN_WATERMARK_AFTER,
+	RUN_FROM_PARTITION, RUN_TO_PARTITION, RUN_RUN_BY, RUN_CALLER, RUN_METHOD,
+	RUN_STATUS, RUN_ERROR_SQLSTATE, RUN_ERROR,
+	RUN_NARGS,
+	RUN_SCHEDULED_ID = RUN_NARGS,	/* the UPDATE of a scheduled run's row only */
+	RUN_NARGS_SCHEDULED
+};
+
+/* a text parameter, NULL when str is */
+static void
+set_text_arg(Datum *values, char *nulls, int i, const char *str)
+{
+	set_arg(values, nulls, i, str ? CStringGetTextDatum(str) : (Datum) 0, str != NULL);
+}
+
+/* a count parameter, NULL when negative (not applicable to this kind of run) */
+static void
+set_count_arg(Datum *values, char *nulls, int i, int64 count, bool int4)
+{
+	set_arg(values, nulls, i, int4 ? Int32GetDatum((int32) count) : Int64GetDatum(count),
+			count >= 0);
+}
+
 /*
  * Append a successful run to hwm.runs, with every fact in its first write,
  * and return its run_id.  A negative count is recorded as NULL (not
@@ -475,41 +508,41 @@ scheduler_prunes_here(void)
 int64
 hwm_record_run(const HwmRunFacts *run)
 {
-	Oid			argtypes[17] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
-		INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[17];
-	char		nulls[17];
+	Oid			argtypes[RUN_NARGS_SCHEDULED] = {
+		[RUN_PIPELINE] = TEXTOID, [RUN_KIND] = TEXTOID, [RUN_STARTED_AT] = TIMESTAMPTZOID,
+		[RUN_ROWS_UPSERTED] = INT8OID, [RUN_PARTITIONS] = INT4OID,
+		[RUN_ROWS_DELETED] = INT8OID, [RUN_ROWS_INSERTED] = INT8OID,
+		[RUN_WATERMARK_BEFORE] = TEXTOID, [RUN_WATERMARK_AFTER] = TEXTOID,
+		[RUN_FROM_PARTITION] = TEXTOID, [RUN_TO_PARTITION] = TEXTOID,
+		[RUN_RUN_BY] = NAMEOID, [RUN_CALLER] = OIDOID, [RUN_METHOD] = TEXTOID,
+		[RUN_STATUS] = TEXTOID, [RUN_ERROR_SQLSTATE] = TEXTOID, [RUN_ERROR] = TEXTOID,
+		[RUN_SCHEDULED_ID] = INT8OID};
+	Datum		values[RUN_NARGS_SCHEDULED];
+	char		nulls[RUN_NARGS_SCHEDULED];
 	bool		isnull;
 	int64		run_id;
 	Oid			owner;
-	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
-		run->watermark_after, run->from_partition, run->to_partition, run->method,
-		run->status ? run->status : "succeeded", run->error_sqlstate,
-	run->error ? hwm_clip_error(run->error) : NULL};
-	const int	strargs[] = {0, 1, 7, 8, 9, 10, 13, 14, 15, 16};
-	const int64 counts[] = {run->rows_upserted, run->partitions, run->rows_deleted,
-		run->rows_inserted};
 
-	memset(nulls, ' ', sizeof(nulls));
-	for (int i = 0; i < lengthof(strs); i++)
-	{
-		if (strs[i])
-			values[strargs[i]] = CStringGetTextDatum(strs[i]);
-		else
-			nulls[strargs[i]] = 'n';
-	}
-	values[2] = TimestampTzGetDatum(run->started_at);
-	/* negative counts: not applicable to this kind of run */
-	for (int i = 0; i < lengthof(counts); i++)
-	{
-		values[3 + i] = i == 1 ? Int32GetDatum((int32) counts[i]) : Int64GetDatum(counts[i]);
-		if (counts[i] < 0)
-			nulls[3 + i] = 'n';
-	}
-	values[11] = DirectFunctionCall1(namein,
-									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
-	values[12] = ObjectIdGetDatum(GetUserId());
+	set_text_arg(values, nulls, RUN_PIPELINE, run->pipeline);
+	set_text_arg(values, nulls, RUN_KIND, run->kind);
+	set_arg(values, nulls, RUN_STARTED_AT, TimestampTzGetDatum(run->started_at), true);
+	set_count_arg(values, nulls, RUN_ROWS_UPSERTED, run->rows_upserted, false);
+	set_count_arg(values, nulls, RUN_PARTITIONS, run->partitions, true);
+	set_count_arg(values, nulls, RUN_ROWS_DELETED, run->rows_deleted, false);
+	set_count_arg(values, nulls, RUN_ROWS_INSERTED, run->rows_inserted, false);
+	set_text_arg(values, nulls, RUN_WATERMARK_BEFORE, run->watermark_before);
+	set_text_arg(values, nulls, RUN_WATERMARK_AFTER, run->watermark_after);
+	set_text_arg(values, nulls, RUN_FROM_PARTITION, run->from_partition);
+	set_text_arg(values, nulls, RUN_TO_PARTITION, run->to_partition);
+	set_arg(values, nulls, RUN_RUN_BY,
+			DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false))),
+			true);
+	set_arg(values, nulls, RUN_CALLER, ObjectIdGetDatum(GetUserId()), true);
+	set_text_arg(values, nulls, RUN_METHOD, run->method);
+	set_text_arg(values, nulls, RUN_STATUS, run->status ? run->status : "succeeded");
+	set_text_arg(values, nulls, RUN_ERROR_SQLSTATE, run->error_sqlstate);
+	set_text_arg(values, nulls, RUN_ERROR, run->error ? hwm_clip_error(run->error) : NULL);
+	set_arg(values, nulls, RUN_SCHEDULED_ID, Int64GetDatum(run->scheduled_run_id), true);
 
 	/*
 	 * owner (who may see the row, see the row security policy on hwm.runs):
@@ -519,18 +552,8 @@ hwm_record_run(const HwmRunFacts *run)
 	 * A scheduled run records itself in the 'running' row the dispatcher
 	 * inserted for it: one run id per run.
 	 */
-	if (hwm_scheduled_run_id != 0 && run->pipeline && strcmp(run->kind, "load") == 0)
+	if (run->scheduled_run_id != 0 && run->pipeline && strcmp(run->kind, "load") == 0)
 	{
-		Datum		sched_values[18];
-		char		sched_nulls[18];
-		Oid			sched_types[18];
-
-		memcpy(sched_values, values, sizeof(Datum) * 17);
-		memcpy(sched_nulls, nulls, 17);
-		memcpy(sched_types, argtypes, sizeof(Oid) * 17);
-		sched_values[17] = Int64GetDatum(hwm_scheduled_run_id);
-		sched_nulls[17] = ' ';
-		sched_types[17] = INT8OID;
 		hwm_catalog_exec("UPDATE hwm.runs SET started_at = $3, finished_at = pg_catalog.clock_timestamp(), status = $15,"
 						 " rows_upserted = $4, partitions_overwritten = $5, rows_deleted = $6,"
 						 " rows_inserted = $7, watermark_before = $8, watermark_after = $9,"
@@ -539,7 +562,7 @@ hwm_record_run(const HwmRunFacts *run)
 						 " WHERE run_id OPERATOR(pg_catalog.=) $18 AND status OPERATOR(pg_catalog.=) 'running'"
 						 "  AND pipeline OPERATOR(pg_catalog.=) $1"
 						 " RETURNING run_id",
-						 18, sched_types, sched_values, sched_nulls, SPI_OK_UPDATE_RETURNING);
+						 RUN_NARGS_SCHEDULED, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
 		if (SPI_processed > 0)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1, &isnull));
@@ -554,7 +577,7 @@ hwm_record_run(const HwmRunFacts *run)
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14,"
 					 " $16, $17)"
 					 " RETURNING run_id, owner::pg_catalog.oid",
-					 17, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+					 RUN_NARGS, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
@@ -1533,14 +1556,6 @@ enum
 	NEW_COMMAND, NEW_TIME_INTERVAL, NEW_INTERVAL_ANCHOR, NEW_BATCHED, NEW_SKIP_EMPTY,
 	NEW_NARGS
 };
-
-/* one parameter: value, or NULL when absent */
-static void
-set_arg(Datum *values, char *nulls, int i, Datum value, bool present)
-{
-	values[i] = present ? value : (Datum) 0;
-	nulls[i] = present ? ' ' : 'n';
-}
 
 /*
  * A new pipeline's row.  A 1.0 catalog has only copy pipelines (1.0 has no

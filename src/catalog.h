@@ -82,6 +82,11 @@ typedef struct HwmRunFacts
 	const char *status;			/* NULL: succeeded */
 	const char *error_sqlstate; /* a failed run's error (stored cut to 8 kB) */
 	const char *error;
+	/*
+	 * a scheduled run: the 'running' row the dispatcher inserted for it,
+	 * which a load of that pipeline records itself in (0: none, a new row)
+	 */
+	int64		scheduled_run_id;
 } HwmRunFacts;
 
 /* a run's facts with every count "not applicable" */
@@ -107,8 +112,6 @@ extern void hwm_pipeline_set_home(const char *name);
 extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 											const char *detail);
 extern int64 hwm_record_run(const HwmRunFacts *run);
-/* set by the scheduler's worker while it serves a run: its 'running' row */
-extern int64 hwm_scheduled_run_id;
 extern void hwm_prune_runs(const char *pipeline, Oid owner);
 extern void hwm_prune_runs_in_loop(const char *pipeline, bool first);
 extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
