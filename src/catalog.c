@@ -1,9 +1,11 @@
 /*
  * catalog.c
- *		hwm's tables: reading and locking a pipeline's row in hwm.state and
- *		writing the state back, the run history in hwm.runs (and the
- *		scheduler's run rows), the homes in hwm.homes; hwm.backfills' rows
- *		are job.c's, through the same entry (hwm_catalog_exec).
+ *		hwm's tables, every SQL statement on them: reading and locking a
+ *		pipeline's row in hwm.state, what the SQL functions change in it
+ *		(declare, drop, schedule, pause, owners...) and writing the state
+ *		back after a run, the run history in hwm.runs (and the scheduler's
+ *		run rows), the resumable jobs' rows in hwm.backfills (job.c's), the
+ *		homes in hwm.homes; with the branches on the catalog's version.
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;
@@ -126,7 +128,8 @@ hwm_catalog_owner(void)
  * Run a statement on hwm's catalog as its owner (to whom row security does
  * not apply), with hwm_spi_exec's checks; the caller's SPI connection and
  * role are kept.  Every read and write of hwm.state, hwm.runs,
- * hwm.backfills and hwm.homes on the caller's behalf goes through here.
+ * hwm.backfills and hwm.homes on the caller's behalf goes through here,
+ * and only from this file.
  */
 void
 hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,

@@ -1,9 +1,10 @@
 /*
  * catalog.h
- *		hwm's tables (catalog.c): a pipeline's row in hwm.state, the run
- *		history in hwm.runs (the scheduler's run rows too), the homes in
- *		hwm.homes, and the one entry that runs SQL on them as the catalog's
- *		owner (hwm_catalog_exec), which job.c uses for hwm.backfills.
+ *		hwm's tables (catalog.c), the one place with SQL on them: a
+ *		pipeline's row in hwm.state, the run history in hwm.runs (the
+ *		scheduler's run rows too), the jobs' rows in hwm.backfills, the
+ *		homes in hwm.homes, and the one entry that runs SQL on them as the
+ *		catalog's owner (hwm_catalog_exec).
  */
 #ifndef HWM_CATALOG_H
 #define HWM_CATALOG_H
