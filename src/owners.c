@@ -19,7 +19,8 @@
  * through pg_shdepend; hwm sees only the database
  * the command runs in, so DROP ROLE run elsewhere leaves this database's
  * pipelines of that role without an owner: the scheduler no longer runs
- * them, hwm.status says so, and a superuser drops them.  The hook is set
+ * them, hwm.status says so, and a superuser drops them.  hwm.c's
+ * ProcessUtility hook calls in around every utility statement; it is set
  * in every backend that loads hwm, which with shared_preload_libraries is
  * every backend.  Calls go down into catalog.c and util.c.
  */
@@ -42,8 +43,6 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 /* The OIDs of the roles a statement names (those that exist), as oid[] */
 static Datum
@@ -185,38 +184,34 @@ drop_pipelines(void *arg)
 						list_length(stmt->roles) == 1 ? "" : "s")));
 }
 
-static void
-owners_process_utility(PlannedStmt *pstmt, const char *queryString,
-					   bool readOnlyTree, ProcessUtilityContext context,
-					   ParamListInfo params, QueryEnvironment *queryEnv,
-					   DestReceiver *dest, QueryCompletion *qc)
+/*
+ * Before a utility statement runs (hwm.c's ProcessUtility hook): a DROP
+ * ROLE where hwm has pipelines reads the roles' names, before they are
+ * gone; returns what hwm_owners_after_utility needs (NULL: nothing).
+ */
+void *
+hwm_owners_before_utility(Node *stmt)
 {
-	Node	   *stmt = pstmt->utilityStmt;
-	DroppedRoles dropped = {0};
-	bool		drop_role = IsA(stmt, DropRoleStmt) && has_pipelines_here();
+	DroppedRoles *dropped;
 
-	/* the roles' names, before they are gone */
-	if (drop_role)
-		dropped_roles_read((DropRoleStmt *) stmt, &dropped);
+	if (!(IsA(stmt, DropRoleStmt) && has_pipelines_here()))
+		return NULL;
+	dropped = palloc0(sizeof(DroppedRoles));
+	dropped_roles_read((DropRoleStmt *) stmt, dropped);
+	return dropped;
+}
 
-	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-								  params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-
-	if (drop_role)
-		with_spi(refuse_drop_role, &dropped);
+/*
+ * After it ran: DROP ROLE refused while a role dropped owns pipelines,
+ * REASSIGN OWNED and DROP OWNED applied to the pipelines.
+ */
+void
+hwm_owners_after_utility(Node *stmt, void *before)
+{
+	if (before)
+		with_spi(refuse_drop_role, before);
 	else if (IsA(stmt, ReassignOwnedStmt) && has_pipelines_here())
 		with_spi(reassign_pipelines, stmt);
 	else if (IsA(stmt, DropOwnedStmt) && has_pipelines_here())
 		with_spi(drop_pipelines, stmt);
-}
-
-void
-hwm_owners_init(void)
-{
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = owners_process_utility;
 }
