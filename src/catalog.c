@@ -52,6 +52,8 @@ set_arg(Datum *values, char *nulls, int i, Datum value, bool present)
 	nulls[i] = present ? ' ' : 'n';
 }
 
+static void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+							 const char *nulls, int expected);
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
@@ -128,10 +130,10 @@ hwm_catalog_owner(void)
  * Run a statement on hwm's catalog as its owner (to whom row security does
  * not apply), with hwm_spi_exec's checks; the caller's SPI connection and
  * role are kept.  Every read and write of hwm.state, hwm.runs,
- * hwm.backfills and hwm.homes on the caller's behalf goes through here,
- * and only from this file.
+ * hwm.backfills and hwm.homes on the caller's behalf goes through here
+ * (static: no other file writes SQL on them).
  */
-void
+static void
 hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 				 const char *nulls, int expected)
 {

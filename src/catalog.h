@@ -3,8 +3,8 @@
  *		hwm's tables (catalog.c), the one place with SQL on them: a
  *		pipeline's row in hwm.state, the run history in hwm.runs (the
  *		scheduler's run rows too), the jobs' rows in hwm.backfills, the
- *		homes in hwm.homes, and the one entry that runs SQL on them as the
- *		catalog's owner (hwm_catalog_exec).
+ *		homes in hwm.homes.  Their SQL runs as the catalog's owner through
+ *		one entry, static in catalog.c, so that no other file can write it.
  */
 #ifndef HWM_CATALOG_H
 #define HWM_CATALOG_H
@@ -100,8 +100,6 @@ extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
 
 extern Oid	hwm_catalog_owner(void);
-extern void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes,
-							 Datum *values, const char *nulls, int expected);
 /* the catalog's version: 10, 11 or 12 (1.0, 1.1, 1.2), whatever the library's */
 extern int	hwm_catalog_version(void);
 extern bool hwm_catalog_is_1_0(void);
