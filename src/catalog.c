@@ -241,6 +241,17 @@ memory_read(HwmLoadMemory *mem, HeapTuple tup, TupleDesc desc, int first)
 	}
 }
 
+/* The columns of pipeline_read's statement, in order */
+enum
+{
+	ROW_PIPELINE = 1, ROW_SOURCE, ROW_TARGET, ROW_UNIQUE_KEY, ROW_WATERMARK_COLUMN,
+	ROW_PARTITION_COLUMN, ROW_LOOKBACK, ROW_WATERMARK, ROW_OWNER, ROW_ENABLED,
+	ROW_DELAY, ROW_BATCH_SIZE,
+	ROW_REREAD_FROM,			/* ... and the three after it: memory_read */
+	ROW_COMMAND = ROW_REREAD_FROM + 4, ROW_TIME_INTERVAL, ROW_INTERVAL_ANCHOR,
+	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT
+};
+
 /* Read a pipeline's catalog row as it is now, or NULL */
 static HwmPipeline *
 pipeline_read(const char *name)
@@ -269,14 +280,15 @@ pipeline_read(const char *name)
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
+	Assert(SPI_tuptable->tupdesc->natts == ROW_CREATED_AT);
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	p = palloc0(sizeof(HwmPipeline));
-	p->name = SPI_getvalue(tup, desc, 1);
-	p->source = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-	p->target = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-	d = SPI_getbinval(tup, desc, 4, &isnull);
+	p->name = SPI_getvalue(tup, desc, ROW_PIPELINE);
+	p->source = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_SOURCE, &isnull));
+	p->target = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_TARGET, &isnull));
+	d = SPI_getbinval(tup, desc, ROW_UNIQUE_KEY, &isnull);
 	{
 		ArrayType  *arr = DatumGetArrayTypeP(d);
 		Datum	   *elems;
@@ -287,24 +299,24 @@ pipeline_read(const char *name)
 		for (int i = 0; i < nelems; i++)
 			p->unique_key = lappend(p->unique_key, TextDatumGetCString(elems[i]));
 	}
-	p->watermark_column = SPI_getvalue(tup, desc, 5);
-	p->partition_column = SPI_getvalue(tup, desc, 6);
-	p->lookback = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	p->watermark = SPI_getvalue(tup, desc, 8);
-	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 9, &isnull));
-	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
-	d = SPI_getbinval(tup, desc, 11, &isnull);
+	p->watermark_column = SPI_getvalue(tup, desc, ROW_WATERMARK_COLUMN);
+	p->partition_column = SPI_getvalue(tup, desc, ROW_PARTITION_COLUMN);
+	p->lookback = DatumGetInt32(SPI_getbinval(tup, desc, ROW_LOOKBACK, &isnull));
+	p->watermark = SPI_getvalue(tup, desc, ROW_WATERMARK);
+	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_OWNER, &isnull));
+	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, ROW_ENABLED, &isnull));
+	d = SPI_getbinval(tup, desc, ROW_DELAY, &isnull);
 	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	d = SPI_getbinval(tup, desc, 12, &isnull);
+	d = SPI_getbinval(tup, desc, ROW_BATCH_SIZE, &isnull);
 	p->batch_size = isnull ? 0 : DatumGetInt64(d);
-	memory_read(&p->memory, tup, desc, 13);
-	p->command = SPI_getvalue(tup, desc, 17);
-	d = SPI_getbinval(tup, desc, 18, &isnull);
+	memory_read(&p->memory, tup, desc, ROW_REREAD_FROM);
+	p->command = SPI_getvalue(tup, desc, ROW_COMMAND);
+	d = SPI_getbinval(tup, desc, ROW_TIME_INTERVAL, &isnull);
 	p->time_interval = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	p->interval_anchor = SPI_getvalue(tup, desc, 19);
-	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
-	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 21, &isnull));
-	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 22, &isnull));
+	p->interval_anchor = SPI_getvalue(tup, desc, ROW_INTERVAL_ANCHOR);
+	p->batched = DatumGetBool(SPI_getbinval(tup, desc, ROW_BATCHED, &isnull));
+	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, ROW_SKIP_EMPTY, &isnull));
+	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, ROW_CREATED_AT, &isnull));
 	if (isnull)
 		p->created_at = DT_NOBEGIN;
 	return p;
