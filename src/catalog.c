@@ -517,15 +517,11 @@ set_count_arg(Datum *values, char *nulls, int i, int64 count, bool int4)
 			count >= 0);
 }
 
-/*
- * Append a successful run to hwm.runs, with every fact in its first write,
- * and return its run_id.  A negative count is recorded as NULL (not
- * applicable).
- */
-int64
-hwm_record_run(const HwmRunFacts *run)
+/* A run's facts as hwm_record_run's parameters (RUN_*), the caller's too */
+static void
+run_args(const HwmRunFacts *run, Oid *argtypes, Datum *values, char *nulls)
 {
-	Oid			argtypes[RUN_NARGS_SCHEDULED] = {
+	static const Oid types[RUN_NARGS_SCHEDULED] = {
 		[RUN_PIPELINE] = TEXTOID, [RUN_KIND] = TEXTOID, [RUN_STARTED_AT] = TIMESTAMPTZOID,
 		[RUN_ROWS_UPSERTED] = INT8OID, [RUN_PARTITIONS] = INT4OID,
 		[RUN_ROWS_DELETED] = INT8OID, [RUN_ROWS_INSERTED] = INT8OID,
@@ -533,13 +529,9 @@ hwm_record_run(const HwmRunFacts *run)
 		[RUN_FROM_PARTITION] = TEXTOID, [RUN_TO_PARTITION] = TEXTOID,
 		[RUN_RUN_BY] = NAMEOID, [RUN_CALLER] = OIDOID, [RUN_METHOD] = TEXTOID,
 		[RUN_STATUS] = TEXTOID, [RUN_ERROR_SQLSTATE] = TEXTOID, [RUN_ERROR] = TEXTOID,
-		[RUN_SCHEDULED_ID] = INT8OID};
-	Datum		values[RUN_NARGS_SCHEDULED];
-	char		nulls[RUN_NARGS_SCHEDULED];
-	bool		isnull;
-	int64		run_id;
-	Oid			owner;
+	[RUN_SCHEDULED_ID] = INT8OID};
 
+	memcpy(argtypes, types, sizeof(types));
 	set_text_arg(values, nulls, RUN_PIPELINE, run->pipeline);
 	set_text_arg(values, nulls, RUN_KIND, run->kind);
 	set_arg(values, nulls, RUN_STARTED_AT, TimestampTzGetDatum(run->started_at), true);
@@ -560,6 +552,27 @@ hwm_record_run(const HwmRunFacts *run)
 	set_text_arg(values, nulls, RUN_ERROR_SQLSTATE, run->error_sqlstate);
 	set_text_arg(values, nulls, RUN_ERROR, run->error ? hwm_clip_error(run->error) : NULL);
 	set_arg(values, nulls, RUN_SCHEDULED_ID, Int64GetDatum(run->scheduled_run_id), true);
+}
+
+/*
+ * Append a successful run to hwm.runs, with every fact in its first write,
+ * and return its run_id.  A negative count is recorded as NULL (not
+ * applicable).
+ */
+int64
+hwm_record_run(const HwmRunFacts *run)
+{
+	Oid			argtypes[RUN_NARGS_SCHEDULED];
+	Datum		values[RUN_NARGS_SCHEDULED];
+	char		nulls[RUN_NARGS_SCHEDULED];
+	bool		isnull;
+	int64		run_id;
+	Oid			owner;
+
+	/* the statements below write parameter RUN_X as $(RUN_X + 1) */
+	StaticAssertStmt(RUN_METHOD + 1 == 14 && RUN_ERROR + 1 == 17 && RUN_SCHEDULED_ID + 1 == 18,
+					 "hwm_record_run's statements number their parameters as RUN_* does");
+	run_args(run, argtypes, values, nulls);
 
 	/*
 	 * owner (who may see the row, see the row security policy on hwm.runs):
@@ -1616,6 +1629,9 @@ hwm_state_insert(const HwmNewPipeline *row)
 	ARG(NEW_BATCHED, BOOLOID, BoolGetDatum(row->batched), true);
 	ARG(NEW_SKIP_EMPTY, BOOLOID, BoolGetDatum(row->skip_empty), true);
 #undef ARG
+	/* the statement writes parameter NEW_X as $(NEW_X + 1) */
+	StaticAssertStmt(NEW_OWNER + 1 == 11 && NEW_BATCH_SIZE + 1 == 13 && NEW_SKIP_EMPTY + 1 == 18,
+					 "hwm_state_insert's statement numbers its parameters as NEW_* does");
 
 	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 							  " watermark_column, watermark_type, partition_column, lookback,"
