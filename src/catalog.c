@@ -1,9 +1,11 @@
 /*
  * catalog.c
- *		hwm's tables: reading and locking a pipeline's row in hwm.state and
- *		writing the state back, the run history in hwm.runs (and the
- *		scheduler's run rows), the homes in hwm.homes; hwm.backfills' rows
- *		are job.c's, through the same entry (hwm_catalog_exec).
+ *		hwm's tables, every SQL statement on them: reading and locking a
+ *		pipeline's row in hwm.state, what the SQL functions change in it
+ *		(declare, drop, schedule, pause, owners...) and writing the state
+ *		back after a run, the run history in hwm.runs (and the scheduler's
+ *		run rows), the resumable jobs' rows in hwm.backfills (job.c's), the
+ *		homes in hwm.homes; with the branches on the catalog's version.
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;
@@ -41,9 +43,17 @@ int			hwm_history_days = 0;
 /* A run whose number is a multiple of this prunes its pipeline's history */
 #define PRUNE_EVERY 16
 
-/* the scheduled run being served (dispatch.c), 0: a run by hand */
-int64		hwm_scheduled_run_id = 0;
 
+/* one parameter: value, or NULL when absent */
+static void
+set_arg(Datum *values, char *nulls, int i, Datum value, bool present)
+{
+	values[i] = present ? value : (Datum) 0;
+	nulls[i] = present ? ' ' : 'n';
+}
+
+static void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+							 const char *nulls, int expected);
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
@@ -120,9 +130,10 @@ hwm_catalog_owner(void)
  * Run a statement on hwm's catalog as its owner (to whom row security does
  * not apply), with hwm_spi_exec's checks; the caller's SPI connection and
  * role are kept.  Every read and write of hwm.state, hwm.runs,
- * hwm.backfills and hwm.homes on the caller's behalf goes through here.
+ * hwm.backfills and hwm.homes on the caller's behalf goes through here
+ * (static: no other file writes SQL on them).
  */
-void
+static void
 hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 				 const char *nulls, int expected)
 {
@@ -230,6 +241,17 @@ memory_read(HwmLoadMemory *mem, HeapTuple tup, TupleDesc desc, int first)
 	}
 }
 
+/* The columns of pipeline_read's statement, in order */
+enum
+{
+	ROW_PIPELINE = 1, ROW_SOURCE, ROW_TARGET, ROW_UNIQUE_KEY, ROW_WATERMARK_COLUMN,
+	ROW_PARTITION_COLUMN, ROW_LOOKBACK, ROW_WATERMARK, ROW_OWNER, ROW_ENABLED,
+	ROW_DELAY, ROW_BATCH_SIZE,
+	ROW_REREAD_FROM,			/* ... and the three after it: memory_read */
+	ROW_COMMAND = ROW_REREAD_FROM + 4, ROW_TIME_INTERVAL, ROW_INTERVAL_ANCHOR,
+	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT
+};
+
 /* Read a pipeline's catalog row as it is now, or NULL */
 static HwmPipeline *
 pipeline_read(const char *name)
@@ -258,14 +280,15 @@ pipeline_read(const char *name)
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
+	Assert(SPI_tuptable->tupdesc->natts == ROW_CREATED_AT);
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	p = palloc0(sizeof(HwmPipeline));
-	p->name = SPI_getvalue(tup, desc, 1);
-	p->source = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-	p->target = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
-	d = SPI_getbinval(tup, desc, 4, &isnull);
+	p->name = SPI_getvalue(tup, desc, ROW_PIPELINE);
+	p->source = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_SOURCE, &isnull));
+	p->target = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_TARGET, &isnull));
+	d = SPI_getbinval(tup, desc, ROW_UNIQUE_KEY, &isnull);
 	{
 		ArrayType  *arr = DatumGetArrayTypeP(d);
 		Datum	   *elems;
@@ -276,24 +299,24 @@ pipeline_read(const char *name)
 		for (int i = 0; i < nelems; i++)
 			p->unique_key = lappend(p->unique_key, TextDatumGetCString(elems[i]));
 	}
-	p->watermark_column = SPI_getvalue(tup, desc, 5);
-	p->partition_column = SPI_getvalue(tup, desc, 6);
-	p->lookback = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	p->watermark = SPI_getvalue(tup, desc, 8);
-	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 9, &isnull));
-	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
-	d = SPI_getbinval(tup, desc, 11, &isnull);
+	p->watermark_column = SPI_getvalue(tup, desc, ROW_WATERMARK_COLUMN);
+	p->partition_column = SPI_getvalue(tup, desc, ROW_PARTITION_COLUMN);
+	p->lookback = DatumGetInt32(SPI_getbinval(tup, desc, ROW_LOOKBACK, &isnull));
+	p->watermark = SPI_getvalue(tup, desc, ROW_WATERMARK);
+	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_OWNER, &isnull));
+	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, ROW_ENABLED, &isnull));
+	d = SPI_getbinval(tup, desc, ROW_DELAY, &isnull);
 	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	d = SPI_getbinval(tup, desc, 12, &isnull);
+	d = SPI_getbinval(tup, desc, ROW_BATCH_SIZE, &isnull);
 	p->batch_size = isnull ? 0 : DatumGetInt64(d);
-	memory_read(&p->memory, tup, desc, 13);
-	p->command = SPI_getvalue(tup, desc, 17);
-	d = SPI_getbinval(tup, desc, 18, &isnull);
+	memory_read(&p->memory, tup, desc, ROW_REREAD_FROM);
+	p->command = SPI_getvalue(tup, desc, ROW_COMMAND);
+	d = SPI_getbinval(tup, desc, ROW_TIME_INTERVAL, &isnull);
 	p->time_interval = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	p->interval_anchor = SPI_getvalue(tup, desc, 19);
-	p->batched = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
-	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, 21, &isnull));
-	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 22, &isnull));
+	p->interval_anchor = SPI_getvalue(tup, desc, ROW_INTERVAL_ANCHOR);
+	p->batched = DatumGetBool(SPI_getbinval(tup, desc, ROW_BATCHED, &isnull));
+	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, ROW_SKIP_EMPTY, &isnull));
+	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, ROW_CREATED_AT, &isnull));
 	if (isnull)
 		p->created_at = DT_NOBEGIN;
 	return p;
@@ -467,6 +490,70 @@ scheduler_prunes_here(void)
 	return hwm_scheduler_preloaded && hwm_database_listed(get_database_name(MyDatabaseId));
 }
 
+/* The parameters of hwm_record_run's statements, $1 first */
+enum
+{
+	RUN_PIPELINE, RUN_KIND, RUN_STARTED_AT, RUN_ROWS_UPSERTED, RUN_PARTITIONS,
+	RUN_ROWS_DELETED, RUN_ROWS_INSERTED, RUN_WATERMARK_BEFORE, RUN_WATERMARK_AFTER,
+	RUN_FROM_PARTITION, RUN_TO_PARTITION, RUN_RUN_BY, RUN_CALLER, RUN_METHOD,
+	RUN_STATUS, RUN_ERROR_SQLSTATE, RUN_ERROR,
+	RUN_NARGS,
+	RUN_SCHEDULED_ID = RUN_NARGS,	/* the UPDATE of a scheduled run's row only */
+	RUN_NARGS_SCHEDULED
+};
+
+/* a text parameter, NULL when str is */
+static void
+set_text_arg(Datum *values, char *nulls, int i, const char *str)
+{
+	set_arg(values, nulls, i, str ? CStringGetTextDatum(str) : (Datum) 0, str != NULL);
+}
+
+/* a count parameter, NULL when negative (not applicable to this kind of run) */
+static void
+set_count_arg(Datum *values, char *nulls, int i, int64 count, bool int4)
+{
+	set_arg(values, nulls, i, int4 ? Int32GetDatum((int32) count) : Int64GetDatum(count),
+			count >= 0);
+}
+
+/* A run's facts as hwm_record_run's parameters (RUN_*), the caller's too */
+static void
+run_args(const HwmRunFacts *run, Oid *argtypes, Datum *values, char *nulls)
+{
+	static const Oid types[RUN_NARGS_SCHEDULED] = {
+		[RUN_PIPELINE] = TEXTOID, [RUN_KIND] = TEXTOID, [RUN_STARTED_AT] = TIMESTAMPTZOID,
+		[RUN_ROWS_UPSERTED] = INT8OID, [RUN_PARTITIONS] = INT4OID,
+		[RUN_ROWS_DELETED] = INT8OID, [RUN_ROWS_INSERTED] = INT8OID,
+		[RUN_WATERMARK_BEFORE] = TEXTOID, [RUN_WATERMARK_AFTER] = TEXTOID,
+		[RUN_FROM_PARTITION] = TEXTOID, [RUN_TO_PARTITION] = TEXTOID,
+		[RUN_RUN_BY] = NAMEOID, [RUN_CALLER] = OIDOID, [RUN_METHOD] = TEXTOID,
+		[RUN_STATUS] = TEXTOID, [RUN_ERROR_SQLSTATE] = TEXTOID, [RUN_ERROR] = TEXTOID,
+	[RUN_SCHEDULED_ID] = INT8OID};
+
+	memcpy(argtypes, types, sizeof(types));
+	set_text_arg(values, nulls, RUN_PIPELINE, run->pipeline);
+	set_text_arg(values, nulls, RUN_KIND, run->kind);
+	set_arg(values, nulls, RUN_STARTED_AT, TimestampTzGetDatum(run->started_at), true);
+	set_count_arg(values, nulls, RUN_ROWS_UPSERTED, run->rows_upserted, false);
+	set_count_arg(values, nulls, RUN_PARTITIONS, run->partitions, true);
+	set_count_arg(values, nulls, RUN_ROWS_DELETED, run->rows_deleted, false);
+	set_count_arg(values, nulls, RUN_ROWS_INSERTED, run->rows_inserted, false);
+	set_text_arg(values, nulls, RUN_WATERMARK_BEFORE, run->watermark_before);
+	set_text_arg(values, nulls, RUN_WATERMARK_AFTER, run->watermark_after);
+	set_text_arg(values, nulls, RUN_FROM_PARTITION, run->from_partition);
+	set_text_arg(values, nulls, RUN_TO_PARTITION, run->to_partition);
+	set_arg(values, nulls, RUN_RUN_BY,
+			DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(GetUserId(), false))),
+			true);
+	set_arg(values, nulls, RUN_CALLER, ObjectIdGetDatum(GetUserId()), true);
+	set_text_arg(values, nulls, RUN_METHOD, run->method);
+	set_text_arg(values, nulls, RUN_STATUS, run->status ? run->status : "succeeded");
+	set_text_arg(values, nulls, RUN_ERROR_SQLSTATE, run->error_sqlstate);
+	set_text_arg(values, nulls, RUN_ERROR, run->error ? hwm_clip_error(run->error) : NULL);
+	set_arg(values, nulls, RUN_SCHEDULED_ID, Int64GetDatum(run->scheduled_run_id), true);
+}
+
 /*
  * Append a successful run to hwm.runs, with every fact in its first write,
  * and return its run_id.  A negative count is recorded as NULL (not
@@ -475,41 +562,17 @@ scheduler_prunes_here(void)
 int64
 hwm_record_run(const HwmRunFacts *run)
 {
-	Oid			argtypes[17] = {TEXTOID, TEXTOID, TIMESTAMPTZOID, INT8OID, INT4OID,
-		INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NAMEOID, OIDOID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[17];
-	char		nulls[17];
+	Oid			argtypes[RUN_NARGS_SCHEDULED];
+	Datum		values[RUN_NARGS_SCHEDULED];
+	char		nulls[RUN_NARGS_SCHEDULED];
 	bool		isnull;
 	int64		run_id;
 	Oid			owner;
-	const char *strs[] = {run->pipeline, run->kind, run->watermark_before,
-		run->watermark_after, run->from_partition, run->to_partition, run->method,
-		run->status ? run->status : "succeeded", run->error_sqlstate,
-	run->error ? hwm_clip_error(run->error) : NULL};
-	const int	strargs[] = {0, 1, 7, 8, 9, 10, 13, 14, 15, 16};
-	const int64 counts[] = {run->rows_upserted, run->partitions, run->rows_deleted,
-		run->rows_inserted};
 
-	memset(nulls, ' ', sizeof(nulls));
-	for (int i = 0; i < lengthof(strs); i++)
-	{
-		if (strs[i])
-			values[strargs[i]] = CStringGetTextDatum(strs[i]);
-		else
-			nulls[strargs[i]] = 'n';
-	}
-	values[2] = TimestampTzGetDatum(run->started_at);
-	/* negative counts: not applicable to this kind of run */
-	for (int i = 0; i < lengthof(counts); i++)
-	{
-		values[3 + i] = i == 1 ? Int32GetDatum((int32) counts[i]) : Int64GetDatum(counts[i]);
-		if (counts[i] < 0)
-			nulls[3 + i] = 'n';
-	}
-	values[11] = DirectFunctionCall1(namein,
-									 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
-	values[12] = ObjectIdGetDatum(GetUserId());
+	/* the statements below write parameter RUN_X as $(RUN_X + 1) */
+	StaticAssertStmt(RUN_METHOD + 1 == 14 && RUN_ERROR + 1 == 17 && RUN_SCHEDULED_ID + 1 == 18,
+					 "hwm_record_run's statements number their parameters as RUN_* does");
+	run_args(run, argtypes, values, nulls);
 
 	/*
 	 * owner (who may see the row, see the row security policy on hwm.runs):
@@ -519,18 +582,8 @@ hwm_record_run(const HwmRunFacts *run)
 	 * A scheduled run records itself in the 'running' row the dispatcher
 	 * inserted for it: one run id per run.
 	 */
-	if (hwm_scheduled_run_id != 0 && run->pipeline && strcmp(run->kind, "load") == 0)
+	if (run->scheduled_run_id != 0 && run->pipeline && strcmp(run->kind, "load") == 0)
 	{
-		Datum		sched_values[18];
-		char		sched_nulls[18];
-		Oid			sched_types[18];
-
-		memcpy(sched_values, values, sizeof(Datum) * 17);
-		memcpy(sched_nulls, nulls, 17);
-		memcpy(sched_types, argtypes, sizeof(Oid) * 17);
-		sched_values[17] = Int64GetDatum(hwm_scheduled_run_id);
-		sched_nulls[17] = ' ';
-		sched_types[17] = INT8OID;
 		hwm_catalog_exec("UPDATE hwm.runs SET started_at = $3, finished_at = pg_catalog.clock_timestamp(), status = $15,"
 						 " rows_upserted = $4, partitions_overwritten = $5, rows_deleted = $6,"
 						 " rows_inserted = $7, watermark_before = $8, watermark_after = $9,"
@@ -539,7 +592,7 @@ hwm_record_run(const HwmRunFacts *run)
 						 " WHERE run_id OPERATOR(pg_catalog.=) $18 AND status OPERATOR(pg_catalog.=) 'running'"
 						 "  AND pipeline OPERATOR(pg_catalog.=) $1"
 						 " RETURNING run_id",
-						 18, sched_types, sched_values, sched_nulls, SPI_OK_UPDATE_RETURNING);
+						 RUN_NARGS_SCHEDULED, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
 		if (SPI_processed > 0)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1, &isnull));
@@ -554,7 +607,7 @@ hwm_record_run(const HwmRunFacts *run)
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14,"
 					 " $16, $17)"
 					 " RETURNING run_id, owner::pg_catalog.oid",
-					 17, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
+					 RUN_NARGS, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										 SPI_tuptable->tupdesc, 1, &isnull));
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
@@ -1234,4 +1287,511 @@ hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 				 errmsg("pipeline \"%s\" has no partition column", p->name),
 				 detail ? errdetail("%s", detail) : 0,
 				 errhint("Drop the pipeline and create it again with partition_column => '...' to %s partitions.", verb)));
+}
+
+/* ---- hwm.backfills: the rows of resumable jobs (job.c) ---- */
+
+/*
+ * The last job of this pipeline and range, if it is unfinished ('running'
+ * or 'failed'): true, with its row in *row (done_through in the current
+ * memory context).  A job that succeeded is done: calling it again starts
+ * another.
+ */
+bool
+hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
+							  const char *to_text, HwmBackfillRow *row)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = CStringGetTextDatum(from_text);
+	values[2] = CStringGetTextDatum(to_text);
+	hwm_catalog_exec("SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
+					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
+					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
+					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
+					 " ORDER BY b.backfill_id DESC LIMIT 1",
+					 3, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (strcmp(SPI_getvalue(tup, desc, 2), "succeeded") == 0)
+		return false;			/* done: calling it again runs it again */
+	row->backfill_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->done_through = SPI_getvalue(tup, desc, 3);
+	row->partitions_done = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+	row->rows_deleted = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	row->rows_inserted = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	return true;
+}
+
+/* the caller's name, as run_by records it */
+static Datum
+run_by_datum(void)
+{
+	return DirectFunctionCall1(namein,
+							   CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
+}
+
+/* An unfinished job taken over by the caller: 'running' again */
+void
+hwm_backfills_resume(int64 backfill_id, int batch_size)
+{
+	Oid			argtypes[3] = {INT8OID, INT4OID, NAMEOID};
+	Datum		values[3] = {Int64GetDatum(backfill_id), Int32GetDatum(batch_size), run_by_datum()};
+
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'running', batch_size = $2,"
+					 " finished_at = NULL, error_sqlstate = NULL, error = NULL, run_by = $3"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A new job's row, 'running', run by the caller (owned by the pipeline's
+ * owner from a 1.2 catalog on); returns its backfill_id.
+ */
+int64
+hwm_backfills_start(const char *pipeline, const char *from_text, const char *to_text,
+					int batch_size)
+{
+	Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, NAMEOID};
+	Datum		values[5];
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = CStringGetTextDatum(from_text);
+	values[2] = CStringGetTextDatum(to_text);
+	values[3] = Int32GetDatum(batch_size);
+	values[4] = run_by_datum();
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by, owner)"
+					 " SELECT $1, $2, $3, $4, 'running', $5, s.owner FROM hwm.state AS s"
+					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
+					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+					 " batch_size, status, run_by)"
+					 " VALUES ($1, $2, $3, $4, 'running', $5) RETURNING backfill_id",
+					 5, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+									   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* A job's progress after a step; finished: 'succeeded', with its end time */
+void
+hwm_backfills_save(const HwmBackfillRow *row, bool finished)
+{
+	Oid			argtypes[6] = {INT8OID, TEXTOID, INT4OID, INT8OID, INT8OID, BOOLOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	values[0] = Int64GetDatum(row->backfill_id);
+	if (row->done_through)
+		values[1] = CStringGetTextDatum(row->done_through);
+	else
+		nulls[1] = 'n';
+	values[2] = Int32GetDatum(row->partitions_done);
+	values[3] = Int64GetDatum(row->rows_deleted);
+	values[4] = Int64GetDatum(row->rows_inserted);
+	values[5] = BoolGetDatum(finished);
+	hwm_catalog_exec("UPDATE hwm.backfills SET done_through = $2, partitions_done = $3,"
+					 " rows_deleted = $4, rows_inserted = $5,"
+					 " status = CASE WHEN $6 THEN 'succeeded' ELSE 'running' END,"
+					 " finished_at = CASE WHEN $6 THEN pg_catalog.clock_timestamp() END"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 6, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/* A job whose step failed: 'failed', with the error (cut to 8 kB) */
+void
+hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error)
+{
+	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(backfill_id);
+	values[1] = CStringGetTextDatum(sqlstate);
+	values[2] = CStringGetTextDatum(hwm_clip_error(error));
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'failed',"
+					 " finished_at = pg_catalog.clock_timestamp(),"
+					 " error_sqlstate = $2, error = $3"
+					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* ---- hwm.state: what the SQL functions change in a pipeline's row ---- */
+
+/* a pipeline's name as the $1 of a statement on its row */
+#define PIPELINE_ARG(name) CStringGetTextDatum(name)
+
+/*
+ * A pipeline's schedule (every, anchored at anchor) and its next run; a run
+ * claimed under the old schedule is not run (see claimed_run_id, 1.2).
+ */
+void
+hwm_state_set_schedule(const char *pipeline, const Interval *every,
+					   TimestampTz anchor, TimestampTz next)
+{
+	Oid			argtypes[4] = {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[4];
+
+	values[0] = PIPELINE_ARG(pipeline);
+	values[1] = IntervalPGetDatum(every);
+	values[2] = TimestampTzGetDatum(anchor);
+	values[3] = TimestampTzGetDatum(next);
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 4, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* No schedule: no next run, and a claimed run is not run */
+void
+hwm_state_clear_schedule(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Paused (false) or resumed (true); a pause, even undone at once, voids a
+ * claimed run that has not started.
+ */
+void
+hwm_state_set_enabled(const char *pipeline, bool enabled)
+{
+	Oid			argtypes[2] = {TEXTOID, BOOLOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), BoolGetDatum(enabled)};
+
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "UPDATE hwm.state SET enabled = $2, claimed_run_id = CASE"
+					 " WHEN enabled OPERATOR(pg_catalog.=) $2 THEN claimed_run_id END"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/* A scheduled run's time limit; NULL: none */
+void
+hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
+{
+	Oid			argtypes[2] = {TEXTOID, INTERVALOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), timeout ? IntervalPGetDatum(timeout) : (Datum) 0};
+	char		nulls[2] = {' ', timeout ? ' ' : 'n'};
+
+	hwm_catalog_exec("UPDATE hwm.state SET timeout = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * The pipeline's owner as the caller sees hwm.state, for hwm.schedule's
+ * warnings only: InvalidOid when the caller does not see the row.  The one
+ * statement on hwm's tables that does not go through hwm_catalog_exec, as
+ * its author wrote it (317ded0): it reads only what the caller may read
+ * anyway (SELECT on hwm.state is granted to PUBLIC), as the caller, under
+ * the row security policy on hwm.state, and any outcome but one row gives
+ * no warning rather than an error (a warning is all it decides).  The
+ * caller has just been checked to have the owner's privileges
+ * (hwm_pipeline_fetch), which is what the policy asks, so it sees the row.
+ */
+Oid
+hwm_state_owner_as_caller(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+	bool		isnull;
+	Oid			owner;
+
+	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM hwm.state"
+							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		return InvalidOid;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return isnull ? InvalidOid : owner;
+}
+
+/* ---- hwm.state: pipelines by owner (owners.c: DROP ROLE, REASSIGN, DROP OWNED) ---- */
+
+/*
+ * Do roles of an oid[] own pipelines?  true, with the first such owner (by
+ * oid), how many it owns and their names quoted, comma-separated, in name
+ * order.
+ */
+bool
+hwm_state_owned_by_any(Datum owners, Oid *owner, int64 *count, char **names)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {owners};
+	HeapTuple	tup;
+	bool		isnull;
+
+	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
+					 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
+					 "                       ORDER BY s.pipeline)"
+					 " FROM hwm.state AS s WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+					 " GROUP BY 1 ORDER BY 1 LIMIT 1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	*owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+	*count = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+	*names = SPI_getvalue(tup, SPI_tuptable->tupdesc, 3);
+	return true;
+}
+
+/* The pipelines of the roles of an oid[] go to newrole; how many */
+uint64
+hwm_state_reassign_owners(Datum owners, Oid newrole)
+{
+	Oid			argtypes[2] = {OIDARRAYOID, OIDOID};
+	Datum		values[2] = {owners, ObjectIdGetDatum(newrole)};
+
+	hwm_catalog_exec("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
+					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	return SPI_processed;
+}
+
+/* The pipelines of the roles of an oid[] are dropped; how many */
+uint64
+hwm_state_delete_owned(Datum owners)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1] = {owners};
+
+	hwm_catalog_exec("DELETE FROM hwm.state"
+					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	return SPI_processed;
+}
+
+/* ---- hwm.state: declaring and dropping pipelines (manage.c) ---- */
+
+/* The parameters of hwm_state_insert's statement, $1 first */
+enum
+{
+	NEW_PIPELINE, NEW_SOURCE, NEW_TARGET, NEW_UNIQUE_KEY, NEW_WATERMARK_COLUMN,
+	NEW_WATERMARK_TYPE, NEW_PARTITION_COLUMN, NEW_LOOKBACK, NEW_SCHEDULE,
+	NEW_WATERMARK, NEW_OWNER, NEW_DELAY, NEW_BATCH_SIZE,
+	/* 1.1 on: command and interval pipelines */
+	NEW_COMMAND, NEW_TIME_INTERVAL, NEW_INTERVAL_ANCHOR, NEW_BATCHED, NEW_SKIP_EMPTY,
+	NEW_NARGS
+};
+
+/* The watermark type stored for a pipeline (alter_pipeline checks a new source against it) */
+Oid
+hwm_state_watermark_type(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+	Datum		d;
+
+	hwm_catalog_exec("SELECT watermark_type::pg_catalog.oid FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "pipeline \"%s\" has no row in hwm.state", pipeline);
+	return hwm_spi_first(&d) ? DatumGetObjectId(d) : InvalidOid;
+}
+
+/* The parameters of hwm_state_alter's statement, by name */
+enum
+{
+	ALTER_PIPELINE = 1, ALTER_SOURCE, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
+	ALTER_LOOKBACK, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND, ALTER_BATCHED, ALTER_SKIP_EMPTY,
+	ALTER_NARGS = ALTER_SKIP_EMPTY
+};
+
+/*
+ * hwm.alter_pipeline: the settings a pipeline's row takes from row (its
+ * name, source, target, key, partition column, lookback, delay,
+ * batch_size, and from a 1.1 catalog on its command, batched and
+ * skip_empty); the rest of the row is kept.
+ */
+void
+hwm_state_alter(const HwmNewPipeline *row)
+{
+	Oid			argtypes[ALTER_NARGS];
+	Datum		values[ALTER_NARGS];
+	char		nulls[ALTER_NARGS];
+	bool		old = hwm_catalog_is_1_0();
+
+#define SET_ARG(n, type, value, isnull) \
+	(argtypes[(n) - 1] = (type), values[(n) - 1] = (value), nulls[(n) - 1] = (isnull) ? 'n' : ' ')
+	SET_ARG(ALTER_PIPELINE, TEXTOID, PIPELINE_ARG(row->pipeline), false);
+	SET_ARG(ALTER_SOURCE, REGCLASSOID, ObjectIdGetDatum(row->source), false);
+	SET_ARG(ALTER_TARGET, REGCLASSOID, ObjectIdGetDatum(row->target), !OidIsValid(row->target));
+	SET_ARG(ALTER_UNIQUE_KEY, TEXTARRAYOID, row->unique_key, false);
+	SET_ARG(ALTER_PARTITION_COLUMN, NAMEOID, row->partition_column, row->partition_column == (Datum) 0);
+	SET_ARG(ALTER_LOOKBACK, INT4OID, Int32GetDatum(row->lookback), false);
+	SET_ARG(ALTER_DELAY, INTERVALOID, row->delay ? IntervalPGetDatum(row->delay) : (Datum) 0, row->delay == NULL);
+	SET_ARG(ALTER_BATCH_SIZE, INT8OID, Int64GetDatum(row->batch_size), row->batch_size <= 0);
+	SET_ARG(ALTER_COMMAND, TEXTOID, row->command ? CStringGetTextDatum(row->command) : (Datum) 0,
+			row->command == NULL);
+	SET_ARG(ALTER_BATCHED, BOOLOID, BoolGetDatum(row->batched), false);
+	SET_ARG(ALTER_SKIP_EMPTY, BOOLOID, BoolGetDatum(row->skip_empty), false);
+#undef SET_ARG
+	StaticAssertStmt(ALTER_NARGS == 11, "hwm_state_alter's statement numbers 11 parameters");
+	hwm_catalog_exec(psprintf("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
+							  " partition_column = $5, lookback = $6, delay = $7, batch_size = $8%s"
+							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+							  old ? "" : ", command = $9, batched = $10, skip_empty = $11"),
+					 old ? ALTER_BATCH_SIZE : ALTER_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * A new pipeline's row.  A 1.0 catalog has only copy pipelines (1.0 has no
+ * function that declares others): the command and interval columns are
+ * left out.  created_at comes from the clock, not the transaction's start:
+ * with the name, it is the pipeline's identity, which a run writes its
+ * result back by, so a pipeline dropped and declared again in one
+ * transaction is another.
+ */
+void
+hwm_state_insert(const HwmNewPipeline *row)
+{
+	Oid			argtypes[NEW_NARGS];
+	Datum		values[NEW_NARGS];
+	char		nulls[NEW_NARGS];
+	bool		old = hwm_catalog_is_1_0();
+
+#define ARG(i, type, value, present) \
+	(argtypes[i] = (type), set_arg(values, nulls, (i), (value), (present)))
+	ARG(NEW_PIPELINE, TEXTOID, CStringGetTextDatum(row->pipeline), true);
+	ARG(NEW_SOURCE, REGCLASSOID, ObjectIdGetDatum(row->source), true);
+	ARG(NEW_TARGET, REGCLASSOID, ObjectIdGetDatum(row->target), OidIsValid(row->target));
+	ARG(NEW_UNIQUE_KEY, TEXTARRAYOID, row->unique_key, true);
+	ARG(NEW_WATERMARK_COLUMN, NAMEOID, row->watermark_column, true);
+	ARG(NEW_WATERMARK_TYPE, REGTYPEOID, ObjectIdGetDatum(row->watermark_type), true);
+	ARG(NEW_PARTITION_COLUMN, NAMEOID, row->partition_column, row->partition_column != (Datum) 0);
+	ARG(NEW_LOOKBACK, INT4OID, Int32GetDatum(row->lookback), true);
+	ARG(NEW_SCHEDULE, INTERVALOID, PointerGetDatum(row->schedule), row->schedule != NULL);
+	ARG(NEW_WATERMARK, TEXTOID,
+		row->watermark ? CStringGetTextDatum(row->watermark) : (Datum) 0, row->watermark != NULL);
+	ARG(NEW_OWNER, OIDOID, ObjectIdGetDatum(row->owner), true);
+	ARG(NEW_DELAY, INTERVALOID, PointerGetDatum(row->delay), row->delay != NULL);
+	ARG(NEW_BATCH_SIZE, INT8OID, Int64GetDatum(row->batch_size), row->batch_size > 0);
+	ARG(NEW_COMMAND, TEXTOID,
+		row->command ? CStringGetTextDatum(row->command) : (Datum) 0, row->command != NULL);
+	ARG(NEW_TIME_INTERVAL, INTERVALOID, PointerGetDatum(row->time_interval),
+		row->time_interval != NULL);
+	ARG(NEW_INTERVAL_ANCHOR, TEXTOID,
+		row->interval_anchor ? CStringGetTextDatum(row->interval_anchor) : (Datum) 0,
+		row->interval_anchor != NULL);
+	ARG(NEW_BATCHED, BOOLOID, BoolGetDatum(row->batched), true);
+	ARG(NEW_SKIP_EMPTY, BOOLOID, BoolGetDatum(row->skip_empty), true);
+#undef ARG
+	/* the statement writes parameter NEW_X as $(NEW_X + 1) */
+	StaticAssertStmt(NEW_OWNER + 1 == 11 && NEW_BATCH_SIZE + 1 == 13 && NEW_SKIP_EMPTY + 1 == 18,
+					 "hwm_state_insert's statement numbers its parameters as NEW_* does");
+
+	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+							  " watermark_column, watermark_type, partition_column, lookback,"
+							  " schedule, watermark, owner, delay, batch_size, created_at%s)"
+							  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
+							  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s)",
+							  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
+							  old ? "" : ", $14, $15, $16, $17, $18"),
+					 old ? NEW_COMMAND : NEW_NARGS, argtypes, values, nulls, SPI_OK_INSERT);
+}
+
+/* hwm.drop_pipeline: the pipeline's row goes (its runs stay) */
+void
+hwm_state_delete(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	hwm_catalog_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * In the sql_drop event trigger: the tables dropped that are some
+ * pipeline's source or target, left in SPI_tuptable as (objid, schema_name,
+ * object_name).
+ */
+void
+hwm_state_dropped_tables(void)
+{
+	hwm_catalog_exec("SELECT d.objid, d.schema_name, d.object_name"
+					 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+					 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
+					 "  WHERE d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid]))",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+}
+
+/*
+ * The pipelines of table old (as source or target) follow it to table new
+ * (a Citus conversion); their names left in SPI_tuptable.
+ */
+void
+hwm_state_follow_table(Oid old, Oid new)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		values[2] = {ObjectIdGetDatum(old), ObjectIdGetDatum(new)};
+
+	hwm_catalog_exec("UPDATE hwm.state AS s SET"
+					 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
+					 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
+					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
+					 " RETURNING s.pipeline",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+}
+
+/*
+ * In the sql_drop event trigger: the pipelines of the tables dropped go;
+ * their names left in SPI_tuptable, in name order (whatever order the rows
+ * are stored in, for the notices).
+ */
+void
+hwm_state_delete_of_dropped_tables(void)
+{
+	hwm_catalog_exec("WITH dropped AS ("
+					 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+					 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
+					 " gone AS (DELETE FROM hwm.state AS s"
+					 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+					 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+					 " RETURNING s.pipeline)"
+					 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+}
+
+/*
+ * hwm.set_watermark: the watermark (NULL: load everything again); from 1.1
+ * on, what the last load remembered goes too, since it no longer describes
+ * the new watermark.
+ */
+void
+hwm_state_set_watermark(const char *pipeline, const char *watermark)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), watermark ? CStringGetTextDatum(watermark) : (Datum) 0};
+	char		nulls[2] = {' ', watermark ? ' ' : 'n'};
+
+	hwm_catalog_exec(hwm_catalog_is_1_0() ?
+					 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
+					 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+					 " reread_starts = NULL, reread_epoch = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }

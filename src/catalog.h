@@ -1,9 +1,10 @@
 /*
  * catalog.h
- *		hwm's tables (catalog.c): a pipeline's row in hwm.state, the run
- *		history in hwm.runs (the scheduler's run rows too), the homes in
- *		hwm.homes, and the one entry that runs SQL on them as the catalog's
- *		owner (hwm_catalog_exec), which job.c uses for hwm.backfills.
+ *		hwm's tables (catalog.c), the one place with SQL on them: a
+ *		pipeline's row in hwm.state, the run history in hwm.runs (the
+ *		scheduler's run rows too), the jobs' rows in hwm.backfills, the
+ *		homes in hwm.homes.  Their SQL runs as the catalog's owner through
+ *		one entry, static in catalog.c, so that no other file can write it.
  */
 #ifndef HWM_CATALOG_H
 #define HWM_CATALOG_H
@@ -82,6 +83,11 @@ typedef struct HwmRunFacts
 	const char *status;			/* NULL: succeeded */
 	const char *error_sqlstate; /* a failed run's error (stored cut to 8 kB) */
 	const char *error;
+	/*
+	 * a scheduled run: the 'running' row the dispatcher inserted for it,
+	 * which a load of that pipeline records itself in (0: none, a new row)
+	 */
+	int64		scheduled_run_id;
 } HwmRunFacts;
 
 /* a run's facts with every count "not applicable" */
@@ -94,8 +100,6 @@ extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
 
 extern Oid	hwm_catalog_owner(void);
-extern void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes,
-							 Datum *values, const char *nulls, int expected);
 /* the catalog's version: 10, 11 or 12 (1.0, 1.1, 1.2), whatever the library's */
 extern int	hwm_catalog_version(void);
 extern bool hwm_catalog_is_1_0(void);
@@ -107,8 +111,6 @@ extern void hwm_pipeline_set_home(const char *name);
 extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 											const char *detail);
 extern int64 hwm_record_run(const HwmRunFacts *run);
-/* set by the scheduler's worker while it serves a run: its 'running' row */
-extern int64 hwm_scheduled_run_id;
 extern void hwm_prune_runs(const char *pipeline, Oid owner);
 extern void hwm_prune_runs_in_loop(const char *pipeline, bool first);
 extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
@@ -151,5 +153,93 @@ extern uint64 hwm_state_last_durations(Datum pipelines);
 /* a worker hands back claimed runs it will not start (int8[] of run_ids):
  * their 'running' rows go and their pipelines are due again; how many */
 extern int64 hwm_runs_release(Datum run_ids);
+
+/*
+ * hwm.state: what the SQL functions change in a pipeline's row (the caller
+ * has checked that the caller may: hwm_pipeline_fetch).  The owner as the
+ * caller sees it, under row security (InvalidOid: not visible), for
+ * hwm.schedule's warnings.
+ */
+extern void hwm_state_set_schedule(const char *pipeline, const Interval *every,
+								   TimestampTz anchor, TimestampTz next);
+extern void hwm_state_clear_schedule(const char *pipeline);
+extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
+extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);
+extern Oid	hwm_state_owner_as_caller(const char *pipeline);
+
+/*
+ * A new pipeline's row in hwm.state (manage.c), by name of column; NULL,
+ * InvalidOid, (Datum) 0 or a batch_size of 0: the column is NULL.
+ */
+typedef struct HwmNewPipeline
+{
+	const char *pipeline;
+	Oid			source;
+	Oid			target;			/* InvalidOid: none (a command pipeline) */
+	Datum		unique_key;		/* text[] */
+	Datum		watermark_column;	/* name */
+	Oid			watermark_type;
+	Datum		partition_column;	/* name; (Datum) 0: none */
+	int32		lookback;
+	const Interval *schedule;
+	const char *watermark;		/* canonical text */
+	Oid			owner;
+	const Interval *delay;
+	int64		batch_size;		/* 0: no cap */
+	/* command and interval pipelines (from a 1.1 catalog on) */
+	const char *command;
+	const Interval *time_interval;
+	const char *interval_anchor;
+	bool		batched;
+	bool		skip_empty;
+} HwmNewPipeline;
+
+/*
+ * hwm.state: declaring and dropping pipelines (manage.c).  In the sql_drop
+ * event trigger, statements on pg_event_trigger_dropped_objects(): the
+ * dropped tables some pipeline uses (left in SPI_tuptable as (objid,
+ * schema_name, object_name)), the pipelines of a table that Citus converts
+ * following its successor, and the pipelines of the dropped tables deleted
+ * (names left in SPI_tuptable, in name order).
+ */
+extern void hwm_state_insert(const HwmNewPipeline *row);
+extern Oid	hwm_state_watermark_type(const char *pipeline);
+extern void hwm_state_alter(const HwmNewPipeline *row);
+extern void hwm_state_delete(const char *pipeline);
+extern void hwm_state_dropped_tables(void);
+extern void hwm_state_follow_table(Oid old, Oid new);
+extern void hwm_state_delete_of_dropped_tables(void);
+extern void hwm_state_set_watermark(const char *pipeline, const char *watermark);
+
+/*
+ * hwm.state by owner, for DROP ROLE, REASSIGN OWNED and DROP OWNED
+ * (owners.c): owners is an oid[] of roles.  Whether they own pipelines
+ * (the first owner by oid, its count and its pipelines' names quoted);
+ * their pipelines given to newrole, or dropped (how many).
+ */
+extern bool hwm_state_owned_by_any(Datum owners, Oid *owner, int64 *count, char **names);
+extern uint64 hwm_state_reassign_owners(Datum owners, Oid newrole);
+extern uint64 hwm_state_delete_owned(Datum owners);
+
+/*
+ * hwm.backfills: one resumable job's row (job.c), by name of column.  A
+ * job's id, the end of its last step (NULL: none), its steps and counts.
+ */
+typedef struct HwmBackfillRow
+{
+	int64		backfill_id;
+	char	   *done_through;
+	int			partitions_done;
+	int64		rows_deleted;
+	int64		rows_inserted;
+} HwmBackfillRow;
+
+extern bool hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
+										  const char *to_text, HwmBackfillRow *row);
+extern int64 hwm_backfills_start(const char *pipeline, const char *from_text,
+								 const char *to_text, int batch_size);
+extern void hwm_backfills_resume(int64 backfill_id, int batch_size);
+extern void hwm_backfills_save(const HwmBackfillRow *row, bool finished);
+extern void hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error);
 
 #endif							/* HWM_CATALOG_H */

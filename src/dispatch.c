@@ -67,6 +67,7 @@
 #include "compat.h"
 #include "dispatch.h"
 #include "grid.h"
+#include "load.h"
 #include "schedule.h"
 #include "slots.h"
 #include "util.h"
@@ -1022,21 +1023,15 @@ notify_success(void)
 static void
 run_pipeline(const char *pipeline)
 {
-	Oid			runtypes[1] = {TEXTOID};
-	Datum		runvals[1];
 	int			timeout_ms = worker_timeout_ms();
 
 	pgstat_report_appname(psprintf("hwm: %s", pipeline));
 	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
 
-	runvals[0] = CStringGetTextDatum(pipeline);
 	if (timeout_ms > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
 	/* hwm.run records itself in this run's 'running' row: one run id */
-	hwm_scheduled_run_id = my_run_ids[my_current];
-	hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
-				 1, runtypes, runvals, NULL, SPI_OK_SELECT);
-	hwm_scheduled_run_id = 0;
+	hwm_load_scheduled(pipeline, my_run_ids[my_current]);
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	/* a timeout that fired as the run ended cancels nothing after it */
@@ -1230,7 +1225,6 @@ serve_run(MemoryContext workcxt)
 	}
 	PG_CATCH();
 	{
-		hwm_scheduled_run_id = 0;
 		MemoryContextSwitchTo(workcxt);
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		edata = CopyErrorData();

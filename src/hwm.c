@@ -1,8 +1,10 @@
 /*
  * hwm.c
  *		Module entry point: _PG_init defines the hwm.* settings (each
- *		module owns its variables; see their headers) and registers the
- *		background scheduler.  Nothing calls into this file.
+ *		module owns its variables; see their headers), registers the
+ *		background scheduler, and installs hwm's one ProcessUtility hook
+ *		and its one shared-memory set-up, each of which calls the modules
+ *		it serves in turn.  Nothing calls into this file.
  *
  * hwm works without shared_preload_libraries: every SQL function loads the
  * module on first use.  Preloading it defines the settings, and reserves the
@@ -18,6 +20,7 @@
 #include "running.h"
 #include "privilege.h"
 #include "launcher.h"
+#include "slots.h"
 #include "wakeup.h"
 #include "watermark.h"
 #include "compat.h"
@@ -26,11 +29,80 @@
 
 #include "postmaster/postmaster.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+static ProcessUtility_hook_type prev_process_utility_hook = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/*
+ * hwm's ProcessUtility hook: around every utility statement, the
+ * scheduler's concerns (wakeup.c: the launcher woken by CREATE, ALTER, DROP
+ * EXTENSION and DATABASE, hwm out of the way of a database statement that
+ * needs the database to itself; only when the scheduler is preloaded), then
+ * the owners' (owners.c: DROP ROLE, REASSIGN OWNED, DROP OWNED applied to
+ * pipelines).  The database made way for is cleared whatever happens.
+ */
+static void
+hwm_process_utility(PlannedStmt *pstmt, const char *queryString,
+					bool readOnlyTree, ProcessUtilityContext context,
+					ParamListInfo params, QueryEnvironment *queryEnv,
+					DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+	bool		scheduler = hwm_scheduler_preloaded;
+	volatile Oid made_way = InvalidOid;
+
+	if (scheduler)
+		made_way = hwm_wakeup_before_utility(stmt, context == PROCESS_UTILITY_TOPLEVEL);
+	PG_TRY();
+	{
+		void	   *owners = hwm_owners_before_utility(stmt);
+
+		if (prev_process_utility_hook)
+			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
+									  params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+		hwm_owners_after_utility(stmt, owners);
+	}
+	PG_FINALLY();
+	{
+		if (scheduler)
+			hwm_wakeup_after_utility(made_way);
+	}
+	PG_END_TRY();
+}
+
+/* The scheduler's shared memory: the run slots (slots.c), the doorbell (wakeup.c) */
+static void
+hwm_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(hwm_slots_shmem_size());
+	RequestAddinShmemSpace(hwm_wakeup_shmem_size());
+}
+
+static void
+hwm_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	hwm_wakeup_shmem_init();
+	hwm_slots_shmem_init();
+	LWLockRelease(AddinShmemInitLock);
+}
 
 void
 _PG_init(void)
@@ -140,7 +212,15 @@ _PG_init(void)
 							PGC_SUSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("hwm");
-	hwm_owners_init();
 	hwm_running_init();
-	hwm_scheduler_init();
+	/* shared memory only with the scheduler (while preloading) */
+	if (hwm_scheduler_init())
+	{
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = hwm_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = hwm_shmem_startup;
+	}
+	prev_process_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = hwm_process_utility;
 }

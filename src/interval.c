@@ -222,6 +222,7 @@ typedef struct IntervalRun
 	bool		ran;			/* the command ran over [start, run_end) */
 	Timestamp	run_end;
 	int64		rows;
+	int64		scheduled_run_id;	/* its 'running' row, 0: none */
 } IntervalRun;
 
 /* The next interval's start: the watermark, or the oldest row's interval */
@@ -359,6 +360,7 @@ record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
 	run.watermark_after = *after;
 	run.from_partition = from_text;
 	run.to_partition = to_text;
+	run.scheduled_run_id = r->scheduled_run_id;
 	run_id = hwm_record_run(&run);
 	hwm_update_state_after_run(r->p, run_id, started_at, *after != r->p->watermark,
 							   *after, r->rows, &r->p->memory);
@@ -378,16 +380,19 @@ record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
 /*
  * hwm.run of an interval pipeline (called by load.c under the pipeline's
  * lock): the rows the command processed and the new watermark in *rows and
- * *after (which holds the old one); returns the run_id.
+ * *after (which holds the old one); returns the run_id.  A scheduled run
+ * records itself in its 'running' row scheduled_run_id (0: none).
  */
 int64
-hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 *rows, char **after)
+hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 scheduled_run_id,
+				 int64 *rows, char **after)
 {
 	IntervalRun r = {0};
 	HwmRoleSwitch sw;
 	int64		run_id;
 
 	r.p = p;
+	r.scheduled_run_id = scheduled_run_id;
 	r.plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&r.grid, r.plan, p->time_interval, p->interval_anchor);
 	find_start(&r);

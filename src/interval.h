@@ -19,7 +19,7 @@ extern void hwm_interval_check_boundary(const HwmPlan *plan, const Interval *ste
 										const char *anchor, const char *value,
 										const char *what);
 extern int64 hwm_interval_run(HwmPipeline *p, TimestampTz started_at,
-							  int64 *rows, char **after);
+							  int64 scheduled_run_id, int64 *rows, char **after);
 
 /* CALL hwm.catch_up begins (true) or ends (false): runs stop at what was ready first */
 extern void hwm_interval_catch_up(bool active);

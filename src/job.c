@@ -79,79 +79,30 @@ job_text(const HwmJob *job, const char *template)
 bool
 hwm_job_find_unfinished(HwmJob *job)
 {
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
-	HeapTuple	tup;
-	TupleDesc	desc;
-	char	   *done;
-	bool		isnull;
+	HwmBackfillRow row;
 
-	values[0] = CStringGetTextDatum(job->pipeline);
-	values[1] = CStringGetTextDatum(job->from_text);
-	values[2] = CStringGetTextDatum(job->to_text);
-	hwm_catalog_exec("SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
-					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
-					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
-					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
-					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
-					 " ORDER BY b.backfill_id DESC LIMIT 1",
-					 3, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!hwm_backfills_find_unfinished(job->pipeline, job->from_text, job->to_text, &row))
 		return false;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	if (strcmp(SPI_getvalue(tup, desc, 2), "succeeded") == 0)
-		return false;			/* done: calling it again runs it again */
-	done = SPI_getvalue(tup, desc, 3);
-	job->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-	job->done_through = done ? MemoryContextStrdup(job->cxt, done) : NULL;
-	job->steps_done = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-	job->rows_deleted = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-	job->rows_inserted = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	job->id = row.backfill_id;
+	job->done_through = row.done_through ? MemoryContextStrdup(job->cxt, row.done_through) : NULL;
+	job->steps_done = row.partitions_done;
+	job->rows_deleted = row.rows_deleted;
+	job->rows_inserted = row.rows_inserted;
 	return true;
 }
 
 void
 hwm_job_start(HwmJob *job)
 {
-	Datum		run_by = DirectFunctionCall1(namein,
-											 CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
-	bool		isnull;
-
 	hwm_prune_runs_in_loop(job->pipeline, true);	/* its steps prune as they go */
 	job->resumed = hwm_job_find_unfinished(job);
 	if (job->resumed)
 	{
-		Oid			argtypes[3] = {INT8OID, INT4OID, NAMEOID};
-		Datum		values[3] = {Int64GetDatum(job->id), Int32GetDatum(job->batch_size), run_by};
-
-		hwm_catalog_exec("UPDATE hwm.backfills SET status = 'running', batch_size = $2,"
-						 " finished_at = NULL, error_sqlstate = NULL, error = NULL, run_by = $3"
-						 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
-						 3, argtypes, values, NULL, SPI_OK_UPDATE);
+		hwm_backfills_resume(job->id, job->batch_size);
 		return;
 	}
-	{
-		Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, NAMEOID};
-		Datum		values[5];
-
-		values[0] = CStringGetTextDatum(job->pipeline);
-		values[1] = CStringGetTextDatum(job->from_text);
-		values[2] = CStringGetTextDatum(job->to_text);
-		values[3] = Int32GetDatum(job->batch_size);
-		values[4] = run_by;
-		hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-						 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-						 " batch_size, status, run_by, owner)"
-						 " SELECT $1, $2, $3, $4, 'running', $5, s.owner FROM hwm.state AS s"
-						 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
-						 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-						 " batch_size, status, run_by)"
-						 " VALUES ($1, $2, $3, $4, 'running', $5) RETURNING backfill_id",
-						 5, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
-	}
-	job->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &isnull));
+	job->id = hwm_backfills_start(job->pipeline, job->from_text, job->to_text,
+								  job->batch_size);
 	job->done_through = NULL;
 	job->steps_done = 0;
 	job->rows_deleted = 0;
@@ -196,25 +147,11 @@ hwm_job_claim(HwmJob *job)
 void
 hwm_job_save(const HwmJob *job, bool finished)
 {
-	Oid			argtypes[6] = {INT8OID, TEXTOID, INT4OID, INT8OID, INT8OID, BOOLOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	HwmBackfillRow row = {.backfill_id = job->id, .done_through = job->done_through,
+		.partitions_done = job->steps_done, .rows_deleted = job->rows_deleted,
+	.rows_inserted = job->rows_inserted};
 
-	values[0] = Int64GetDatum(job->id);
-	if (job->done_through)
-		values[1] = CStringGetTextDatum(job->done_through);
-	else
-		nulls[1] = 'n';
-	values[2] = Int32GetDatum(job->steps_done);
-	values[3] = Int64GetDatum(job->rows_deleted);
-	values[4] = Int64GetDatum(job->rows_inserted);
-	values[5] = BoolGetDatum(finished);
-	hwm_catalog_exec("UPDATE hwm.backfills SET done_through = $2, partitions_done = $3,"
-					 " rows_deleted = $4, rows_inserted = $5,"
-					 " status = CASE WHEN $6 THEN 'succeeded' ELSE 'running' END,"
-					 " finished_at = CASE WHEN $6 THEN pg_catalog.clock_timestamp() END"
-					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
-					 6, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_backfills_save(&row, finished);
 	/* a step done: the pipeline's history stays within its bound as the job goes */
 	if (!finished)
 		hwm_prune_runs_in_loop(job->pipeline, false);
@@ -223,17 +160,8 @@ hwm_job_save(const HwmJob *job, bool finished)
 void
 hwm_job_fail(const HwmJob *job, ErrorData *edata)
 {
-	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
-	Datum		values[3];
-
-	values[0] = Int64GetDatum(job->id);
-	values[1] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
-	values[2] = CStringGetTextDatum(hwm_clip_error(edata->message ? edata->message : "unknown error"));
-	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'failed',"
-					 " finished_at = pg_catalog.clock_timestamp(),"
-					 " error_sqlstate = $2, error = $3"
-					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
-					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_backfills_fail(job->id, unpack_sql_state(edata->sqlerrcode),
+					   edata->message ? edata->message : "unknown error");
 }
 
 void

@@ -166,21 +166,22 @@ bgw_init(BackgroundWorker *bgw, const char *function_name, const char *name,
 
 /*
  * Called from _PG_init.  Only while shared_preload_libraries is processed
- * (and never under pg_upgrade) is the launcher registered and shared memory
- * requested; a module loaded later only provides the SQL functions.
+ * (and never under pg_upgrade) is the launcher registered; a module loaded
+ * later only provides the SQL functions.  Returns whether it was: then
+ * _PG_init requests the scheduler's shared memory (slots.c, wakeup.c).
  */
-void
+bool
 hwm_scheduler_init(void)
 {
 	BackgroundWorker bgw;
 
 	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
-		return;
+		return false;
 	hwm_wakeup_init();
-	hwm_slots_init();
 
 	bgw_init(&bgw, "hwm_launcher_main", "hwm launcher", "hwm launcher", 10);
 	RegisterBackgroundWorker(&bgw);
+	return true;
 }
 
 /* ------------------------------------------------------------------------

@@ -15,7 +15,7 @@
 extern bool hwm_enabled;
 extern int	hwm_max_workers;
 
-/* from _PG_init: while preloading, register the launcher */
-extern void hwm_scheduler_init(void);
+/* from _PG_init: while preloading, register the launcher (true: registered) */
+extern bool hwm_scheduler_init(void);
 
 #endif							/* HWM_LAUNCHER_H */

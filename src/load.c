@@ -27,6 +27,7 @@
 #include "catalog.h"
 #include "command.h"
 #include "interval.h"
+#include "load.h"
 #include "pipeline.h"
 #include "privilege.h"
 #include "range.h"
@@ -64,7 +65,15 @@ typedef struct LoadRun
 	HwmOverwrite lookback;
 	char	   *from_text;
 	char	   *to_text;
+	int64		scheduled_run_id;	/* its 'running' row (hwm_load_scheduled), 0: none */
 } LoadRun;
+
+/*
+ * While hwm_load_scheduled's SQL call of hwm.run runs: the scheduled run's
+ * 'running' row, which the run records itself in (0: a run by hand).  The
+ * one value that crosses that SQL call, set and cleared around it here.
+ */
+static int64 serving_run_id = 0;
 
 /*
  * Run a watermark statement in its first-run or later-run form (see
@@ -318,6 +327,7 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 	run.watermark_after = r->wm_after;
 	run.from_partition = r->from_text;
 	run.to_partition = r->to_text;
+	run.scheduled_run_id = r->scheduled_run_id;
 	run_id = hwm_record_run(&run);
 	remember_load(r, sliced, &mem);
 	hwm_update_state_after_run(r->p, run_id, started_at,
@@ -364,7 +374,8 @@ run_locked(LoadRun *r, TimestampTz started_at)
 	{
 		/* an interval pipeline: one interval (or the backlog), interval.c */
 		r->wm_after = r->p->watermark;
-		return hwm_interval_run(r->p, started_at, &r->upserted, &r->wm_after);
+		return hwm_interval_run(r->p, started_at, r->scheduled_run_id,
+								&r->upserted, &r->wm_after);
 	}
 	r->plan = hwm_plan_as_owner(r->p, true, r->p->lookback > 0, true, &sw);
 	if (r->p->watermark)
@@ -419,6 +430,7 @@ hwm_run(PG_FUNCTION_ARGS)
 				 errdetail("Such a transaction reads with the snapshot of its first statement, so rows committed after it would be skipped for good once the watermark moved past them."),
 				 errhint("Call hwm.run in a READ COMMITTED transaction (the default), or on its own.")));
 
+	r.scheduled_run_id = serving_run_id;
 	SPI_connect();
 	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
 	/* the run owns its pipeline until it ends (running.c) */
@@ -438,6 +450,32 @@ hwm_run(PG_FUNCTION_ARGS)
 	result = run_result(fcinfo, tupdesc, &r, run_id);
 	SPI_finish();
 	return result;
+}
+
+/*
+ * A scheduled run (the scheduler's worker, dispatch.c): SELECT * FROM
+ * hwm.run(pipeline, nowait => true), which records the run in its
+ * 'running' row run_id of hwm.runs rather than a row of its own (when that
+ * row is still 'running' and the pipeline's).  hwm.run's result is left in
+ * SPI_tuptable.
+ */
+void
+hwm_load_scheduled(const char *pipeline, int64 run_id)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(pipeline)};
+
+	serving_run_id = run_id;
+	PG_TRY();
+	{
+		hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	}
+	PG_FINALLY();
+	{
+		serving_run_id = 0;
+	}
+	PG_END_TRY();
 }
 
 /*

@@ -264,57 +264,28 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 static void
 insert_pipeline(const CreateArgs *a)
 {
-	Oid			argtypes[18] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
-		REGTYPEOID, NAMEOID, INT4OID, INTERVALOID, TEXTOID, OIDOID, INTERVALOID, INT8OID,
-	TEXTOID, INTERVALOID, TEXTOID, BOOLOID, BOOLOID};
-	Datum		values[18];
-	char		nulls[18];
-	bool		old;
+	HwmNewPipeline row = {
+		.pipeline = a->name,
+		.source = a->spec.source,
+		.target = a->spec.source_only ? InvalidOid : a->spec.target,
+		.unique_key = a->unique_key,
+		.watermark_column = a->watermark_column,
+		.watermark_type = a->watermark_type,
+		.partition_column = a->spec.partition_column ? a->partition_column : (Datum) 0,
+		.lookback = a->lookback,
+		.schedule = a->schedule,
+		.watermark = a->watermark,
+		.owner = a->owner,
+		.delay = a->delay,
+		.batch_size = a->batch_size,
+		.command = a->command,
+		.time_interval = a->time_interval,
+		.interval_anchor = a->anchor,
+		.batched = a->batched,
+		.skip_empty = a->skip_empty,
+	};
 
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(a->name);
-	values[1] = ObjectIdGetDatum(a->spec.source);
-	values[2] = ObjectIdGetDatum(a->spec.target);
-	nulls[2] = a->spec.source_only ? 'n' : ' ';
-	values[3] = a->unique_key;
-	values[4] = a->watermark_column;
-	values[5] = ObjectIdGetDatum(a->watermark_type);
-	values[6] = a->partition_column;
-	nulls[6] = a->spec.partition_column ? ' ' : 'n';
-	values[7] = Int32GetDatum(a->lookback);
-	values[8] = a->schedule ? IntervalPGetDatum(a->schedule) : (Datum) 0;
-	nulls[8] = a->schedule ? ' ' : 'n';
-	values[9] = a->watermark ? CStringGetTextDatum(a->watermark) : (Datum) 0;
-	nulls[9] = a->watermark ? ' ' : 'n';
-	values[10] = ObjectIdGetDatum(a->owner);
-	values[11] = a->delay ? IntervalPGetDatum(a->delay) : (Datum) 0;
-	nulls[11] = a->delay ? ' ' : 'n';
-	values[12] = Int64GetDatum(a->batch_size);
-	nulls[12] = a->batch_size > 0 ? ' ' : 'n';
-	values[13] = a->command ? CStringGetTextDatum(a->command) : (Datum) 0;
-	nulls[13] = a->command ? ' ' : 'n';
-	values[14] = a->time_interval ? IntervalPGetDatum(a->time_interval) : (Datum) 0;
-	nulls[14] = a->time_interval ? ' ' : 'n';
-	values[15] = a->anchor ? CStringGetTextDatum(a->anchor) : (Datum) 0;
-	nulls[15] = a->anchor ? ' ' : 'n';
-	values[16] = BoolGetDatum(a->batched);
-	values[17] = BoolGetDatum(a->skip_empty);
-
-	/* a 1.0 catalog: only copy pipelines (1.0 has no function that declares others) */
-	old = hwm_catalog_is_1_0();
-	/*
-	 * created_at from the clock, not the transaction's start: with the name,
-	 * the pipeline's identity, which a run writes its result back by, so a
-	 * pipeline dropped and declared again in one transaction is another.
-	 */
-	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
-						  " watermark_column, watermark_type, partition_column, lookback,"
-						  " schedule, watermark, owner, delay, batch_size, created_at%s)"
-						  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-						  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s)",
-						  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
-						  old ? "" : ", $14, $15, $16, $17, $18"),
-				 old ? 13 : 18, argtypes, values, nulls, SPI_OK_INSERT);
+	hwm_state_insert(&row);
 	hwm_pipeline_set_home(a->name);
 }
 
@@ -435,15 +406,11 @@ Datum
 hwm_drop_pipeline(PG_FUNCTION_ARGS)
 {
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
 
 	SPI_connect();
 	/* a superuser may drop a pipeline whose owner role is gone */
 	(void) hwm_pipeline_fetch_extended(name, true, false, true);
-	values[0] = CStringGetTextDatum(name);
-	hwm_catalog_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_state_delete(name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -462,12 +429,7 @@ follow_citus_conversions(void)
 	char	  **nsp;
 	char	  **rel;
 
-	hwm_catalog_exec("SELECT d.objid, d.schema_name, d.object_name"
-				 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
-				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-				 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
-				 "  WHERE d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid]))",
-				 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	hwm_state_dropped_tables();
 	n = SPI_processed;
 	old = palloc(sizeof(Oid) * Max(n, 1));
 	nsp = palloc(sizeof(char *) * Max(n, 1));
@@ -483,17 +445,10 @@ follow_citus_conversions(void)
 	for (uint64 i = 0; i < n; i++)
 	{
 		Oid			new = hwm_citus_successor(nsp[i], rel[i]);
-		Oid			argtypes[2] = {OIDOID, OIDOID};
-		Datum		values[2] = {ObjectIdGetDatum(old[i]), ObjectIdGetDatum(new)};
 
 		if (!OidIsValid(new))
 			continue;
-		hwm_catalog_exec("UPDATE hwm.state AS s SET"
-					 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
-					 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
-					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
-					 " RETURNING s.pipeline",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+		hwm_state_follow_table(old[i], new);
 		for (uint64 j = 0; j < SPI_processed; j++)
 			ereport(NOTICE,
 					(errmsg("hwm: pipeline \"%s\" follows %s.%s to the table Citus converts it into",
@@ -528,16 +483,7 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 	SPI_connect();
 	follow_citus_conversions();
 	/* the notices in name order, whatever order the rows are stored in */
-	hwm_catalog_exec("WITH dropped AS ("
-				 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
-				 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-				 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
-				 " gone AS (DELETE FROM hwm.state AS s"
-				 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
-				 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
-				 " RETURNING s.pipeline)"
-				 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
-				 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	hwm_state_delete_of_dropped_tables();
 	/* a run's command that drops its own pipeline's table: refused */
 	for (uint64 i = 0; i < SPI_processed; i++)
 		hwm_running_refuse(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
@@ -566,9 +512,6 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
 	char	   *watermark = NULL;
-	Oid			argtypes[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
 
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, false);
@@ -590,18 +533,8 @@ hwm_set_watermark(PG_FUNCTION_ARGS)
 		run.watermark_after = watermark;
 		(void) hwm_record_run(&run);
 	}
-	values[0] = CStringGetTextDatum(p->name);
-	if (watermark)
-		values[1] = CStringGetTextDatum(watermark);
-	else
-		nulls[1] = 'n';
 	/* what the last load remembered no longer describes the new watermark */
-	hwm_catalog_exec(hwm_catalog_is_1_0() ?
-				 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-				 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
-				 " reread_starts = NULL, reread_epoch = NULL"
-				 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				 2, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_state_set_watermark(p->name, watermark);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -689,24 +622,6 @@ alter_refuse_arg(FunctionCallInfo fcinfo, int argno, bool has, const HwmPipeline
 			 errmsg("%s does not apply to pipeline \"%s\"", what, p->name),
 			 errdetail("Only %s have it.", kind),
 			 errhint("Leave %s out, or drop the pipeline and create it as the kind of pipeline you need.", what)));
-}
-
-/* The watermark_type stored for a pipeline */
-static Oid
-alter_stored_watermark_type(const char *name)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
-	bool		isnull;
-	Datum		d;
-
-	hwm_catalog_exec("SELECT watermark_type::pg_catalog.oid FROM hwm.state"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		elog(ERROR, "pipeline \"%s\" has no row in hwm.state", name);
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? InvalidOid : DatumGetObjectId(d);
 }
 
 /*
@@ -815,40 +730,28 @@ alter_check_as_owner(CreateArgs *a, Oid stored_type)
 static void
 alter_update_row(const CreateArgs *a)
 {
-	Oid			argtypes[11] = {TEXTOID, REGCLASSOID, REGCLASSOID, TEXTARRAYOID, NAMEOID,
-		INT4OID, INTERVALOID, INT8OID, TEXTOID, BOOLOID, BOOLOID};
-	Datum		values[11];
-	char		nulls[11];
-	Datum	   *keys;
 	int			nkeys = list_length(a->spec.unique_key);
+	Datum	   *keys = palloc(sizeof(Datum) * Max(nkeys, 1));
 	int			i = 0;
 	ListCell   *lc;
+	HwmNewPipeline row = {
+		.pipeline = a->name,
+		.source = a->spec.source,
+		.target = a->spec.target,
+		.lookback = a->lookback,
+		.delay = a->delay,
+		.batch_size = a->batch_size,
+		.command = a->command,
+		.batched = a->batched,
+		.skip_empty = a->skip_empty,
+	};
 
-	keys = palloc(sizeof(Datum) * Max(nkeys, 1));
 	foreach(lc, a->spec.unique_key)
 		keys[i++] = CStringGetTextDatum((char *) lfirst(lc));
-	memset(nulls, ' ', sizeof(nulls));
-	values[0] = CStringGetTextDatum(a->name);
-	values[1] = ObjectIdGetDatum(a->spec.source);
-	values[2] = ObjectIdGetDatum(a->spec.target);
-	nulls[2] = OidIsValid(a->spec.target) ? ' ' : 'n';
-	values[3] = PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false, TYPALIGN_INT));
-	values[4] = a->spec.partition_column ? CStringGetDatum(a->spec.partition_column) : (Datum) 0;
-	nulls[4] = a->spec.partition_column ? ' ' : 'n';
-	values[5] = Int32GetDatum(a->lookback);
-	values[6] = a->delay ? IntervalPGetDatum(a->delay) : (Datum) 0;
-	nulls[6] = a->delay ? ' ' : 'n';
-	values[7] = Int64GetDatum(a->batch_size);
-	nulls[7] = a->batch_size > 0 ? ' ' : 'n';
-	values[8] = a->command ? CStringGetTextDatum(a->command) : (Datum) 0;
-	nulls[8] = a->command ? ' ' : 'n';
-	values[9] = BoolGetDatum(a->batched);
-	values[10] = BoolGetDatum(a->skip_empty);
-	hwm_catalog_exec("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
-					 " partition_column = $5::pg_catalog.name, lookback = $6, delay = $7, batch_size = $8,"
-					 " command = $9, batched = $10, skip_empty = $11"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 11, argtypes, values, nulls, SPI_OK_UPDATE);
+	row.unique_key = PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false, TYPALIGN_INT));
+	if (a->spec.partition_column)
+		row.partition_column = DirectFunctionCall1(namein, CStringGetDatum(a->spec.partition_column));
+	hwm_state_alter(&row);
 }
 
 PG_FUNCTION_INFO_V1(hwm_alter_pipeline);
@@ -875,7 +778,7 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	alter_read_args(fcinfo, p, &a);
 	/* (a superuser-owned pipeline, once hwm.allow_superuser_pipelines is off) */
 	hwm_check_owner_allowed(a.owner, a.name, false);
-	alter_check_as_owner(&a, alter_stored_watermark_type(name));
+	alter_check_as_owner(&a, hwm_state_watermark_type(name));
 	alter_update_row(&a);
 	if (a.schedule)
 		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());

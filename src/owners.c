@@ -19,7 +19,8 @@
  * through pg_shdepend; hwm sees only the database
  * the command runs in, so DROP ROLE run elsewhere leaves this database's
  * pipelines of that role without an owner: the scheduler no longer runs
- * them, hwm.status says so, and a superuser drops them.  The hook is set
+ * them, hwm.status says so, and a superuser drops them.  hwm.c's
+ * ProcessUtility hook calls in around every utility statement; it is set
  * in every backend that loads hwm, which with shared_preload_libraries is
  * every backend.  Calls go down into catalog.c and util.c.
  */
@@ -42,8 +43,6 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
 
 /* The OIDs of the roles a statement names (those that exist), as oid[] */
 static Datum
@@ -130,37 +129,24 @@ static void
 refuse_drop_role(void *arg)
 {
 	DroppedRoles *d = arg;
-	Oid			argtypes[1] = {OIDARRAYOID};
-	Datum		values[1];
-	HeapTuple	tup;
 	const char *role = "?";
 	Oid			owner;
 	int64		n;
-	bool		isnull;
+	char	   *names;
 	ListCell   *lc;
 	ListCell   *lc2;
 
-	values[0] = d->oids;
-	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
-					 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
-					 "                       ORDER BY s.pipeline)"
-					 " FROM hwm.state AS s WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
-					 " GROUP BY 1 ORDER BY 1 LIMIT 1",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!hwm_state_owned_by_any(d->oids, &owner, &n, &names))
 		return;
-	tup = SPI_tuptable->vals[0];
-	owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
 	forboth(lc, d->ids, lc2, d->names)
 		if (lfirst_oid(lc) == owner)
 			role = lfirst(lc2);
-	n = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 	ereport(ERROR,
 			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 			 errmsg("role \"%s\" cannot be dropped because some objects depend on it", role),
 			 errdetail("owner of " INT64_FORMAT " hwm pipeline%s in database \"%s\": %s",
 					   n, n == 1 ? "" : "s", get_database_name(MyDatabaseId),
-					   hwm_clip_error(SPI_getvalue(tup, SPI_tuptable->tupdesc, 3))),
+					   hwm_clip_error(names)),
 			 errhint("Run REASSIGN OWNED BY %s TO another role, or DROP OWNED BY %s, in this database (and in every other database where the role owns hwm pipelines) first.",
 					 quote_identifier(role), quote_identifier(role))));
 }
@@ -170,21 +156,16 @@ static void
 reassign_pipelines(void *arg)
 {
 	ReassignOwnedStmt *stmt = arg;
-	Oid			argtypes[2] = {OIDARRAYOID, OIDOID};
-	Datum		values[2];
 	Oid			newrole = get_rolespec_oid(stmt->newrole, true);
+	uint64		n;
 
 	if (!OidIsValid(newrole))
 		return;
-	values[0] = role_array(stmt->roles);
-	values[1] = ObjectIdGetDatum(newrole);
-	hwm_catalog_exec("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
-					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE);
-	if (SPI_processed > 0 && superuser_arg(newrole))
+	n = hwm_state_reassign_owners(role_array(stmt->roles), newrole);
+	if (n > 0 && superuser_arg(newrole))
 		ereport(WARNING,
 				(errmsg("%d hwm pipeline%s now owned by superuser \"%s\", which hwm does not run",
-						(int) SPI_processed, SPI_processed == 1 ? " is" : "s are",
+						(int) n, n == 1 ? " is" : "s are",
 						GetUserNameFromId(newrole, false)),
 				 errhint("Pipelines run with their owner's rights, never a superuser's: reassign them to an ordinary role.")));
 }
@@ -194,52 +175,43 @@ static void
 drop_pipelines(void *arg)
 {
 	DropOwnedStmt *stmt = arg;
-	Oid			argtypes[1] = {OIDARRAYOID};
-	Datum		values[1];
+	uint64		n = hwm_state_delete_owned(role_array(stmt->roles));
 
-	values[0] = role_array(stmt->roles);
-	hwm_catalog_exec("DELETE FROM hwm.state"
-					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-	if (SPI_processed > 0)
+	if (n > 0)
 		ereport(NOTICE,
 				(errmsg("hwm: dropped %d pipeline%s owned by the role%s dropped",
-						(int) SPI_processed, SPI_processed == 1 ? "" : "s",
+						(int) n, n == 1 ? "" : "s",
 						list_length(stmt->roles) == 1 ? "" : "s")));
 }
 
-static void
-owners_process_utility(PlannedStmt *pstmt, const char *queryString,
-					   bool readOnlyTree, ProcessUtilityContext context,
-					   ParamListInfo params, QueryEnvironment *queryEnv,
-					   DestReceiver *dest, QueryCompletion *qc)
+/*
+ * Before a utility statement runs (hwm.c's ProcessUtility hook): a DROP
+ * ROLE where hwm has pipelines reads the roles' names, before they are
+ * gone; returns what hwm_owners_after_utility needs (NULL: nothing).
+ */
+void *
+hwm_owners_before_utility(Node *stmt)
 {
-	Node	   *stmt = pstmt->utilityStmt;
-	DroppedRoles dropped = {0};
-	bool		drop_role = IsA(stmt, DropRoleStmt) && has_pipelines_here();
+	DroppedRoles *dropped;
 
-	/* the roles' names, before they are gone */
-	if (drop_role)
-		dropped_roles_read((DropRoleStmt *) stmt, &dropped);
+	if (!(IsA(stmt, DropRoleStmt) && has_pipelines_here()))
+		return NULL;
+	dropped = palloc0(sizeof(DroppedRoles));
+	dropped_roles_read((DropRoleStmt *) stmt, dropped);
+	return dropped;
+}
 
-	if (prev_process_utility_hook)
-		prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-								  params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
-
-	if (drop_role)
-		with_spi(refuse_drop_role, &dropped);
+/*
+ * After it ran: DROP ROLE refused while a role dropped owns pipelines,
+ * REASSIGN OWNED and DROP OWNED applied to the pipelines.
+ */
+void
+hwm_owners_after_utility(Node *stmt, void *before)
+{
+	if (before)
+		with_spi(refuse_drop_role, before);
 	else if (IsA(stmt, ReassignOwnedStmt) && has_pipelines_here())
 		with_spi(reassign_pipelines, stmt);
 	else if (IsA(stmt, DropOwnedStmt) && has_pipelines_here())
 		with_spi(drop_pipelines, stmt);
-}
-
-void
-hwm_owners_init(void)
-{
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = owners_process_utility;
 }

@@ -113,22 +113,12 @@ warn_if_not_served(const char *pipeline)
 static void
 warn_if_owner_cannot_connect(const char *pipeline)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	bool		isnull;
-	Oid			owner;
+	Oid			owner = hwm_state_owner_as_caller(pipeline);
 	HeapTuple	tup;
 	char	   *rolname;
 	bool		canlogin;
 
-	values[0] = CStringGetTextDatum(pipeline);
-	if (SPI_execute_with_args("SELECT owner::pg_catalog.oid FROM hwm.state"
-							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		return;
-	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (isnull)
+	if (!OidIsValid(owner))
 		return;
 	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(owner));
 	if (!HeapTupleIsValid(tup))
@@ -162,8 +152,6 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 {
 	TimestampTz next;
 	TimestampTz second;
-	Oid			argtypes[4] = {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		values[4];
 
 	/* the first run, and one after it, must be times PostgreSQL can hold */
 	if (!hwm_grid_schedule_next(start_at, every, GetCurrentTransactionStartTimestamp(),
@@ -177,17 +165,7 @@ hwm_schedule_set(const char *pipeline, const Interval *every,
 						   DatumGetCString(DirectFunctionCall1(timestamptz_out, TimestampTzGetDatum(start_at)))),
 				 errhint("Pass an interval of at most a few thousand years, such as '1 day' or '1 year'.")));
 
-	values[0] = CStringGetTextDatum(pipeline);
-	values[1] = IntervalPGetDatum(every);
-	values[2] = TimestampTzGetDatum(start_at);
-	values[3] = TimestampTzGetDatum(next);
-	/* a run claimed under the old schedule is not run (see claimed_run_id) */
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
-					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 4, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_state_set_schedule(pipeline, every, start_at, next);
 	warn_if_not_served(pipeline);
 	warn_if_owner_cannot_connect(pipeline);
 	hwm_wakeup_at_commit();
@@ -238,15 +216,7 @@ hwm_schedule(PG_FUNCTION_ARGS)
 void
 hwm_schedule_clear(const char *pipeline)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(pipeline)};
-
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
-					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_state_clear_schedule(pipeline);
 	hwm_wakeup_at_commit();
 }
 
@@ -269,20 +239,10 @@ static void
 set_enabled(FunctionCallInfo fcinfo, bool enabled)
 {
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	Oid			argtypes[2] = {TEXTOID, BOOLOID};
-	Datum		values[2];
 
 	SPI_connect();
 	(void) hwm_pipeline_fetch(name, false, false);
-	values[0] = CStringGetTextDatum(name);
-	values[1] = BoolGetDatum(enabled);
-	/* a pause, even undone at once, voids a claimed run that has not started */
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET enabled = $2, claimed_run_id = CASE"
-					 " WHEN enabled OPERATOR(pg_catalog.=) $2 THEN claimed_run_id END"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	hwm_state_set_enabled(name, enabled);
 	/* resumed here by its owner: a pipeline copied from elsewhere is at home */
 	if (enabled)
 		hwm_pipeline_set_home(name);
@@ -315,29 +275,21 @@ Datum
 hwm_set_timeout(PG_FUNCTION_ARGS)
 {
 	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	Oid			argtypes[2] = {TEXTOID, INTERVALOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
+	Interval   *timeout = NULL;
 
 	if (!PG_ARGISNULL(1))
 	{
-		Interval   *timeout = PG_GETARG_INTERVAL_P(1);
-
+		timeout = PG_GETARG_INTERVAL_P(1);
 		if (has_negative_part(timeout) || shorter_than(timeout, 1000))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout must be a positive interval of at least 1 millisecond"),
 					 errhint("Pass for example '10 minutes', or NULL for no limit.")));
-		values[1] = IntervalPGetDatum(timeout);
 	}
-	else
-		nulls[1] = 'n';
 
 	SPI_connect();
 	(void) hwm_pipeline_fetch(name, false, false);
-	values[0] = CStringGetTextDatum(name);
-	hwm_catalog_exec("UPDATE hwm.state SET timeout = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-				  2, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_state_set_timeout(name, timeout);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

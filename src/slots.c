@@ -37,50 +37,28 @@ typedef struct HwmSlotsShared
 
 static HwmSlotsShared *shared = NULL;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static Size
-slots_shmem_size(void)
+/* its size (hwm.c requests it with the others) */
+Size
+hwm_slots_shmem_size(void)
 {
 	return add_size(offsetof(HwmSlotsShared, slots),
 					mul_size(max_worker_processes, sizeof(HwmRunSlot)));
 }
 
-static void
-slots_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(slots_shmem_size());
-}
-
-static void
-slots_shmem_startup(void)
+/* At shared memory's start-up, under AddinShmemInitLock (hwm.c) */
+void
+hwm_slots_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct("hwm scheduler", slots_shmem_size(), &found);
+	shared = ShmemInitStruct("hwm scheduler", hwm_slots_shmem_size(), &found);
 	if (!found)
 	{
-		memset(shared, 0, slots_shmem_size());
+		memset(shared, 0, hwm_slots_shmem_size());
 		SpinLockInit(&shared->mutex);
 		shared->nslots = max_worker_processes;
 		shared->next_generation = 1;
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-hwm_slots_init(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = slots_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = slots_shmem_startup;
 }
 
 int

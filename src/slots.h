@@ -80,8 +80,9 @@ typedef struct HwmWorkerArgs
 	Oid			owner;
 } HwmWorkerArgs;
 
-/* while preloading: request the shared memory */
-extern void hwm_slots_init(void);
+/* the slots' shared memory (hwm.c's set-up): size, start-up under AddinShmemInitLock */
+extern Size hwm_slots_shmem_size(void);
+extern void hwm_slots_shmem_init(void);
 extern int	hwm_slots_count(void);
 
 /* a copy of every slot (out has hwm_slots_count() entries) */

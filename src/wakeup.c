@@ -7,8 +7,8 @@
  *
  * The doorbell: the launcher's pid, and a short list of databases that rang
  * since the launcher last looked.  The SQL side (schedule.c: a schedule, a
- * pause, a resume), CREATE, ALTER and DROP EXTENSION (through a
- * ProcessUtility hook here) and the scheduler's own processes (on exit) ring
+ * pause, a resume), CREATE, ALTER and DROP EXTENSION (hwm.c's
+ * ProcessUtility hook calls hwm_wakeup_before_utility) and the scheduler's own processes (on exit) ring
  * it for their database; CREATE, ALTER, DROP DATABASE ring it so that the
  * launcher reads pg_database again (and dispatches new databases once).  The change a transaction
  * makes is visible only after commit, so the doorbell rings in an
@@ -92,10 +92,6 @@ static HwmWakeupShared *wakeup = NULL;
 static bool wake_at_commit = false;
 static bool wake_all_at_commit = false;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static ProcessUtility_hook_type prev_process_utility_hook = NULL;
-
 /* ------------------------------------------------------------------------
  * hwm.database
  * ------------------------------------------------------------------------
@@ -164,37 +160,27 @@ hwm_database_is_single(void)
  * ------------------------------------------------------------------------
  */
 
-static Size
-wakeup_shmem_size(void)
+/* its size (hwm.c requests it with the others) */
+Size
+hwm_wakeup_shmem_size(void)
 {
 	return add_size(offsetof(HwmWakeupShared, procs),
 					mul_size(max_worker_processes, sizeof(HwmDbProc)));
 }
 
-static void
-wakeup_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(wakeup_shmem_size());
-}
-
-static void
-wakeup_shmem_startup(void)
+/* At shared memory's start-up, under AddinShmemInitLock (hwm.c) */
+void
+hwm_wakeup_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	wakeup = ShmemInitStruct("hwm launcher wakeup", wakeup_shmem_size(), &found);
+	wakeup = ShmemInitStruct("hwm launcher wakeup", hwm_wakeup_shmem_size(), &found);
 	if (!found)
 	{
-		memset(wakeup, 0, wakeup_shmem_size());
+		memset(wakeup, 0, hwm_wakeup_shmem_size());
 		SpinLockInit(&wakeup->mutex);
 		wakeup->nprocs = max_worker_processes;
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
 /* Note that dboid rang (InvalidOid: every database), and set the latch. */
@@ -514,35 +500,27 @@ database_statement(Node *stmt, bool top_level)
 	return make_way(dbname, terminate);
 }
 
-/* CREATE, ALTER and DROP EXTENSION and DATABASE wake the launcher at commit */
-static void
-wakeup_process_utility(PlannedStmt *pstmt, const char *queryString,
-					   bool readOnlyTree, ProcessUtilityContext context,
-					   ParamListInfo params, QueryEnvironment *queryEnv,
-					   DestReceiver *dest, QueryCompletion *qc)
+/*
+ * Before a utility statement runs (hwm.c's ProcessUtility hook, when the
+ * scheduler is preloaded): CREATE, ALTER and DROP EXTENSION and DATABASE
+ * wake the launcher at commit, and a database statement that needs the
+ * database to itself gets hwm out of the way; returns that database (to
+ * hand to hwm_wakeup_after_utility whatever happens), InvalidOid: none.
+ */
+Oid
+hwm_wakeup_before_utility(Node *stmt, bool top_level)
 {
-	Node	   *stmt = pstmt->utilityStmt;
-	volatile Oid made_way;
-
 	if (IsA(stmt, CreateExtensionStmt) || IsA(stmt, AlterExtensionStmt) ||
 		(IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION))
 		wake_at_commit = true;
-	made_way = database_statement(stmt, context == PROCESS_UTILITY_TOPLEVEL);
+	return database_statement(stmt, top_level);
+}
 
-	PG_TRY();
-	{
-		if (prev_process_utility_hook)
-			prev_process_utility_hook(pstmt, queryString, readOnlyTree, context,
-									  params, queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-									params, queryEnv, dest, qc);
-	}
-	PG_FINALLY();
-	{
-		clear_way(made_way);
-	}
-	PG_END_TRY();
+/* After it ran or failed: the database is no longer leaving */
+void
+hwm_wakeup_after_utility(Oid made_way)
+{
+	clear_way(made_way);
 }
 
 /*
@@ -554,12 +532,6 @@ hwm_wakeup_init(void)
 {
 	hwm_scheduler_preloaded = true;
 
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = wakeup_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = wakeup_shmem_startup;
-	prev_process_utility_hook = ProcessUtility_hook;
-	ProcessUtility_hook = wakeup_process_utility;
 	RegisterXactCallback(wakeup_xact_callback, NULL);
 }
 

@@ -12,6 +12,7 @@
 
 #include "postgres.h"
 
+#include "nodes/nodes.h"
 #include "utils/guc.h"
 
 /* hwm.database: '*' or a list of databases (NULL: not preloaded) */
@@ -26,8 +27,22 @@ extern bool hwm_database_listed(const char *dbname);
 extern bool hwm_database_is_single(void);
 extern bool hwm_database_check(char **newval, void **extra, GucSource source);
 
-/* while shared_preload_libraries is processed: shared memory and callbacks */
+/* while shared_preload_libraries is processed: the commit callback */
 extern void hwm_wakeup_init(void);
+/* its shared memory (hwm.c's set-up): size, and start-up under AddinShmemInitLock */
+extern Size hwm_wakeup_shmem_size(void);
+extern void hwm_wakeup_shmem_init(void);
+
+/*
+ * hwm's ProcessUtility hook (hwm.c), when the scheduler is preloaded, calls
+ * these around every utility statement: before, the launcher woken at
+ * commit by CREATE, ALTER, DROP EXTENSION and DATABASE, and hwm out of the
+ * way of a database statement that needs the database to itself (returns
+ * that database, InvalidOid: none); after, whether it ran or failed, that
+ * database no longer leaving.
+ */
+extern Oid	hwm_wakeup_before_utility(Node *stmt, bool top_level);
+extern void hwm_wakeup_after_utility(Oid made_way);
 
 /* the launcher: this process is the one to wake, until it exits */
 extern void hwm_wakeup_register_launcher(void);
