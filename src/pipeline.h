@@ -108,6 +108,13 @@ typedef struct HwmPlan
 	char	   *walk_next_sql[2];
 	char	   *walk_count_sql[2];
 
+	/*
+	 * " AND s.k OPERATOR(=) t.k" for every key column (the source's cast to
+	 * the target's type when they differ), "" without a key: the anti-join
+	 * of the overwrite and of reconcile.c
+	 */
+	const char *keymatch;
+
 	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
 	char	   *copy_sql;
 } HwmPlan;
@@ -128,6 +135,9 @@ struct HwmPipeline;
 extern void hwm_spec_for(const struct HwmPipeline *p, bool with_watermark,
 						 bool with_partition, HwmPlanSpec *spec);
 extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
+extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
+								Oid collation, const char *colname,
+								const char *relname);
 extern Datum hwm_value_in(const HwmValueType *vt, const char *text,
 						  const char *what);
 extern char *hwm_value_out(const HwmValueType *vt, Datum value);
