@@ -85,17 +85,20 @@ SQL
         hwm_log "round $r $side: $t s"
         restore
     done
-    hwm_psql -q -c "INSERT INTO src SELECT * FROM gone; VACUUM ANALYZE src" >>"$LOG" 2>&1
+    hwm_psql -q >>"$LOG" 2>&1 <<'SQL'
+INSERT INTO src SELECT * FROM gone;
+VACUUM ANALYZE src;
+SQL
 done
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ma=$(median "${A[@]}")
 mb=$(median "${B[@]}")
 mx=$(printf '%s\n' "${maxbatch[@]}" | sort -g | tail -1)
-ratio=$(echo "scale=2; $ma / $mb" | bc -l)
+ratio=$(printf '%.2f' "$(echo "$ma / $mb" | bc -l)")
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 fmt() { printf '%.3f' "$1"; }
-list() { local o=() x; for x in "$@"; do o+=("$(fmt "$x")"); done; (IFS=', '; echo "${o[*]}"); }
+list() { local o='' x; for x in "$@"; do o+="${o:+, }$(fmt "$x")"; done; echo "$o"; }
 
 REPORT=$(printf '%s\n' \
     "| | median (s) | rounds (s) |" "|---|---|---|" \

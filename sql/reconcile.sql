@@ -35,6 +35,19 @@ ROLLBACK;
 CREATE TABLE events (id bigint GENERATED ALWAYS AS IDENTITY, n int);
 SELECT hwm.create_command_pipeline('rc_cmd', 'events', 'id', $$SELECT 1$$);
 CALL hwm.reconcile('rc_cmd');
+-- an owner who may not delete from the target: refused before any batch
+CREATE ROLE hwm_rc_nodelete;
+GRANT USAGE ON SCHEMA rc TO hwm_rc_nodelete;
+GRANT SELECT ON src TO hwm_rc_nodelete;
+GRANT SELECT, INSERT, UPDATE ON tgt TO hwm_rc_nodelete;
+SET ROLE hwm_rc_nodelete;
+SELECT hwm.create_pipeline('rc_nodelete', 'src', 'tgt', '{id}', 'updated_at');
+CALL hwm.reconcile('rc_nodelete');
+SELECT hwm.drop_pipeline('rc_nodelete');
+RESET ROLE;
+REVOKE ALL ON src, tgt FROM hwm_rc_nodelete;
+REVOKE ALL ON SCHEMA rc FROM hwm_rc_nodelete;
+DROP ROLE hwm_rc_nodelete;
 -- someone else's pipeline
 CREATE ROLE hwm_rc_other;
 SET ROLE hwm_rc_other;

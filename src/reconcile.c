@@ -46,8 +46,9 @@
  * no key to look for); a key of several columns is compared as a row
  * (ROW(...) OPERATOR(pg_catalog.>) ROW(...)), which the unique index serves.
  * The range from_key..to_key bounds the key's first column.  When the source's
- * key columns have the target's types, the same range bounds the source's
- * side of the anti-join, so each batch reads two ranges of two indexes.
+ * key columns have the target's types and collations (the same order), the
+ * same range bounds the source's side of the anti-join, so each batch reads
+ * two ranges of two indexes.
  */
 #include "postgres.h"
 
@@ -62,6 +63,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -139,6 +141,13 @@ reconcile_check_pipeline(const HwmPipeline *p)
 				 errmsg("pipeline \"%s\" has no unique key", p->name),
 				 errdetail("Reconcile finds the target rows to delete by their key in the source."),
 				 errhint("Declare the pipeline with unique_key => '{...}'.")));
+	if (pg_class_aclcheck(p->target, p->owner, ACL_DELETE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("owner of pipeline \"%s\" may not delete from its target %s",
+						p->name, hwm_qualified_name(p->target)),
+				 errdetail("Reconcile deletes target rows with the rights of the pipeline's owner."),
+				 errhint("GRANT DELETE ON %s TO the pipeline's owner.", hwm_qualified_name(p->target))));
 	if (hwm_citus_is_table(p->target) || hwm_citus_is_table(p->source))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -176,8 +185,19 @@ keys_init(Keys *k, const HwmPipeline *p)
 		get_atttypetypmodcoll(p->target, att, &type, &typmod, &coll);
 		hwm_value_type_init(&k->vt[i], type, typmod, coll, name, tgtname);
 		k->names[i] = pstrdup(quote_identifier(name));
+		/* the same order on both sides: the same type and collation */
 		if (satt == InvalidAttrNumber || get_atttype(p->source, satt) != type)
 			k->source_alike = false;
+		else
+		{
+			Oid			stype;
+			int32		stypmod;
+			Oid			scoll;
+
+			get_atttypetypmodcoll(p->source, satt, &stype, &stypmod, &scoll);
+			if (scoll != coll)
+				k->source_alike = false;
+		}
 	}
 }
 
