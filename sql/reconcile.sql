@@ -173,4 +173,15 @@ SELECT done_through, partitions_done AS batches, rows_deleted
 CALL hwm.reconcile('rc2', batch_size => 3);
 SELECT region, id FROM tgt2 ORDER BY region, id;
 
+-- a source key of another collation than the target's: matched under the
+-- target's (as the load's upsert matches), the source not bounded by the range
+CREATE TABLE src3 (k text COLLATE "POSIX" PRIMARY KEY, updated_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE tgt3 (k text COLLATE "C" PRIMARY KEY, updated_at timestamptz);
+INSERT INTO src3 (k) VALUES ('a'), ('B'), ('c'), ('D'), ('e'), ('F');
+SELECT hwm.create_pipeline('rc3', 'src3', 'tgt3', '{k}', 'updated_at');
+SELECT rows_upserted FROM hwm.run('rc3');
+DELETE FROM src3 WHERE k IN ('c', 'D');
+CALL hwm.reconcile('rc3', batch_size => 2);
+SELECT k FROM tgt3 ORDER BY k;
+
 DROP SCHEMA rc CASCADE;

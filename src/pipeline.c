@@ -669,7 +669,6 @@ conflict_clause(PlanBuild *b)
 	}
 	b->conflict = conflict.data;
 	b->keymatch = keymatch.data;
-	b->plan->keymatch = keymatch.data;
 }
 
 /*

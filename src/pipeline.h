@@ -108,13 +108,6 @@ typedef struct HwmPlan
 	char	   *walk_next_sql[2];
 	char	   *walk_count_sql[2];
 
-	/*
-	 * " AND s.k OPERATOR(=) t.k" for every key column (the source's cast to
-	 * the target's type when they differ), "" without a key: the anti-join
-	 * of the overwrite and of reconcile.c
-	 */
-	const char *keymatch;
-
 	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
 	char	   *copy_sql;
 } HwmPlan;

@@ -69,7 +69,9 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/ruleutils.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 /* The unique key of a pipeline's target, as reconcile walks it */
 typedef struct Keys
@@ -78,6 +80,7 @@ typedef struct Keys
 	char	  **names;			/* quoted */
 	HwmValueType *vt;			/* the target's types, with their ordering */
 	bool		source_alike;	/* the source's key columns have those types */
+	char	   *match;			/* " AND s.k OPERATOR(=) t.k ..." */
 } Keys;
 
 /* A reconcile's set-up, rebuilt by every batch under the pipeline's lock */
@@ -162,11 +165,13 @@ keys_init(Keys *k, const HwmPipeline *p)
 {
 	ListCell   *lc;
 	char	   *tgtname = hwm_qualified_name(p->target);
+	StringInfoData match;
 
 	k->n = list_length(p->unique_key);
 	k->names = palloc(sizeof(char *) * k->n);
 	k->vt = palloc0(sizeof(HwmValueType) * k->n);
 	k->source_alike = true;
+	initStringInfo(&match);
 	foreach(lc, p->unique_key)
 	{
 		int			i = foreach_current_index(lc);
@@ -176,6 +181,10 @@ keys_init(Keys *k, const HwmPipeline *p)
 		Oid			type;
 		int32		typmod;
 		Oid			coll;
+		Oid			stype = InvalidOid;
+		int32		stypmod;
+		Oid			scoll = InvalidOid;
+		TypeCacheEntry *tc;
 
 		if (att == InvalidAttrNumber)
 			ereport(ERROR,
@@ -185,20 +194,40 @@ keys_init(Keys *k, const HwmPipeline *p)
 		get_atttypetypmodcoll(p->target, att, &type, &typmod, &coll);
 		hwm_value_type_init(&k->vt[i], type, typmod, coll, name, tgtname);
 		k->names[i] = pstrdup(quote_identifier(name));
-		/* the same order on both sides: the same type and collation */
-		if (satt == InvalidAttrNumber || get_atttype(p->source, satt) != type)
-			k->source_alike = false;
-		else
-		{
-			Oid			stype;
-			int32		stypmod;
-			Oid			scoll;
-
+		if (satt == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("unique key column \"%s\" of pipeline \"%s\" is not in its source %s",
+							name, p->name, hwm_qualified_name(p->source))));
+		if (satt != InvalidAttrNumber)
 			get_atttypetypmodcoll(p->source, satt, &stype, &stypmod, &scoll);
-			if (scoll != coll)
-				k->source_alike = false;
-		}
+		/* the same order on both sides: the same type and collation */
+		if (stype != type || scoll != coll)
+			k->source_alike = false;
+
+		/*
+		 * The key match, as the load's upsert matches: the source's value in
+		 * the target's type, compared with the target type's equality under
+		 * the target column's collation (a source column of another
+		 * collation would make the comparison ambiguous).
+		 */
+		tc = lookup_type_cache(getBaseType(type), TYPECACHE_EQ_OPR);
+		if (!OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
+							k->names[i], tgtname, format_type_be(type))));
+		if (stype == type)
+			appendStringInfo(&match, " AND s.%s", k->names[i]);
+		else
+			appendStringInfo(&match, " AND CAST(s.%s AS %s)", k->names[i],
+							 format_type_extended(type, typmod,
+												  FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
+		appendStringInfo(&match, " %s t.%s", hwm_operator_sql(tc->eq_opr), k->names[i]);
+		if (OidIsValid(coll) && scoll != coll)
+			appendStringInfo(&match, " COLLATE %s", generate_collation_name(coll));
 	}
+	k->match = match.data;
 }
 
 /*
@@ -347,7 +376,7 @@ append_absent(StringInfo buf, const Reconcile *r, const Datum *after,
 	appendStringInfo(buf, " AND NOT EXISTS (SELECT FROM %s AS s WHERE true", r->source);
 	if (r->keys.source_alike)
 		append_range(buf, r, "s", after, upto, ps);
-	appendStringInfo(buf, "%s)", r->plan->keymatch);
+	appendStringInfo(buf, "%s)", r->keys.match);
 }
 
 /* The key of the first row of the last SPI result, copied */
