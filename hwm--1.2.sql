@@ -571,6 +571,38 @@ CREATE POLICY homes_visible_to_owner ON hwm.homes FOR SELECT TO PUBLIC
 COMMENT ON POLICY homes_visible_to_owner ON hwm.homes IS
 'A user sees where the pipelines they can see were declared.';
 
+-- ---------------------------------------------------------------------------
+-- Reconcile (issue 32): CALL hwm.reconcile deletes the target rows whose key
+-- the source no longer has, in batches of keys, as a resumable job of
+-- hwm.backfills (its kind says which job a row is), each batch recorded in
+-- hwm.runs with kind 'reconcile'; hwm.status shows the last reconcile.  The
+-- same block is in hwm--1.2.sql and hwm--1.1--1.2.sql, before hwm.status.
+ALTER TABLE hwm.backfills ADD COLUMN kind text NOT NULL DEFAULT 'backfill'
+    CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['backfill', 'rerun_intervals', 'reconcile']));
+COMMENT ON COLUMN hwm.backfills.kind IS
+'Which job the row is: backfill (CALL hwm.backfill; from_partition, to_partition and done_through are partition values), rerun_intervals (CALL hwm.rerun_intervals; interval boundaries) or reconcile (CALL hwm.reconcile; keys, '''' for a range without that bound, batch_size in keys).';
+UPDATE hwm.backfills AS b SET kind = 'rerun_intervals'
+  FROM hwm.state AS s
+ WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline AND s.time_interval IS NOT NULL;
+ALTER TABLE hwm.runs DROP CONSTRAINT runs_kind_check;
+ALTER TABLE hwm.runs ADD CONSTRAINT runs_kind_check
+    CHECK (kind OPERATOR(pg_catalog.=) ANY
+           (ARRAY['load', 'overwrite', 'backfill', 'swap', 'set_watermark', 'reconcile']));
+
+-- Not SECURITY DEFINER and no SET clause, like hwm.backfill: it commits
+-- after every batch when called outside a transaction block.
+CREATE PROCEDURE hwm.reconcile(
+    pipeline   text,
+    from_key   text    DEFAULT NULL,
+    to_key     text    DEFAULT NULL,
+    batch_size integer DEFAULT 10000,
+    dry_run    boolean DEFAULT false)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'hwm_reconcile';
+
+COMMENT ON PROCEDURE hwm.reconcile(text, text, text, integer, boolean) IS
+'Delete the target rows whose unique key the source no longer has (rows deleted in the source, which no watermark sees), over the whole target or the inclusive range from_key..to_key of the key''s first column (NULL: no bound), walking the target''s keys in order, batch_size keys per batch. Each batch runs under the pipeline''s lock and reads the source as it is then. Outside a transaction block it commits after every batch and records its progress in hwm.backfills (kind reconcile); calling it again resumes an unfinished reconcile. Every batch that deleted rows, and the last, is recorded in hwm.runs (kind reconcile). With dry_run it only reports (NOTICE) how many rows it would delete and their first and last keys.';
+
 CREATE VIEW hwm.status WITH (security_invoker = true) AS
 SELECT s.pipeline,
        s.owner,
@@ -631,7 +663,10 @@ SELECT s.pipeline,
             THEN 'its owner''s transactions are read-only by default (ALTER ROLE ... SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ... RESET default_transaction_read_only'
             WHEN s.last_status OPERATOR(pg_catalog.=) 'failed' AND s.last_error OPERATOR(pg_catalog.~~) 'the scheduler could not claim the run:%'
             THEN 'the scheduler could not claim its last run (last_error says why): it tries again at next_run_at'
-       END AS not_scheduled_because
+       END AS not_scheduled_because,
+       rc.finished_at AS last_reconcile_at,
+       rc.status AS last_reconcile_status,
+       rc.rows_deleted AS last_reconcile_rows_deleted
   FROM hwm.state AS s
   -- the default_transaction_read_only its scheduled runs get: the most
   -- specific of the owner's in this database, the owner's, the database's,
@@ -647,11 +682,20 @@ SELECT s.pipeline,
           AND x.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid, s.owner::pg_catalog.oid])
           AND pg_catalog.lower(c.c) OPERATOR(pg_catalog.~~) 'default\_transaction\_read\_only=%'
         ORDER BY x.setrole OPERATOR(pg_catalog.=) 0, x.setdatabase OPERATOR(pg_catalog.=) 0
-        LIMIT 1) AS ro ON true;
+        LIMIT 1) AS ro ON true
+  -- the last reconcile of this pipeline (not of one dropped before it)
+  LEFT JOIN LATERAL (
+       SELECT b.finished_at, b.status, b.rows_deleted
+         FROM hwm.backfills AS b
+        WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline
+          AND b.kind OPERATOR(pg_catalog.=) 'reconcile'
+          AND b.started_at OPERATOR(pg_catalog.>=) s.created_at
+        ORDER BY b.backfill_id DESC
+        LIMIT 1) AS rc ON true;
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed).';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed), and the last reconcile (when it finished, its status, the rows it deleted).';
 -- Partition bounds and watermarks of the column's own type (issue 22): a
 -- date, a timestamp or a number is passed as it is, and turned into the
 -- text form the functions above take, in the caller's session (whose

@@ -277,6 +277,7 @@ backfill_batch(HwmJob *job)
 /* A backfill is a job of hwm.backfills (job.c), a batch of partitions its step */
 static const HwmJobKind backfill_kind = {
 	.procedure = "hwm.backfill",
+	.job = "backfill",
 	.step_name = "partition",
 	.snapshot_detail = "Each partition must be overwritten from the source as it is now, not as a snapshot taken earlier saw it.",
 	.busy = "backfill {id} is running in another session",

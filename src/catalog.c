@@ -1292,17 +1292,18 @@ hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 /* ---- hwm.backfills: the rows of resumable jobs (job.c) ---- */
 
 /*
- * The last job of this pipeline and range, if it is unfinished ('running'
- * or 'failed'): true, with its row in *row (done_through in the current
+ * The last job of this kind (hwm.backfills.kind: backfill, rerun_intervals,
+ * reconcile), pipeline and range, if it is unfinished ('running' or 'failed'): true, with its row in *row (done_through in the current
  * memory context).  A job that succeeded is done: calling it again starts
  * another.
  */
 bool
-hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
-							  const char *to_text, HwmBackfillRow *row)
+hwm_backfills_find_unfinished(const char *pipeline, const char *kind,
+							  const char *from_text, const char *to_text,
+							  HwmBackfillRow *row)
 {
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
@@ -1310,13 +1311,24 @@ hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = CStringGetTextDatum(from_text);
 	values[2] = CStringGetTextDatum(to_text);
-	hwm_catalog_exec("SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
+	values[3] = CStringGetTextDatum(kind);
+	/* before 1.2 a row has no kind: a backfill or a rerun, by its pipeline's */
+	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
+					 "SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
 					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
 					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
 					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
 					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
+					 " AND b.kind OPERATOR(pg_catalog.=) $4"
+					 " ORDER BY b.backfill_id DESC LIMIT 1" :
+					 "SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
+					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
+					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
+					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
+					 " AND $4 IS NOT NULL"
 					 " ORDER BY b.backfill_id DESC LIMIT 1",
-					 3, argtypes, values, NULL, SPI_OK_SELECT);
+					 4, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	tup = SPI_tuptable->vals[0];
@@ -1357,11 +1369,11 @@ hwm_backfills_resume(int64 backfill_id, int batch_size)
  * owner from a 1.2 catalog on); returns its backfill_id.
  */
 int64
-hwm_backfills_start(const char *pipeline, const char *from_text, const char *to_text,
-					int batch_size)
+hwm_backfills_start(const char *pipeline, const char *kind, const char *from_text,
+					const char *to_text, int batch_size)
 {
-	Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, NAMEOID};
-	Datum		values[5];
+	Oid			argtypes[6] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, NAMEOID, TEXTOID};
+	Datum		values[6];
 	bool		isnull;
 
 	values[0] = CStringGetTextDatum(pipeline);
@@ -1369,15 +1381,17 @@ hwm_backfills_start(const char *pipeline, const char *from_text, const char *to_
 	values[2] = CStringGetTextDatum(to_text);
 	values[3] = Int32GetDatum(batch_size);
 	values[4] = run_by_datum();
+	values[5] = CStringGetTextDatum(kind);
 	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
 					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-					 " batch_size, status, run_by, owner)"
-					 " SELECT $1, $2, $3, $4, 'running', $5, s.owner FROM hwm.state AS s"
+					 " batch_size, status, run_by, owner, kind)"
+					 " SELECT $1, $2, $3, $4, 'running', $5, s.owner, $6 FROM hwm.state AS s"
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
 					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
 					 " batch_size, status, run_by)"
-					 " VALUES ($1, $2, $3, $4, 'running', $5) RETURNING backfill_id",
-					 5, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
+					 " SELECT $1, $2, $3, $4, 'running', $5 WHERE $6 IS NOT NULL"
+					 " RETURNING backfill_id",
+					 6, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 									   SPI_tuptable->tupdesc, 1, &isnull));
 }

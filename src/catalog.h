@@ -222,8 +222,9 @@ extern uint64 hwm_state_reassign_owners(Datum owners, Oid newrole);
 extern uint64 hwm_state_delete_owned(Datum owners);
 
 /*
- * hwm.backfills: one resumable job's row (job.c), by name of column.  A
- * job's id, the end of its last step (NULL: none), its steps and counts.
+ * hwm.backfills: one resumable job's row (job.c), by name of column, found
+ * and started by its kind (HwmJobKind.job: backfill, rerun_intervals,
+ * reconcile; a 1.0 or 1.1 catalog has no kind column).  A job's id, the end of its last step (NULL: none), its steps and counts.
  */
 typedef struct HwmBackfillRow
 {
@@ -234,10 +235,12 @@ typedef struct HwmBackfillRow
 	int64		rows_inserted;
 } HwmBackfillRow;
 
-extern bool hwm_backfills_find_unfinished(const char *pipeline, const char *from_text,
-										  const char *to_text, HwmBackfillRow *row);
-extern int64 hwm_backfills_start(const char *pipeline, const char *from_text,
-								 const char *to_text, int batch_size);
+extern bool hwm_backfills_find_unfinished(const char *pipeline, const char *kind,
+										  const char *from_text, const char *to_text,
+										  HwmBackfillRow *row);
+extern int64 hwm_backfills_start(const char *pipeline, const char *kind,
+								 const char *from_text, const char *to_text,
+								 int batch_size);
 extern void hwm_backfills_resume(int64 backfill_id, int batch_size);
 extern void hwm_backfills_save(const HwmBackfillRow *row, bool finished);
 extern void hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error);

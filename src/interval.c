@@ -504,6 +504,7 @@ rerun_step(HwmJob *rr)
 /* A rerun of a range of intervals is a job of hwm.backfills (job.c) */
 static const HwmJobKind rerun_kind = {
 	.procedure = "hwm.rerun_intervals",
+	.job = "rerun_intervals",
 	.step_name = "interval",
 	.snapshot_detail = "Each interval must be read from the source as it is now, not as a snapshot taken earlier saw it.",
 	.busy = "a rerun of these intervals of pipeline \"{pipeline}\" is running in another session",

@@ -81,7 +81,8 @@ hwm_job_find_unfinished(HwmJob *job)
 {
 	HwmBackfillRow row;
 
-	if (!hwm_backfills_find_unfinished(job->pipeline, job->from_text, job->to_text, &row))
+	if (!hwm_backfills_find_unfinished(job->pipeline, job->kind->job, job->from_text,
+									   job->to_text, &row))
 		return false;
 	job->id = row.backfill_id;
 	job->done_through = row.done_through ? MemoryContextStrdup(job->cxt, row.done_through) : NULL;
@@ -101,8 +102,8 @@ hwm_job_start(HwmJob *job)
 		hwm_backfills_resume(job->id, job->batch_size);
 		return;
 	}
-	job->id = hwm_backfills_start(job->pipeline, job->from_text, job->to_text,
-								  job->batch_size);
+	job->id = hwm_backfills_start(job->pipeline, job->kind->job, job->from_text,
+								  job->to_text, job->batch_size);
 	job->done_through = NULL;
 	job->steps_done = 0;
 	job->rows_deleted = 0;
@@ -312,7 +313,10 @@ hwm_job_run(HwmJob *job)
 	if (edata && job->kind->stopped)
 	{
 		edata->detail = job_text(job, job->kind->stopped);
-		edata->hint = psprintf("Fix the cause and CALL %s(%s, %s, %s) again: it resumes after the last %s done.",
+		if (job->kind->again)
+			edata->hint = job_text(job, job->kind->again);
+		else
+			edata->hint = psprintf("Fix the cause and CALL %s(%s, %s, %s) again: it resumes after the last %s done.",
 							   job->kind->procedure,
 							   quote_literal_cstr(job->pipeline),
 							   quote_literal_cstr(job->from_text),

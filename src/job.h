@@ -26,6 +26,7 @@ struct HwmJob;
 typedef struct HwmJobKind
 {
 	const char *procedure;		/* "hwm.backfill": the CALL, in messages */
+	const char *job;			/* hwm.backfills.kind: "backfill" */
 	const char *step_name;		/* "partition": what one step does, in messages */
 	const char *snapshot_detail;	/* why it needs READ COMMITTED */
 	const char *busy;			/* errmsg: another session works on it */
@@ -34,6 +35,8 @@ typedef struct HwmJobKind
 	const char *stopped;		/* errdetail of a step's error outside a
 								 * transaction block (NULL: the error as it
 								 * is); a hint to CALL again goes with it */
+	const char *again;			/* that hint (NULL: CALL procedure(pipeline,
+								 * from, to) again) */
 
 	/*
 	 * One step, in the current transaction (as the caller: it becomes the

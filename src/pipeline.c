@@ -88,6 +88,14 @@ value_type_init(HwmValueType *vt, Oid type, int32 typmod, Oid collation,
 	vt->le = strategy_operator(tc->btree_opf, opintype, BTLessEqualStrategyNumber);
 }
 
+/* value_type_init for other files: a key column's type (reconcile.c) */
+void
+hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod, Oid collation,
+					const char *colname, const char *relname)
+{
+	value_type_init(vt, type, typmod, collation, colname, relname);
+}
+
 /* Error context for converting a value from text */
 typedef struct ValueInContext
 {

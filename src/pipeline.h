@@ -128,6 +128,9 @@ struct HwmPipeline;
 extern void hwm_spec_for(const struct HwmPipeline *p, bool with_watermark,
 						 bool with_partition, HwmPlanSpec *spec);
 extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
+extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
+								Oid collation, const char *colname,
+								const char *relname);
 extern Datum hwm_value_in(const HwmValueType *vt, const char *text,
 						  const char *what);
 extern char *hwm_value_out(const HwmValueType *vt, Datum value);

@@ -1,0 +1,703 @@
+/*
+ * reconcile.c
+ *		CALL hwm.reconcile(pipeline, from_key, to_key, batch_size, dry_run):
+ *		delete the target rows whose unique key the source no longer has
+ *		(rows deleted in the source, which no watermark sees), over the
+ *		whole target or a range of the key's first column, batch_size keys
+ *		of the target at a time, in the order of the key.
+ *
+ * A reconcile is a job (job.c): its step is a batch.  A batch, in its own
+ * transaction outside a transaction block:
+ *   1. takes the pipeline's lock (waiting for a run, an overwrite or a
+ *      backfill of the pipeline to end, as a backfill does), so that no run
+ *      of the pipeline is in progress while it reads and deletes;
+ *   2. finds the batch's last key: the batch_size-th key of the target after
+ *      the last one done, through the unique index;
+ *   3. deletes, as the pipeline's owner, the target rows of the keys up to
+ *      it that the source does not have: DELETE ... WHERE NOT EXISTS on the
+ *      source by the key columns with their equality operators, one
+ *      statement whose snapshot is taken after the lock (READ COMMITTED:
+ *      each statement reads the source as it is then);
+ *   4. records the batch in hwm.runs (kind 'reconcile', when it deleted rows
+ *      or was the last) and its progress in hwm.backfills (kind 'reconcile':
+ *      done_through is the batch's last key), and commits.
+ *
+ * Why this never deletes a row that the source holds (see README, "Reconcile:
+ * deletes no watermark sees").  A target row is deleted only when no row of
+ * the source with its key is visible to the DELETE's snapshot, which is taken
+ * with the pipeline's lock held: every run that committed before has
+ * committed before the snapshot, and no run is in progress.  So a source row
+ * the DELETE does not see was not committed when the snapshot was taken, and
+ * no run has loaded it (a run reads with its own snapshot, taken after it).
+ * That row commits later, with a watermark value that the safe watermark of
+ * every run so far is below (watermark.c: the stored watermark stays below
+ * every value a transaction in flight can still commit, for values the
+ * database assigns; for values the application supplies, within the
+ * pipeline's delay), so the next run loads it again.  What a reconcile can
+ * do to a row committed late is make the target miss it until the next run,
+ * as for any row committed after a run.  A naive reconcile (the DELETE
+ * without the pipeline's lock) can delete a row that a run in progress has
+ * just loaded: its snapshot predates the row's commit, and READ COMMITTED
+ * rechecks only the target row it deletes, not the source; the run then
+ * moves the watermark past the row, and no run loads it again
+ * (test/specs/reconcile_late_commit.spec).
+ *
+ * The key walk: rows with a NULL in a key column are never deleted (there is
+ * no key to look for); a key of several columns is compared as a row
+ * (ROW(...) OPERATOR(pg_catalog.>) ROW(...)), which the unique index serves.
+ * The range from_key..to_key bounds the key's first column.  When the source's
+ * key columns have the target's types and collations (the same order), the
+ * same range bounds the source's side of the anti-join, so each batch reads
+ * two ranges of two indexes.
+ */
+#include "postgres.h"
+
+#include "catalog.h"
+#include "citus.h"
+#include "job.h"
+#include "pipeline.h"
+#include "privilege.h"
+#include "util.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+/* The unique key of a pipeline's target, as reconcile walks it */
+typedef struct Keys
+{
+	int			n;
+	char	  **names;			/* quoted */
+	HwmValueType *vt;			/* the target's types, with their ordering */
+	bool		source_alike;	/* the source's key columns have those types */
+	char	   *match;			/* " AND s.k OPERATOR(=) t.k ..." */
+} Keys;
+
+/* A reconcile's set-up, rebuilt by every batch under the pipeline's lock */
+typedef struct Reconcile
+{
+	HwmPipeline *p;
+	HwmPlan    *plan;
+	HwmRoleSwitch sw;
+	Keys		keys;
+	char	   *target;			/* quoted */
+	char	   *source;
+	bool		has_from;
+	bool		has_to;
+	Datum		from;			/* the first key column's type */
+	Datum		to;
+} Reconcile;
+
+/* Statement parameters, $1 first */
+typedef struct Params
+{
+	int			n;
+	Oid		   *types;
+	Datum	   *values;
+} Params;
+
+static int
+param_add(Params *ps, Oid type, Datum value)
+{
+	ps->types[ps->n] = type;
+	ps->values[ps->n] = value;
+	return ++ps->n;
+}
+
+static void
+params_init(Params *ps, const Keys *k)
+{
+	int			max = 3 * k->n + 4;
+
+	ps->n = 0;
+	ps->types = palloc(sizeof(Oid) * max);
+	ps->values = palloc(sizeof(Datum) * max);
+}
+
+/*
+ * Refuse what reconcile cannot do: a pipeline without a target table (a
+ * command or interval pipeline), without a unique key, or on Citus.
+ */
+static void
+reconcile_check_pipeline(const HwmPipeline *p)
+{
+	if (!OidIsValid(p->target))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("pipeline \"%s\" has no target table to reconcile", p->name),
+				 errdetail("It is a %s pipeline: it runs a command, and hwm does not know which rows the command wrote.",
+						   p->time_interval ? "interval" : "command"),
+				 errhint("Delete what the source no longer has in the command itself, or reconcile its target with a DELETE ... WHERE NOT EXISTS of your own.")));
+	if (p->unique_key == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" has no unique key", p->name),
+				 errdetail("Reconcile finds the target rows to delete by their key in the source."),
+				 errhint("Declare the pipeline with unique_key => '{...}'.")));
+	if (pg_class_aclcheck(p->target, p->owner, ACL_DELETE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("owner of pipeline \"%s\" may not delete from its target %s",
+						p->name, hwm_qualified_name(p->target)),
+				 errdetail("Reconcile deletes target rows with the rights of the pipeline's owner."),
+				 errhint("GRANT DELETE ON %s TO the pipeline's owner.", hwm_qualified_name(p->target))));
+	if (hwm_citus_is_table(p->target) || hwm_citus_is_table(p->source))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("hwm.reconcile does not run on Citus tables"),
+				 errdetail("The source or the target of pipeline \"%s\" is a Citus table, and reconcile walks the target's keys through one index.", p->name),
+				 errhint("Run DELETE FROM target AS t WHERE NOT EXISTS (SELECT FROM source AS s WHERE s.key = t.key) by hand, while no run of the pipeline is in progress; for a partitioned pipeline, hwm.backfill deletes what the source's partitions no longer have.")));
+}
+
+/* The target's key columns, their types and orderings */
+static void
+keys_init(Keys *k, const HwmPipeline *p)
+{
+	ListCell   *lc;
+	char	   *tgtname = hwm_qualified_name(p->target);
+	StringInfoData match;
+
+	k->n = list_length(p->unique_key);
+	k->names = palloc(sizeof(char *) * k->n);
+	k->vt = palloc0(sizeof(HwmValueType) * k->n);
+	k->source_alike = true;
+	initStringInfo(&match);
+	foreach(lc, p->unique_key)
+	{
+		int			i = foreach_current_index(lc);
+		char	   *name = lfirst(lc);
+		AttrNumber	att = get_attnum(p->target, name);
+		AttrNumber	satt = get_attnum(p->source, name);
+		Oid			type;
+		int32		typmod;
+		Oid			coll;
+		Oid			stype = InvalidOid;
+		int32		stypmod;
+		Oid			scoll = InvalidOid;
+		TypeCacheEntry *tc;
+
+		if (att == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("unique key column \"%s\" of pipeline \"%s\" is not in its target %s",
+							name, p->name, tgtname)));
+		get_atttypetypmodcoll(p->target, att, &type, &typmod, &coll);
+		hwm_value_type_init(&k->vt[i], type, typmod, coll, name, tgtname);
+		k->names[i] = pstrdup(quote_identifier(name));
+		if (satt == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("unique key column \"%s\" of pipeline \"%s\" is not in its source %s",
+							name, p->name, hwm_qualified_name(p->source))));
+		if (satt != InvalidAttrNumber)
+			get_atttypetypmodcoll(p->source, satt, &stype, &stypmod, &scoll);
+		/* the same order on both sides: the same type and collation */
+		if (stype != type || scoll != coll)
+			k->source_alike = false;
+
+		/*
+		 * The key match, as the load's upsert matches: the source's value in
+		 * the target's type, compared with the target type's equality under
+		 * the target column's collation (a source column of another
+		 * collation would make the comparison ambiguous).
+		 */
+		tc = lookup_type_cache(getBaseType(type), TYPECACHE_EQ_OPR);
+		if (!OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
+							k->names[i], tgtname, format_type_be(type))));
+		if (stype == type)
+			appendStringInfo(&match, " AND s.%s", k->names[i]);
+		else
+			appendStringInfo(&match, " AND CAST(s.%s AS %s)", k->names[i],
+							 format_type_extended(type, typmod,
+												  FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
+		appendStringInfo(&match, " %s t.%s", hwm_operator_sql(tc->eq_opr), k->names[i]);
+		if (OidIsValid(coll) && scoll != coll)
+			appendStringInfo(&match, " COLLATE %s", generate_collation_name(coll));
+	}
+	k->match = match.data;
+}
+
+/*
+ * Read the pipeline (with lock: waiting for its lock), check it, and become
+ * its owner until reconcile_end.
+ */
+static void
+reconcile_begin(Reconcile *r, const char *name, bool lock)
+{
+	r->p = hwm_pipeline_fetch(name, lock, false);
+	reconcile_check_pipeline(r->p);
+	r->plan = hwm_plan_as_owner(r->p, false, false, true, &r->sw);
+	keys_init(&r->keys, r->p);
+	r->target = hwm_qualified_name(r->p->target);
+	r->source = hwm_qualified_name(r->p->source);
+}
+
+static void
+reconcile_end(Reconcile *r)
+{
+	hwm_unbecome(&r->sw);
+}
+
+/* A key's text: the value's for one column, a text[] literal for several */
+static char *
+key_out(const Keys *k, const Datum *key)
+{
+	Datum	   *elems;
+	ArrayType  *arr;
+
+	if (k->n == 1)
+		return hwm_value_out(&k->vt[0], key[0]);
+	elems = palloc(sizeof(Datum) * k->n);
+	for (int i = 0; i < k->n; i++)
+		elems[i] = CStringGetTextDatum(hwm_value_out(&k->vt[i], key[i]));
+	arr = construct_array(elems, k->n, TEXTOID, -1, false, TYPALIGN_INT);
+	return OidOutputFunctionCall(F_ARRAY_OUT, PointerGetDatum(arr));
+}
+
+/* The key of key_out's text */
+static Datum *
+key_in(const Keys *k, const char *txt)
+{
+	Datum	   *key = palloc(sizeof(Datum) * k->n);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (k->n == 1)
+	{
+		key[0] = hwm_value_in(&k->vt[0], txt, "done_through");
+		return key;
+	}
+	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, unconstify(char *, txt),
+															  TEXTOID, -1)),
+					  TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != k->n)
+		elog(ERROR, "hwm: done_through \"%s\" has %d keys, not %d", txt, n, k->n);
+	for (int i = 0; i < n; i++)
+		key[i] = hwm_value_in(&k->vt[i], TextDatumGetCString(elems[i]), "done_through");
+	return key;
+}
+
+/* " AND a.k1 IS NOT NULL ..." */
+static void
+append_not_null(StringInfo buf, const Keys *k, const char *alias)
+{
+	for (int i = 0; i < k->n; i++)
+		appendStringInfo(buf, " AND %s.%s IS NOT NULL", alias, k->names[i]);
+}
+
+/*
+ * " AND ROW(a.k1, a.k2) OPERATOR(pg_catalog.op) ROW($n, $n+1)" for a whole
+ * key (one column: the column's own operator, gt or le), its values added.
+ */
+static void
+append_key_cmp(StringInfo buf, const Keys *k, const char *alias, bool greater,
+			   const Datum *key, Params *ps)
+{
+	if (k->n == 1)
+	{
+		int			n = param_add(ps, k->vt[0].type, key[0]);
+
+		appendStringInfo(buf, " AND %s.%s %s $%d", alias, k->names[0],
+						 greater ? k->vt[0].gt : k->vt[0].le, n);
+		return;
+	}
+	appendStringInfoString(buf, " AND ROW(");
+	for (int i = 0; i < k->n; i++)
+		appendStringInfo(buf, "%s%s.%s", i ? ", " : "", alias, k->names[i]);
+	appendStringInfo(buf, ") OPERATOR(pg_catalog.%s) ROW(", greater ? ">" : "<=");
+	for (int i = 0; i < k->n; i++)
+		appendStringInfo(buf, "%s$%d", i ? ", " : "", param_add(ps, k->vt[i].type, key[i]));
+	appendStringInfoChar(buf, ')');
+}
+
+/*
+ * The conditions on one side (alias t or s) of a batch: after the last key
+ * done (else from the range's start), up to the batch's last key (NULL: to
+ * the range's end).
+ */
+static void
+append_range(StringInfo buf, const Reconcile *r, const char *alias,
+			 const Datum *after, const Datum *upto, Params *ps)
+{
+	const Keys *k = &r->keys;
+
+	if (after)
+		append_key_cmp(buf, k, alias, true, after, ps);
+	else if (r->has_from)
+		appendStringInfo(buf, " AND %s.%s %s $%d", alias, k->names[0], k->vt[0].ge,
+						 param_add(ps, k->vt[0].type, r->from));
+	if (upto)
+		append_key_cmp(buf, k, alias, false, upto, ps);
+	else if (r->has_to)
+		appendStringInfo(buf, " AND %s.%s %s $%d", alias, k->names[0], k->vt[0].le,
+						 param_add(ps, k->vt[0].type, r->to));
+}
+
+/* " ORDER BY t.k1 USING <, ..." (desc: greatest first) */
+static void
+append_order(StringInfo buf, const Keys *k, bool desc)
+{
+	appendStringInfoString(buf, " ORDER BY ");
+	for (int i = 0; i < k->n; i++)
+		appendStringInfo(buf, "%st.%s USING %s", i ? ", " : "", k->names[i],
+						 desc ? k->vt[i].gt : k->vt[i].lt);
+}
+
+/* "SELECT t.k1, ... FROM target AS t WHERE <keys not NULL>" */
+static void
+append_select_keys(StringInfo buf, const Reconcile *r)
+{
+	appendStringInfoString(buf, "SELECT ");
+	for (int i = 0; i < r->keys.n; i++)
+		appendStringInfo(buf, "%st.%s", i ? ", " : "", r->keys.names[i]);
+	appendStringInfo(buf, " FROM %s AS t WHERE true", r->target);
+	append_not_null(buf, &r->keys, "t");
+}
+
+/* " AND NOT EXISTS (SELECT FROM source AS s WHERE <range> s.k = t.k ...)" */
+static void
+append_absent(StringInfo buf, const Reconcile *r, const Datum *after,
+			  const Datum *upto, Params *ps)
+{
+	appendStringInfo(buf, " AND NOT EXISTS (SELECT FROM %s AS s WHERE true", r->source);
+	if (r->keys.source_alike)
+		append_range(buf, r, "s", after, upto, ps);
+	appendStringInfo(buf, "%s)", r->keys.match);
+}
+
+/* The key of the first row of the last SPI result, copied */
+static Datum *
+spi_key(const Keys *k)
+{
+	Datum	   *key = palloc(sizeof(Datum) * k->n);
+
+	for (int i = 0; i < k->n; i++)
+	{
+		bool		isnull;
+		Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+									  i + 1, &isnull);
+
+		key[i] = isnull ? (Datum) 0 : hwm_value_copy(&k->vt[i], v);
+	}
+	return key;
+}
+
+/*
+ * The batch's last key: the count-th key of the range after after (NULL:
+ * from the range's start); NULL when fewer are left (the last batch).
+ */
+static Datum *
+batch_end(const Reconcile *r, const Datum *after, int64 count)
+{
+	StringInfoData buf;
+	Params		ps;
+	int			n;
+
+	params_init(&ps, &r->keys);
+	initStringInfo(&buf);
+	append_select_keys(&buf, r);
+	append_range(&buf, r, "t", after, NULL, &ps);
+	append_order(&buf, &r->keys, false);
+	n = param_add(&ps, INT8OID, Int64GetDatum(count - 1));
+	appendStringInfo(&buf, " OFFSET $%d LIMIT 1", n);
+	hwm_spi_exec(buf.data, ps.n, ps.types, ps.values, NULL, SPI_OK_SELECT);
+	return SPI_processed == 0 ? NULL : spi_key(&r->keys);
+}
+
+/* Delete the target rows of the keys after after up to upto that the source lacks */
+static int64
+delete_absent(const Reconcile *r, const Datum *after, const Datum *upto)
+{
+	StringInfoData buf;
+	Params		ps;
+
+	params_init(&ps, &r->keys);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "DELETE FROM %s AS t WHERE true", r->target);
+	append_not_null(&buf, &r->keys, "t");
+	append_range(&buf, r, "t", after, upto, &ps);
+	append_absent(&buf, r, after, upto, &ps);
+	hwm_spi_exec(buf.data, ps.n, ps.types, ps.values, NULL, SPI_OK_DELETE);
+	return (int64) SPI_processed;
+}
+
+/* The range's bounds from their canonical text ("": none) */
+static void
+bounds_in(Reconcile *r, const char *from_text, const char *to_text)
+{
+	r->has_from = from_text[0] != '\0';
+	r->has_to = to_text[0] != '\0';
+	if (r->has_from)
+		r->from = hwm_value_in(&r->keys.vt[0], from_text, "from_key");
+	if (r->has_to)
+		r->to = hwm_value_in(&r->keys.vt[0], to_text, "to_key");
+}
+
+/* What a reconcile keeps besides its job (HwmJob.arg) */
+typedef struct ReconcileJob
+{
+	char	   *batch_from;		/* the batch in progress, for a failed run */
+	char	   *batch_to;
+} ReconcileJob;
+
+/* The bounds of a batch, as hwm.runs shows them (NULL: the range's end) */
+static void
+batch_bounds(const HwmJob *job, const Keys *k, const Datum *upto,
+			 char **from, char **to)
+{
+	*from = job->done_through ? job->done_through :
+		job->from_text[0] ? job->from_text : NULL;
+	*to = upto ? key_out(k, upto) : job->to_text[0] ? job->to_text : NULL;
+}
+
+/*
+ * One batch, the step of a reconcile, in the current transaction: under the
+ * pipeline's lock, delete the target rows of the next batch_size keys that
+ * the source no longer has, record the batch.  True when the range is done.
+ */
+static bool
+reconcile_batch(HwmJob *job)
+{
+	ReconcileJob *rj = job->arg;
+	Reconcile	r;
+	TimestampTz started_at = GetCurrentTimestamp();
+	Datum	   *after;
+	Datum	   *upto;
+	int64		deleted;
+	char	   *from;
+	char	   *to;
+
+	reconcile_begin(&r, job->pipeline, true);
+	bounds_in(&r, job->from_text, job->to_text);
+	after = job->done_through ? key_in(&r.keys, job->done_through) : NULL;
+	upto = batch_end(&r, after, job->batch_size);
+	batch_bounds(job, &r.keys, upto, &from, &to);
+	rj->batch_from = from ? MemoryContextStrdup(job->cxt, from) : NULL;
+	rj->batch_to = to ? MemoryContextStrdup(job->cxt, to) : NULL;
+	deleted = delete_absent(&r, after, upto);
+	reconcile_end(&r);
+
+	/* recorded as the caller, like a backfill's partitions */
+	if (deleted > 0 || upto == NULL)
+	{
+		HwmRunFacts run = HWM_RUN_FACTS_INIT(r.p->name, "reconcile", started_at);
+
+		run.rows_deleted = deleted;
+		run.from_partition = from;
+		run.to_partition = to;
+		(void) hwm_record_run(&run);
+	}
+	if (upto)
+		job->done_through = MemoryContextStrdup(job->cxt, key_out(&r.keys, upto));
+	job->steps_done++;
+	job->rows_deleted += deleted;
+	return upto == NULL;
+}
+
+/* A batch that failed: its run in hwm.runs, 'failed' */
+static void
+reconcile_failed(HwmJob *job, ErrorData *edata, TimestampTz started_at)
+{
+	ReconcileJob *rj = job->arg;
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(job->pipeline, "reconcile", started_at);
+
+	run.status = "failed";
+	run.from_partition = rj->batch_from;
+	run.to_partition = rj->batch_to;
+	run.error_sqlstate = unpack_sql_state(edata->sqlerrcode);
+	run.error = edata->message ? edata->message : "unknown error";
+	(void) hwm_record_run(&run);
+}
+
+/* A reconcile is a job of hwm.backfills (job.c), a batch of keys its step */
+static const HwmJobKind reconcile_kind = {
+	.procedure = "hwm.reconcile",
+	.job = "reconcile",
+	.step_name = "batch",
+	.snapshot_detail = "Each batch must read the source as it is once the pipeline's lock is held, not as a snapshot taken earlier saw it.",
+	.busy = "reconcile {id} of pipeline \"{pipeline}\" is running in another session",
+	.busy_detail = "The same pipeline and key range are being reconciled by another CALL that has not finished.",
+	.resuming = "hwm: resuming the unfinished reconcile of pipeline \"{pipeline}\" after key {done}",
+	.stopped = "The reconcile stopped; its batches up to key {done} are committed (hwm.backfills shows its progress).",
+	.again = "Fix the cause and CALL hwm.reconcile again with the same pipeline and key range: it resumes after key {done}.",
+	.step = reconcile_batch,
+	.failed = reconcile_failed,
+};
+
+/*
+ * The dry run's reads: the number of target rows the reconcile would delete
+ * now (what < 0), or the first (0) or last (1) of their keys (NULL: none).
+ */
+static char *
+dry_read(const Reconcile *r, int what, int64 *count)
+{
+	StringInfoData buf;
+	Params		ps;
+	Datum		v;
+
+	params_init(&ps, &r->keys);
+	initStringInfo(&buf);
+	if (what < 0)
+		appendStringInfo(&buf, "SELECT pg_catalog.count(*) FROM %s AS t WHERE true",
+						 r->target);
+	else
+		append_select_keys(&buf, r);
+	append_not_null(&buf, &r->keys, "t");
+	append_range(&buf, r, "t", NULL, NULL, &ps);
+	append_absent(&buf, r, NULL, NULL, &ps);
+	if (what >= 0)
+	{
+		append_order(&buf, &r->keys, what == 1);
+		appendStringInfoString(&buf, " LIMIT 1");
+	}
+	hwm_spi_exec(buf.data, ps.n, ps.types, ps.values, NULL, SPI_OK_SELECT);
+	if (what < 0)
+	{
+		*count = hwm_spi_first(&v) ? DatumGetInt64(v) : 0;
+		return NULL;
+	}
+	return SPI_processed > 0 ? key_out(&r->keys, spi_key(&r->keys)) : NULL;
+}
+
+/*
+ * dry_run: how many target rows the reconcile would delete now, and their
+ * first and last keys, in a NOTICE; nothing is written or recorded.
+ */
+static void
+reconcile_dry_run(Reconcile *r, const char *from_text, const char *to_text)
+{
+	int64		count;
+	char	   *first = NULL;
+	char	   *last = NULL;
+	HwmJob		job = {.kind = &reconcile_kind};
+
+	(void) dry_read(r, -1, &count);
+	if (count > 0)
+	{
+		first = dry_read(r, 0, &count);
+		last = dry_read(r, 1, &count);
+	}
+	reconcile_end(r);
+
+	job.pipeline = r->p->name;
+	job.from_text = pstrdup(from_text);
+	job.to_text = pstrdup(to_text);
+	job.cxt = CurrentMemoryContext;
+	if (hwm_job_find_unfinished(&job))
+		ereport(NOTICE,
+				(errmsg("hwm: a reconcile of this range is unfinished: a CALL without dry_run resumes it after key %s",
+						job.done_through ? job.done_through : "(none)")));
+	if (count == 0)
+		ereport(NOTICE,
+				(errmsg("hwm: dry run of reconcile of pipeline \"%s\": no target row to delete; nothing was changed",
+						r->p->name)));
+	else
+		ereport(NOTICE,
+				(errmsg("hwm: dry run of reconcile of pipeline \"%s\": " INT64_FORMAT " target rows would be deleted, keys %s to %s; nothing was changed",
+						r->p->name, count, first ? first : "?", last ? last : "?")));
+}
+
+/*
+ * The range's bound in argument argno (NULL: none) as canonical text ("":
+ * none), in the key's first column's type.
+ */
+static char *
+bound_arg(FunctionCallInfo fcinfo, int argno, const Reconcile *r, const char *what,
+		  Datum *value)
+{
+	char	   *txt;
+
+	if (PG_ARGISNULL(argno))
+		return "";
+	txt = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (txt[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", what),
+				 errhint("Pass NULL (the default) for a range without that bound.")));
+	*value = hwm_value_in(&r->keys.vt[0], txt, what);
+	return hwm_value_out(&r->keys.vt[0], *value);
+}
+
+/* The arguments that need no catalog: batch_size, dry_run */
+static void
+reconcile_check_args(FunctionCallInfo fcinfo)
+{
+	if (PG_ARGISNULL(3) || PG_GETARG_INT32(3) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch_size must be at least 1"),
+				 errdetail("batch_size is %s.", PG_ARGISNULL(3) ? "NULL" :
+						   psprintf("%d", PG_GETARG_INT32(3))),
+				 errhint("batch_size is the number of target keys examined per transaction (10000 by default).")));
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dry_run must not be null"),
+				 errhint("Pass true to only show what would be deleted, or false (the default) to delete it.")));
+	hwm_job_require_read_committed(&reconcile_kind);
+}
+
+PG_FUNCTION_INFO_V1(hwm_reconcile);
+
+/* CALL hwm.reconcile(pipeline, from_key, to_key, batch_size, dry_run) */
+Datum
+hwm_reconcile(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	HwmJob	   *job;
+	Reconcile	r;
+	char	   *from_text;
+	char	   *to_text;
+
+	reconcile_check_args(fcinfo);
+
+	/* set-up: everything checked (an error here changes nothing) */
+	job = hwm_job_new(&reconcile_kind, fcinfo);
+	reconcile_begin(&r, name, false);
+	from_text = bound_arg(fcinfo, 1, &r, "from_key", &r.from);
+	to_text = bound_arg(fcinfo, 2, &r, "to_key", &r.to);
+	r.has_from = from_text[0] != '\0';
+	r.has_to = to_text[0] != '\0';
+	if (r.has_from && r.has_to && hwm_value_cmp(&r.keys.vt[0], r.from, r.to) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_key %s is after to_key %s", from_text, to_text),
+				 errhint("The range is inclusive at both ends: pass the smaller key first.")));
+
+	if (PG_GETARG_BOOL(4))
+	{
+		reconcile_dry_run(&r, from_text, to_text);
+		SPI_finish();
+		hwm_job_free(job);
+		PG_RETURN_VOID();
+	}
+	reconcile_end(&r);
+
+	job->batch_size = PG_GETARG_INT32(3);
+	job->arg = MemoryContextAllocZero(job->cxt, sizeof(ReconcileJob));
+	job->pipeline = MemoryContextStrdup(job->cxt, r.p->name);
+	job->from_text = MemoryContextStrdup(job->cxt, from_text);
+	job->to_text = MemoryContextStrdup(job->cxt, to_text);
+	hwm_job_run(job);
+
+	ereport(NOTICE,
+			(errmsg("hwm: reconcile of pipeline \"%s\" finished: %d batches, " INT64_FORMAT " target rows deleted",
+					job->pipeline, job->steps_done, job->rows_deleted)));
+	hwm_job_free(job);
+	PG_RETURN_VOID();
+}
