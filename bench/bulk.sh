@@ -8,6 +8,8 @@
 #   new      every key of the slice is new (keys N+1..2N): a backlog
 #   half     half the slice re-sent unchanged (keys N/2+1..N), half new
 #   changed  half the slice changed (keys N/2+1..N, column b), half new
+#   first    a first load: the empty target t0 gets a source of N rows
+#            (contenders bare, ctas, upsert, hwm only; CASES=first)
 #
 # Contenders, each over the same slice (WHERE updated_at > the watermark):
 #
@@ -25,6 +27,9 @@
 #            insertion for every new row again)
 #   merge    MERGE INTO t USING slice ON key WHEN MATCHED AND hwm.changed
 #            THEN UPDATE WHEN NOT MATCHED THEN INSERT (PostgreSQL 15+)
+#   merge_nl, split_nl  merge, split planned with nested loops (index probes)
+#   merge_wm as merge with work_mem = 256MB (its hash join in memory)
+#   ctas     (first only) CREATE TABLE AS the slice + ADD PRIMARY KEY
 #   dbt_merge, dbt_di  what dbt-postgres's incremental strategies run: MERGE
 #            updating every matched row; DELETE ... USING slice + INSERT
 #
@@ -69,6 +74,12 @@ CREATE INDEX ON src_changed (updated_at);
 INSERT INTO src_changed SELECT id, updated_at, a,
   CASE WHEN id > :half AND id <= :n THEN b || ' changed' ELSE b END, c
   FROM src_half;
+-- first: an empty target, the source N rows (the first run loads them all)
+CREATE TABLE t0 (LIKE t INCLUDING ALL);
+CREATE TABLE src_first (LIKE t INCLUDING ALL);
+CREATE INDEX ON src_first (updated_at);
+INSERT INTO src_first SELECT * FROM t;
+SELECT hwm.create_pipeline('first', 'src_first', 't0', '{id}', 'updated_at');
 SELECT hwm.create_pipeline('new', 'src_new', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_new WHERE id = :n));
 SELECT hwm.create_pipeline('half', 'src_half', 't', '{id}', 'updated_at',
@@ -76,7 +87,7 @@ SELECT hwm.create_pipeline('half', 'src_half', 't', '{id}', 'updated_at',
 SELECT hwm.create_pipeline('changed', 'src_changed', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_changed WHERE id = :half));
 CREATE TABLE wm (name text PRIMARY KEY, w timestamptz NOT NULL);
-INSERT INTO wm SELECT pipeline, watermark::timestamptz FROM hwm.state;
+INSERT INTO wm SELECT pipeline, coalesce(watermark::timestamptz, '-infinity') FROM hwm.state;
 VACUUM ANALYZE;
 CHECKPOINT;
 SQL
@@ -92,6 +103,16 @@ statement() {
     local changed="hwm.changed(t.updated_at, t.a, t.b, t.c, EXCLUDED.updated_at, EXCLUDED.a, EXCLUDED.b, EXCLUDED.c)"
     local changed_s="hwm.changed(t.updated_at, t.a, t.b, t.c, s.updated_at, s.a, s.b, s.c)"
     local upd="UPDATE t SET updated_at = s.updated_at, a = s.a, b = s.b, c = s.c FROM $s AS s WHERE s.updated_at > $lo AND t.id = s.id AND $changed_s"
+    if [[ $2 == first ]]; then
+        case $1 in
+        bare) echo "INSERT INTO t0 AS t $slice" ;;
+        ctas) echo "CREATE TABLE t1 AS $slice; ALTER TABLE t1 ADD PRIMARY KEY (id)" ;;
+        upsert) echo "INSERT INTO t0 AS t $slice ON CONFLICT (id) DO UPDATE SET $set WHERE $changed" ;;
+        hwm) echo "SELECT * FROM hwm.run('$2')" ;;
+        *) echo "SELECT 1" ;;
+        esac
+        return
+    fi
     case $1 in
     bare) echo "INSERT INTO t AS t SELECT s.id, s.updated_at, s.a, s.b, s.c FROM $s AS s WHERE s.updated_at > $floor" ;;
     upsert) echo "INSERT INTO t AS t $slice ON CONFLICT (id) DO UPDATE SET $set WHERE $changed" ;;
@@ -99,6 +120,9 @@ statement() {
     split) echo "WITH u AS ($upd RETURNING 1) INSERT INTO t AS t $slice AND NOT EXISTS (SELECT FROM t AS t2 WHERE t2.id = s.id)" ;;
     split_oc) echo "WITH u AS ($upd RETURNING 1) INSERT INTO t AS t $slice AND NOT EXISTS (SELECT FROM t AS t2 WHERE t2.id = s.id) ON CONFLICT (id) DO UPDATE SET $set WHERE $changed" ;;
     merge) echo "MERGE INTO t USING ($slice) AS s ON t.id = s.id WHEN MATCHED AND $changed_s THEN UPDATE SET updated_at = s.updated_at, a = s.a, b = s.b, c = s.c WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.updated_at, s.a, s.b, s.c)" ;;
+    merge_nl) echo "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; $(statement merge "$2")" ;;
+    merge_wm) echo "SET LOCAL work_mem = '256MB'; $(statement merge "$2")" ;;
+    split_nl) echo "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; $(statement split "$2")" ;;
     dbt_merge) echo "MERGE INTO t USING ($slice) AS s ON t.id = s.id WHEN MATCHED THEN UPDATE SET updated_at = s.updated_at, a = s.a, b = s.b, c = s.c WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.updated_at, s.a, s.b, s.c)" ;;
     dbt_di) echo "DELETE FROM t USING $s AS s WHERE s.updated_at > $lo AND t.id = s.id; INSERT INTO t $slice" ;;
     esac
@@ -115,7 +139,7 @@ measure() {
         echo '\timing off'
         echo 'ROLLBACK;'
     } | hwm_psql -q 2>>"$LOG" | sed -nE 's/^Time: ([0-9.]+) ms.*/\1/p' | awk '{s += $1} END {print s}')
-    hwm_psql -q -c 'VACUUM t' >>"$LOG" 2>&1
+    hwm_psql -q -c 'VACUUM t, t0' >>"$LOG" 2>&1
     echo "$ms"
 }
 
@@ -123,23 +147,25 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? 
 
 # check once that every contender leaves the same table (within the rollback)
 for c in $CASES; do
+    ref_up=
     for k in $CONTENDERS; do
         sum=$({
             echo 'BEGIN;'
             echo '\o /dev/null'
             statement "$k" "$c" | sed 's/$/;/'
             echo '\o'
-            echo "SELECT count(*), sum(hashtext(t::text)) FROM t;"
+            if [[ $c == first ]]; then tbl=t0; [[ $k == ctas ]] && tbl=t1; else tbl=t; fi
+            echo "SELECT count(*), sum(hashtext(x::text)) FROM $tbl AS x;"
             echo 'ROLLBACK;'
         } | hwm_psql -q -At 2>>"$LOG")
         [[ $k == bare ]] && ref=$sum
         # bare leaves the changed case's first half unchanged
         [[ $k == upsert ]] && ref_up=$sum
-        if [[ $k != bare && $k != upsert && $sum != "$ref_up" ]]; then
+        if [[ $k != bare && $k != upsert && -n ${ref_up:-} && $sum != "$ref_up" ]]; then
             hwm_log "WARNING: $k on $c leaves $sum, the upsert $ref_up"
         fi
     done
-    hwm_psql -q -c 'VACUUM t' >>"$LOG" 2>&1
+    hwm_psql -q -c 'VACUUM t, t0' >>"$LOG" 2>&1
 done
 : "${ref:=}"
 
@@ -163,7 +189,7 @@ hwm_log "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 printf '| case |'
 for k in "${K[@]}"; do printf ' %s ms (/ bare) |' "$k"; done
-printf ' hwm / split |\n|---|'
+printf ' hwm / split (if both ran) |\n|---|'
 for k in "${K[@]}"; do printf -- '---|'; done
 printf -- '---|\n'
 for c in $CASES; do
@@ -178,5 +204,7 @@ for c in $CASES; do
             "$(git -C "$BENCH/.." rev-parse --short HEAD)" >>"$WORK/bulk.tsv"
     done
     # shellcheck disable=SC2086
-    printf ' %s |\n' "$(awk -v h="$(median ${T[$c.hwm]:-0})" -v s="$(median ${T[$c.split]:-1})" 'BEGIN {printf "%.2f", h / s}')"
+    [[ -n ${T[$c.split]:-} && -n ${T[$c.hwm]:-} ]] &&
+        printf ' %s |' "$(awk -v h="$(median ${T[$c.hwm]})" -v s="$(median ${T[$c.split]})" 'BEGIN {printf "%.2f", h / s}')"
+    printf '\n'
 done
