@@ -176,4 +176,17 @@ SELECT rows_upserted FROM hwm.run('rls');
 SELECT rows_upserted FROM hwm.run('typed');
 RESET client_min_messages;
 
+-- a key that is an identity column GENERATED ALWAYS: both fast paths
+-- insert with OVERRIDING SYSTEM VALUE, as the upsert does
+CREATE TABLE idt (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, updated_at timestamptz, a int, b text);
+SELECT hwm.create_pipeline('idt', 'src', 'idt', '{id}', 'updated_at');
+SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('idt');
+UPDATE src SET updated_at = '2023-01-01', a = -1 WHERE id = 1;
+INSERT INTO src VALUES (80, '2023-01-01', 80, 'b80');
+SELECT rows_upserted FROM hwm.run('idt');
+RESET client_min_messages;
+SELECT NOT EXISTS ((SELECT id, updated_at, a, b FROM src EXCEPT ALL SELECT id, updated_at, a, b FROM idt)
+             UNION ALL (SELECT id, updated_at, a, b FROM idt EXCEPT ALL SELECT id, updated_at, a, b FROM src)) AS same_as_source;
+
 DROP SCHEMA load_fast CASCADE;
