@@ -320,7 +320,8 @@ append_source_key(StringInfo buf, const LoadColumn *c)
 }
 
 /*
- * Append the test "the stored row t differs from EXCLUDED" over the non-key
+ * Append the test "the stored row t differs from the new row" (newrow:
+ * EXCLUDED in the upsert, s in the fast path's MERGE) over the non-key
  * columns: hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b), in calls of at
  * most CHANGED_MAX_PAIRS pairs joined with OR (a function takes at most
  * FUNC_MAX_ARGS arguments).
@@ -328,7 +329,7 @@ append_source_key(StringInfo buf, const LoadColumn *c)
 #define CHANGED_MAX_PAIRS (FUNC_MAX_ARGS / 2)
 
 static void
-append_changed_test(StringInfo buf, List *cols)
+append_changed_test(StringInfo buf, List *cols, const char *newrow)
 {
 	List	   *nonkey = NIL;
 	ListCell   *lc;
@@ -353,7 +354,7 @@ append_changed_test(StringInfo buf, List *cols)
 			appendStringInfo(buf, "%st.%s", i == start ? "" : ", ",
 							 ((LoadColumn *) list_nth(nonkey, i))->name);
 		for (int i = start; i < end; i++)
-			appendStringInfo(buf, ", EXCLUDED.%s", ((LoadColumn *) list_nth(nonkey, i))->name);
+			appendStringInfo(buf, ", %s.%s", newrow, ((LoadColumn *) list_nth(nonkey, i))->name);
 		appendStringInfoChar(buf, ')');
 	}
 	if (n > CHANGED_MAX_PAIRS)
@@ -377,6 +378,9 @@ typedef struct PlanBuild
 	char	   *conflict;		/* " ON CONFLICT ..." or "" */
 	char	   *keymatch;		/* " AND s.k = t.k ..." or "" */
 	bool		citus_source;	/* the source is a Citus table */
+	bool		citus_target;	/* the target is a Citus table */
+	char	   *merge_head;		/* MERGE INTO t USING (SELECT ... WHERE, or NULL */
+	char	   *merge_tail;		/* ) AS s ON ... WHEN ... */
 } PlanBuild;
 
 /* The layouts hwm runs on Citus, for the refusals' details */
@@ -436,6 +440,7 @@ citus_layout(PlanBuild *b)
 	hwm_citus_table(spec->source, &s);
 	hwm_citus_table(spec->target, &t);
 	b->citus_source = s.kind != HWM_CITUS_NONE;
+	b->citus_target = t.kind != HWM_CITUS_NONE;
 	if (s.kind == HWM_CITUS_NONE && t.kind == HWM_CITUS_NONE)
 		return;
 	if (s.kind != HWM_CITUS_DISTRIBUTED || t.kind != HWM_CITUS_DISTRIBUTED)
@@ -639,7 +644,7 @@ conflict_clause(PlanBuild *b)
 			first = false;
 		}
 		appendStringInfoString(&conflict, " WHERE ");
-		append_changed_test(&conflict, b->cols);
+		append_changed_test(&conflict, b->cols, "EXCLUDED");
 	}
 
 	foreach(lc, b->cols)
@@ -664,6 +669,91 @@ conflict_clause(PlanBuild *b)
 }
 
 /*
+ * Why a slice cannot be loaded by the fast path (MERGE) with the same result
+ * as the upsert, or NULL.  The upsert fires BEFORE INSERT row triggers for
+ * every row of the slice, the existing keys' too, and checks row security's
+ * INSERT and UPDATE policies on each: a target with triggers of its own or
+ * row security keeps the upsert.  Foreign keys are checked by internal
+ * triggers that fire alike for an insert and an update, whichever statement
+ * makes them.  The MERGE compares the source's values with the stored ones
+ * before any assignment cast: every column must have one type in both.
+ */
+static const char *
+merge_refusal(PlanBuild *b)
+{
+	TriggerDesc *trig = b->tgt->trigdesc;
+	ListCell   *lc;
+
+	if (b->citus_source || b->citus_target)
+		return "the tables are Citus tables";
+	if (b->tgt->rd_rel->relrowsecurity)
+		return psprintf("target %s has row-level security enabled", b->tgtname);
+	if (b->tgt->rd_rules != NULL)
+		return psprintf("target %s has rules", b->tgtname);
+	for (int i = 0; trig != NULL && i < trig->numtriggers; i++)
+		if (!trig->triggers[i].tgisinternal)
+			return psprintf("target %s has trigger %s", b->tgtname,
+							quote_identifier(trig->triggers[i].tgname));
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (c->source_type != c->target_type)
+			return psprintf("column %s has type %s in the source and %s in the target",
+							c->name, format_type_be(c->source_type),
+							format_type_be(c->target_type));
+	}
+	return NULL;
+}
+
+/*
+ * The fast path of a slice, when merge_refusal allows one: MERGE INTO the
+ * target USING the slice ON the key, inserting the new keys as a plain
+ * INSERT does (no speculative insertion: a key a concurrent writer takes
+ * meanwhile raises unique_violation, and load.c then runs the upsert),
+ * updating the rows that changed, leaving unchanged rows untouched (not even
+ * locked).  Its WHERE on the slice goes between merge_head and merge_tail.
+ */
+static void
+merge_statement(PlanBuild *b)
+{
+	StringInfoData tail;
+	bool		first = true;
+	ListCell   *lc;
+
+	if (b->spec->unique_key == NIL)
+		return;					/* a plain INSERT already */
+	b->plan->merge_refused = merge_refusal(b);
+	if (b->plan->merge_refused)
+		return;
+	b->merge_head = psprintf("MERGE INTO %s AS t USING (SELECT %s FROM %s AS s",
+							 b->tgtname, column_list(b->cols, "s."), b->srcname);
+	initStringInfo(&tail);
+	/* keymatch is " AND s.k = t.k ..." */
+	appendStringInfo(&tail, ") AS s ON %s", b->keymatch + strlen(" AND "));
+	if (b->has_nonkey)
+	{
+		appendStringInfoString(&tail, " WHEN MATCHED AND ");
+		append_changed_test(&tail, b->cols, "s");
+		appendStringInfoString(&tail, " THEN UPDATE SET ");
+		foreach(lc, b->cols)
+		{
+			LoadColumn *c = lfirst(lc);
+
+			if (c->is_key)
+				continue;
+			appendStringInfo(&tail, "%s%s = s.%s", first ? "" : ", ", c->name, c->name);
+			first = false;
+		}
+	}
+	appendStringInfo(&tail, " WHEN NOT MATCHED THEN INSERT (%s)%s VALUES (%s)",
+					 column_list(b->cols, ""),
+					 b->override ? " OVERRIDING SYSTEM VALUE" : "",
+					 column_list(b->cols, "s."));
+	b->merge_tail = tail.data;
+}
+
+/*
  * The statements on the watermark column, one row per HwmWmStatement: an
  * upsert or a SELECT of one value; the bound on the argument; the order and
  * limit of the SELECT.
@@ -671,17 +761,23 @@ conflict_clause(PlanBuild *b)
 static const struct
 {
 	HwmWmStatement stmt;
-	bool		upsert;
+	bool		upsert;			/* an upsert (or one of its fast paths) */
+	bool		merge;			/* the fast path's MERGE */
+	bool		plain;			/* the fast path's plain INSERT */
 	const char *arg_op;			/* "lt", "le" or NULL: no argument */
 	bool		ascending;		/* SELECT: smallest first, else greatest */
 	bool		offset;			/* SELECT: the argument is an OFFSET */
 }			wm_statements[] =
 {
-	{HWM_WM_MAX, false, NULL, false, false},
-	{HWM_WM_MAX_BELOW, false, "lt", false, false},
-	{HWM_WM_BATCH_END, false, NULL, true, true},
-	{HWM_WM_UPSERT, true, NULL, false, false},
-	{HWM_WM_UPSERT_UPTO, true, "le", false, false},
+	{HWM_WM_MAX, false, false, false, NULL, false, false},
+	{HWM_WM_MAX_BELOW, false, false, false, "lt", false, false},
+	{HWM_WM_BATCH_END, false, false, false, NULL, true, true},
+	{HWM_WM_UPSERT, true, false, false, NULL, false, false},
+	{HWM_WM_UPSERT_UPTO, true, false, false, "le", false, false},
+	{HWM_WM_INSERT, true, false, true, NULL, false, false},
+	{HWM_WM_INSERT_UPTO, true, false, true, "le", false, false},
+	{HWM_WM_MERGE, true, true, false, NULL, false, false},
+	{HWM_WM_MERGE_UPTO, true, true, false, "le", false, false},
 };
 
 /*
@@ -704,8 +800,10 @@ watermark_statements(PlanBuild *b)
 
 	for (int i = 0; i < lengthof(wm_statements); i++)
 	{
-		/* a plan without a target has no upserts */
+		/* a plan without a target has no upserts, nor a refused fast path */
 		if (wm_statements[i].upsert && b->tgt == NULL)
+			continue;
+		if ((wm_statements[i].merge || wm_statements[i].plain) && b->merge_head == NULL)
 			continue;
 		for (int later = 0; later <= 1; later++)
 		{
@@ -714,7 +812,9 @@ watermark_statements(PlanBuild *b)
 			int			argno = later + reads + 1;
 
 			initStringInfo(&buf);
-			if (wm_statements[i].upsert)
+			if (wm_statements[i].merge)
+				appendStringInfo(&buf, "%s WHERE ", b->merge_head);
+			else if (wm_statements[i].upsert)
 				appendStringInfo(&buf, "%s WHERE ", b->insert_head);
 			else
 				appendStringInfo(&buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
@@ -732,8 +832,13 @@ watermark_statements(PlanBuild *b)
 				appendStringInfo(&buf, " AND s.%s %s $%d", wm,
 								 strcmp(wm_statements[i].arg_op, "lt") == 0 ?
 								 plan->wm.lt : plan->wm.le, argno);
-			if (wm_statements[i].upsert)
-				appendStringInfoString(&buf, b->conflict);
+			if (wm_statements[i].merge)
+				appendStringInfoString(&buf, b->merge_tail);
+			else if (wm_statements[i].upsert)
+			{
+				if (!wm_statements[i].plain)
+					appendStringInfoString(&buf, b->conflict);
+			}
 			else
 			{
 				appendStringInfo(&buf, " ORDER BY s.%s USING %s LIMIT 1", wm,
@@ -908,6 +1013,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 							 b.override ? " OVERRIDING SYSTEM VALUE" : "",
 							 column_list(b.cols, "s."), b.srcname);
 	conflict_clause(&b);
+	if (plan->has_wm)
+		merge_statement(&b);
 
 	if (plan->has_wm)
 		watermark_statements(&b);
