@@ -5,6 +5,7 @@
 -- same source into two targets, one by the fast path and one by the upsert
 -- (a target with a trigger keeps the upsert), and shows that both hold the
 -- same rows; DEBUG1 says which path each run took, and why not the fast one.
+-- A slice that holds a key twice ends as the upsert ends it.
 \i test/setup.sql
 CREATE SCHEMA load_fast;
 SET search_path = load_fast, public;
@@ -91,6 +92,66 @@ SELECT test_fingerprint('fast') = :'before' AS unchanged;
 DELETE FROM src WHERE id = 30 AND b = 'y';
 SELECT * FROM run_both();
 SELECT same();
+
+-- a key already in the target twice in a slice (a source that keeps every
+-- version of a row, re-read): the upsert fails or not depending on the
+-- order it reads the rows in (it may lock a row twice, but not touch a row
+-- it updated), where the MERGE, leaving unchanged rows alone, succeeds
+-- either way; the fast path finds the key twice and runs the upsert, so
+-- that both targets end alike, or both runs fail alike
+CREATE TABLE dsrc (LIKE src);
+CREATE TABLE dfast (LIKE fast INCLUDING ALL);
+CREATE TABLE dref (LIKE fast INCLUDING ALL);
+CREATE TRIGGER keep_upsert AFTER INSERT ON dref FOR EACH STATEMENT EXECUTE FUNCTION nothing();
+INSERT INTO dsrc VALUES (1, '2024-01-01 00:00+00', 1, 'one'), (2, '2024-01-01 00:00+00', 2, 'two');
+SELECT hwm.create_pipeline('dfast', 'dsrc', 'dfast', '{id}', 'updated_at');
+SELECT hwm.create_pipeline('dref', 'dsrc', 'dref', '{id}', 'updated_at');
+SELECT rows_upserted FROM hwm.run('dfast');
+SELECT rows_upserted FROM hwm.run('dref');
+-- key 1 unchanged, then changed: the upsert locks the row, then updates it
+INSERT INTO dsrc VALUES (1, '2024-01-02 00:00+00', 10, 'one, changed');
+SELECT hwm.set_watermark('dfast', '2023-12-31 00:00+00'), hwm.set_watermark('dref', '2023-12-31 00:00+00');
+SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('dfast');
+SELECT rows_upserted FROM hwm.run('dref');
+RESET client_min_messages;
+SELECT same('dfast', 'dref'), (SELECT b FROM dfast WHERE id = 1);
+-- key 1 changed, then unchanged: the upsert updates the row, then may not
+-- touch it again; the MERGE alone would have succeeded
+TRUNCATE dsrc;
+INSERT INTO dsrc VALUES (1, '2024-01-03 00:00+00', 100, 'one, changed again'),
+                        (1, '2024-01-02 00:00+00', 10, 'one, changed'),
+                        (2, '2024-01-01 00:00+00', 2, 'two');
+SELECT hwm.set_watermark('dfast', '2023-12-31 00:00+00'), hwm.set_watermark('dref', '2023-12-31 00:00+00');
+SELECT test_fingerprint('dfast') AS before \gset
+\set SHOW_CONTEXT never
+SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('dfast');
+SELECT rows_upserted FROM hwm.run('dref');
+RESET client_min_messages;
+\set SHOW_CONTEXT errors
+SELECT test_fingerprint('dfast') = :'before' AS unchanged, same('dfast', 'dref');
+-- both unchanged (the same row twice): both runs load nothing
+DELETE FROM dsrc WHERE b = 'one, changed again';
+INSERT INTO dsrc VALUES (1, '2024-01-02 00:00+00', 10, 'one, changed');
+SELECT hwm.set_watermark('dfast', '2023-12-31 00:00+00'), hwm.set_watermark('dref', '2023-12-31 00:00+00');
+SELECT rows_upserted FROM hwm.run('dfast');
+SELECT rows_upserted FROM hwm.run('dref');
+SELECT same('dfast', 'dref');
+-- a source whose unique index covers the key holds no key twice: the fast
+-- path does not look for one, and loads as before
+CREATE TABLE usrc (LIKE src);
+CREATE UNIQUE INDEX ON usrc (id);
+CREATE TABLE ufast (LIKE fast INCLUDING ALL);
+INSERT INTO ufast (id, updated_at, a, b) VALUES (1, '2024-01-01 00:00+00', 1, 'one'),
+                                               (2, '2024-01-01 00:00+00', 2, 'two');
+INSERT INTO usrc VALUES (1, '2024-01-02 00:00+00', 10, 'one, changed'),
+                        (2, '2024-01-01 00:00+00', 2, 'two'), (3, '2024-01-02 00:00+00', 3, 'three');
+SELECT hwm.create_pipeline('ufast', 'usrc', 'ufast', '{id}', 'updated_at');
+SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('ufast');
+RESET client_min_messages;
+SELECT id, a, b FROM ufast ORDER BY id;
 
 -- batches (catch_up reads each batch up to its end): the same rows
 UPDATE src SET updated_at = updated_at + INTERVAL '1 year', b = b || '!' WHERE id % 3 = 0;

@@ -184,13 +184,21 @@ settle_watermark(LoadRun *r)
  *   does, updates the rows that changed and leaves the others alone (not
  *   even locked), planned with nested loops: its hash join measured slower
  *   than the upsert (bench/bulk.sh).  A key that a concurrent writer
- *   inserted after the MERGE's snapshot (or a slice holding a key twice)
+ *   inserted after the MERGE's snapshot (or a new key twice in the slice)
  *   raises unique_violation; a row updated twice, cardinality_violation.
+ *   An existing key twice, of which at most one row changed, raises
+ *   neither: HWM_WM_TWICE finds it and fails the MERGE with
+ *   cardinality_violation, since the upsert may fail on that slice or not,
+ *   depending on the order it reads the rows in.  It is read after the
+ *   MERGE, so that rows inserted into the source meanwhile can only make
+ *   it find a key twice the MERGE did not see (the upsert then runs).
  *
  * After either error load_slice goes on to the next path, and at last to
  * the upsert, which takes a writer's key as an update (no row lost, none
- * doubled) and says what it says today of a key twice.
+ * doubled) and does what it does today with a key twice: a slice holding
+ * one loads as if there were no fast path.
  */
+/* The plain INSERT (see above) */
 static void
 insert_slice(void *arg)
 {
@@ -203,6 +211,7 @@ insert_slice(void *arg)
 	r->upserted = (int64) SPI_processed;
 }
 
+/* The MERGE, then the check for an existing key twice (see above) */
 static void
 merge_slice(void *arg)
 {
@@ -219,6 +228,16 @@ merge_slice(void *arg)
 		wm_exec(r, HWM_WM_MERGE, InvalidOid, (Datum) 0, SPI_OK_MERGE);
 	r->upserted = (int64) SPI_processed;
 	AtEOXact_GUC(true, nest);
+	if (r->plan->wm_sql[HWM_WM_TWICE][0] == NULL)
+		return;
+	if (r->upto)
+		wm_exec(r, HWM_WM_TWICE_UPTO, r->plan->wm.type, r->w0, SPI_OK_SELECT);
+	else
+		wm_exec(r, HWM_WM_TWICE, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg_internal("the slice holds a key twice")));
 }
 
 /* Run one fast path; false (and why at DEBUG1) when the next one must run */
