@@ -138,6 +138,15 @@ SELECT hwm.set_watermark('dfast', '2023-12-31 00:00+00'), hwm.set_watermark('dre
 SELECT rows_upserted FROM hwm.run('dfast');
 SELECT rows_upserted FROM hwm.run('dref');
 SELECT same('dfast', 'dref');
+-- the same in a batch (catch_up reads up to the batch's end)
+CREATE TABLE dbat (LIKE fast INCLUDING ALL);
+INSERT INTO dbat SELECT * FROM dfast;
+SELECT hwm.create_pipeline('dbat', 'dsrc', 'dbat', '{id}', 'updated_at', batch_size => 2,
+                           initial_watermark => '2023-12-31 00:00+00');
+SET client_min_messages = debug1;
+CALL hwm.catch_up('dbat');
+RESET client_min_messages;
+SELECT same('dbat', 'dfast');
 -- a source whose unique index covers the key holds no key twice: the fast
 -- path does not look for one, and loads as before
 CREATE TABLE usrc (LIKE src);
