@@ -10,6 +10,9 @@
 #   changed  half the slice changed (keys N/2+1..N, column b), half new
 #   first    a first load: the empty target t0 gets a source of N rows
 #            (contenders bare, ctas, upsert, hwm only; CASES=first)
+#   halfnk   half, from a source without a unique index on the key: hwm
+#            then looks for a key twice in the slice after its MERGE (a
+#            GROUP BY of the slice's keys; CASES=halfnk)
 #
 # Contenders, each over the same slice (WHERE updated_at > the watermark):
 #
@@ -68,6 +71,10 @@ INSERT INTO src_new SELECT g, '2026-01-01'::timestamptz + g * interval '1 second
 CREATE TABLE src_half (LIKE t INCLUDING ALL);
 CREATE INDEX ON src_half (updated_at);
 INSERT INTO src_half SELECT * FROM src_new WHERE id <= :n + :half;
+-- halfnk: half without the primary key (a key may be there twice)
+CREATE TABLE src_halfnk (LIKE t);
+CREATE INDEX ON src_halfnk (updated_at);
+INSERT INTO src_halfnk SELECT * FROM src_half;
 -- changed: as half, b changed in the slice's first half
 CREATE TABLE src_changed (LIKE t INCLUDING ALL);
 CREATE INDEX ON src_changed (updated_at);
@@ -86,6 +93,8 @@ SELECT hwm.create_pipeline('half', 'src_half', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_half WHERE id = :half));
 SELECT hwm.create_pipeline('changed', 'src_changed', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_changed WHERE id = :half));
+SELECT hwm.create_pipeline('halfnk', 'src_halfnk', 't', '{id}', 'updated_at',
+  initial_watermark => (SELECT updated_at::text FROM src_half WHERE id = :half));
 CREATE TABLE wm (name text PRIMARY KEY, w timestamptz NOT NULL);
 INSERT INTO wm SELECT pipeline, coalesce(watermark::timestamptz, '-infinity') FROM hwm.state;
 VACUUM ANALYZE;
@@ -97,7 +106,7 @@ statement() {
     local s=src_$2 lo floor
     lo="(SELECT w FROM wm WHERE name = '$2')"
     # bare: the new keys only (above N in every case)
-    floor="(SELECT updated_at FROM $s WHERE id = $N)"
+    floor="(SELECT updated_at FROM ${s%nk} WHERE id = $N)"
     local slice="SELECT s.id, s.updated_at, s.a, s.b, s.c FROM $s AS s WHERE s.updated_at > $lo"
     local set="updated_at = EXCLUDED.updated_at, a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c"
     local changed="hwm.changed(t.updated_at, t.a, t.b, t.c, EXCLUDED.updated_at, EXCLUDED.a, EXCLUDED.b, EXCLUDED.c)"
