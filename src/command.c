@@ -82,16 +82,12 @@ has_option(List *options, const char *name)
 }
 
 /*
- * Statements that can never run inside a run (parsed, not yet analysed):
- * those that cannot run in a transaction block, those a security-restricted
- * operation forbids (a run executes the command as the owner in one), and
- * those that need a client; false for everything else.
+ * never_in_run for the statements that cannot run inside a transaction
+ * block (n->why is already in_block); false for every other statement.
  */
 static bool
-never_in_run(Node *stmt, NeverInRun *n)
+never_in_block(Node *stmt, NeverInRun *n)
 {
-	n->why = in_block;
-	n->hint = "Run it on its own, outside hwm.";
 	switch (nodeTag(stmt))
 	{
 		case T_VacuumStmt:
@@ -140,16 +136,21 @@ never_in_run(Node *stmt, NeverInRun *n)
 			n->what = "CLUSTER without a table";
 			n->hint = "Name the table to cluster, or run CLUSTER outside hwm.";
 			return true;
-		case T_CheckPointStmt:
-			n->what = "CHECKPOINT";
-			n->why = "A checkpoint is work of the whole server, not of a load, and needs rights a pipeline's owner should not hold.";
-			n->hint = "Leave checkpoints to the server (checkpoint_timeout, max_wal_size).";
-			return true;
-		case T_LoadStmt:
-			n->what = "LOAD";
-			n->why = "LOAD changes the session that runs the command, not the data, and a scheduled run's session ends with its queue.";
-			n->hint = "Load the library through shared_preload_libraries or session_preload_libraries; a function in it loads it when first called.";
-			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * never_in_run for the statements a security-restricted operation forbids
+ * (a run executes the command as the owner in one); false for every other
+ * statement.
+ */
+static bool
+never_restricted(Node *stmt, NeverInRun *n)
+{
+	switch (nodeTag(stmt))
+	{
 		case T_ListenStmt:
 		case T_UnlistenStmt:
 			n->what = IsA(stmt, ListenStmt) ? "LISTEN" : "UNLISTEN";
@@ -193,6 +194,31 @@ never_in_run(Node *stmt, NeverInRun *n)
 			n->why = restricted;
 			n->hint = "Hold intermediate rows in a WITH query, or in an ordinary table the command empties.";
 			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * never_in_run for the statements that act on the server or the session
+ * rather than the data, or need a client (CHECKPOINT, LOAD, COPY FROM STDIN
+ * or TO STDOUT); false for every other statement.
+ */
+static bool
+never_elsewhere(Node *stmt, NeverInRun *n)
+{
+	switch (nodeTag(stmt))
+	{
+		case T_CheckPointStmt:
+			n->what = "CHECKPOINT";
+			n->why = "A checkpoint is work of the whole server, not of a load, and needs rights a pipeline's owner should not hold.";
+			n->hint = "Leave checkpoints to the server (checkpoint_timeout, max_wal_size).";
+			return true;
+		case T_LoadStmt:
+			n->what = "LOAD";
+			n->why = "LOAD changes the session that runs the command, not the data, and a scheduled run's session ends with its queue.";
+			n->hint = "Load the library through shared_preload_libraries or session_preload_libraries; a function in it loads it when first called.";
+			return true;
 		case T_CopyStmt:
 			if (((CopyStmt *) stmt)->filename != NULL)
 				return false;
@@ -203,6 +229,22 @@ never_in_run(Node *stmt, NeverInRun *n)
 		default:
 			return false;
 	}
+}
+
+/*
+ * Statements that can never run inside a run (parsed, not yet analysed):
+ * those that cannot run in a transaction block, those a security-restricted
+ * operation forbids (a run executes the command as the owner in one), and
+ * those that need a client; false for everything else.  Each statement type
+ * is handled by one of the three helpers.
+ */
+static bool
+never_in_run(Node *stmt, NeverInRun *n)
+{
+	n->why = in_block;
+	n->hint = "Run it on its own, outside hwm.";
+	return never_in_block(stmt, n) || never_restricted(stmt, n) ||
+		never_elsewhere(stmt, n);
 }
 
 /*

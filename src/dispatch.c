@@ -695,6 +695,87 @@ next_due_not_held(const Oid *held, int nheld, TimestampTz now)
 	return next;
 }
 
+/* The queues of a dispatch that may claim at most quota of them, empty */
+static void
+start_queues(int quota)
+{
+	queues.quota = quota;
+	queues.n = 0;
+	queues.owners = palloc(sizeof(Oid) * (quota + 1));
+	queues.slotnos = palloc(sizeof(int) * (quota + 1));
+	queues.lengths = palloc(sizeof(int) * (quota + 1));
+	queues.planned_ms = palloc(sizeof(int64) * (quota + 1));
+}
+
+/*
+ * The runs due at now, at most limit rows of hwm.state (*nrows: how many
+ * there were), those read_due can read (*ndue of them) in the order they are
+ * claimed (due_cmp), each with its owner's workers in flight and its
+ * expected time.
+ */
+static DueRun *
+read_due_runs(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
+{
+	SPITupleTable *tt;
+	DueRun	   *due;
+
+	hwm_state_select_due(limit, now);
+	tt = SPI_tuptable;
+	*nrows = SPI_processed;
+	due = palloc0(sizeof(DueRun) * (*nrows + 1));
+	*ndue = 0;
+	/* (a row read_due cannot read is left out: logged there) */
+	for (uint64 i = 0; i < *nrows; i++)
+	{
+		read_due(tt, i, &due[*ndue]);
+		if (due[*ndue].pipeline != NULL)
+			(*ndue)++;
+	}
+	for (uint64 i = 0; i < *ndue; i++)
+	{
+		due[i].order = (int) i;
+		due[i].inflight = workers_held(due[i].owner, DT_NOBEGIN);
+	}
+	if (*ndue > 0)
+	{
+		read_expected(due, *ndue);
+		read_due_owners();
+		qsort(due, *ndue, sizeof(DueRun), due_cmp);
+	}
+	return due;
+}
+
+/*
+ * Claim one due run in a subtransaction of its own (see claim_due_runs): a
+ * run that turned out unable to run is recorded as failed; a claim that
+ * failed for a reason of the pipeline's row is recorded against that
+ * pipeline alone (claim_failed); one that failed for want of a free slot
+ * ends the dispatch.  cxt: the memory context to return to.
+ */
+static void
+claim_guarded(const DueRun *due, TimestampTz now, MemoryContext cxt)
+{
+	ClaimStep	c = {.due = due, .now = now};
+	ErrorData  *edata2;
+
+	cannot_run.run_id = 0;
+	c.edata = hwm_try_subxact(claim_step, &c, cxt);
+	if (c.edata == NULL && cannot_run.run_id != 0)
+	{
+		record_outcome(cannot_run.run_id, "failed", cannot_run.sqlstate, cannot_run.problem);
+		return;
+	}
+	if (c.edata == NULL)
+		return;
+	if (no_free_slot)
+		ReThrowError(c.edata);	/* the scheduler's fault, not the pipeline's */
+	edata2 = hwm_try_subxact(claim_failed_step, &c, cxt);
+	if (edata2 != NULL)
+		ereport(LOG,
+				(errmsg("hwm: could not record the failed claim of pipeline \"%s\": %s",
+						due->pipeline, edata2->message)));
+}
+
 /*
  * Claim due runs into at most quota queues, one per owner, of at most
  * HWM_QUEUE_MAX runs each (and about hwm.queue_budget of expected work);
@@ -714,49 +795,19 @@ claim_due_runs(const HwmDispatchArgs *args)
 	int			quota = args->quota;
 	TimestampTz now = GetCurrentTimestamp();
 	MemoryContext cxt = CurrentMemoryContext;
-	SPITupleTable *tt;
 	uint64		nrows;
-	uint64		ndue = 0;
+	uint64		ndue;
 	DueRun	   *due;
 	Oid		   *held;
 	int			nheld = 0;
-
 	bool		left = false;
 
 	share_args = args;
-	queues.quota = quota;
-	queues.n = 0;
-	queues.owners = palloc(sizeof(Oid) * (quota + 1));
-	queues.slotnos = palloc(sizeof(int) * (quota + 1));
-	queues.lengths = palloc(sizeof(int) * (quota + 1));
-	queues.planned_ms = palloc(sizeof(int64) * (quota + 1));
-	hwm_state_select_due(quota * HWM_QUEUE_MAX + 1, now);
-	tt = SPI_tuptable;
-	nrows = SPI_processed;
-	due = palloc0(sizeof(DueRun) * (nrows + 1));
-	/* (a row read_due cannot read is left out: logged there) */
-	for (uint64 i = 0; i < nrows; i++)
-	{
-		read_due(tt, i, &due[ndue]);
-		if (due[ndue].pipeline != NULL)
-			ndue++;
-	}
-	for (uint64 i = 0; i < ndue; i++)
-	{
-		due[i].order = (int) i;
-		due[i].inflight = workers_held(due[i].owner, DT_NOBEGIN);
-	}
-	if (ndue > 0)
-	{
-		read_expected(due, ndue);
-		read_due_owners();
-		qsort(due, ndue, sizeof(DueRun), due_cmp);
-	}
+	start_queues(quota);
+	due = read_due_runs(quota * HWM_QUEUE_MAX + 1, now, &nrows, &ndue);
 	held = palloc(sizeof(Oid) * (ndue + 1));
 	for (uint64 i = 0; i < ndue; i++)
 	{
-		ClaimStep	c = {.due = &due[i], .now = now};
-		ErrorData  *edata2;
 		int			q = queue_for(&due[i]);
 
 		if (q == -2)
@@ -769,23 +820,7 @@ claim_due_runs(const HwmDispatchArgs *args)
 			held[nheld++] = due[i].owner;	/* at its share: later */
 			continue;
 		}
-
-		cannot_run.run_id = 0;
-		c.edata = hwm_try_subxact(claim_step, &c, cxt);
-		if (c.edata == NULL && cannot_run.run_id != 0)
-		{
-			record_outcome(cannot_run.run_id, "failed", cannot_run.sqlstate, cannot_run.problem);
-			continue;
-		}
-		if (c.edata == NULL)
-			continue;
-		if (no_free_slot)
-			ReThrowError(c.edata);	/* the scheduler's fault, not the pipeline's */
-		edata2 = hwm_try_subxact(claim_failed_step, &c, cxt);
-		if (edata2 != NULL)
-			ereport(LOG,
-					(errmsg("hwm: could not record the failed claim of pipeline \"%s\": %s",
-							due[i].pipeline, edata2->message)));
+		claim_guarded(&due[i], now, cxt);
 	}
 	if (left || (nheld == 0 && nrows > (uint64) quota * HWM_QUEUE_MAX))
 		return now;				/* more are due than this dispatch may claim */

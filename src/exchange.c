@@ -188,29 +188,21 @@ partition_bound(Oid relid)
 }
 
 /*
- * Is the target partitioned so that hwm can exchange partitions, and which
- * of its partitions lie entirely inside [from, to]?  RANGE or LIST on
- * exactly the partition column, with the column type's default btree
- * ordering and collation (so a partition's bounds mean what hwm's range
- * means), and not itself a partition.  Returns false otherwise.
+ * Is the target's partitioning one whose partitions hwm can exchange?  RANGE
+ * or LIST on exactly the partition column, with the column type's default
+ * btree ordering and collation (so a partition's bounds mean what hwm's
+ * range means), and not itself a partition.  Sets pt->is_list and, for
+ * LIST, pt->array_type.
  */
 static bool
-find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
+partitioning_usable(const HwmPlan *plan, Relation tgt, Partitioning *pt)
 {
-	Relation	tgt = table_open(plan->target, AccessShareLock);
 	PartitionKey key;
-	PartitionDesc pd;
 	TypeCacheEntry *tc;
 	AttrNumber	attno;
-	Datum		after_to = (Datum) 0;
-	bool		has_after;
 
-	memset(pt, 0, sizeof(*pt));
 	if (tgt->rd_rel->relkind != RELKIND_PARTITIONED_TABLE || tgt->rd_rel->relispartition)
-	{
-		table_close(tgt, NoLock);
 		return false;
-	}
 	key = RelationGetPartitionKey(tgt);
 	attno = get_attnum(plan->target, plan->partition_column);
 	tc = lookup_type_cache(getBaseType(plan->part.type),
@@ -220,19 +212,83 @@ find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
 		key->partopfamily[0] != tc->btree_opf ||
 		key->partcollation[0] != plan->part.collation ||
 		key->partcollation[0] != TupleDescAttr(RelationGetDescr(tgt), attno - 1)->attcollation)
-	{
-		table_close(tgt, NoLock);
 		return false;
-	}
 	pt->is_list = key->strategy == PARTITION_STRATEGY_LIST;
 	if (pt->is_list)
 	{
 		pt->array_type = get_array_type(plan->part.type);
 		if (!OidIsValid(pt->array_type) || !OidIsValid(tc->eq_opr))
-		{
-			table_close(tgt, NoLock);
 			return false;
-		}
+	}
+	return true;
+}
+
+/*
+ * Does a LIST partition with bound b lie inside [from, to]?  Collects its
+ * values into leaf->values.
+ */
+static bool
+list_leaf_covered(const HwmPlan *plan, PartitionBoundSpec *b, Datum from, Datum to,
+				  CoveredLeaf *leaf)
+{
+	bool		covered = true;
+	ListCell   *lc;
+
+	leaf->values = palloc(sizeof(Datum) * list_length(b->listdatums));
+	foreach(lc, b->listdatums)
+	{
+		Const	   *c = lfirst_node(Const, lc);
+
+		/* rows with NULL are in no range, so such a partition is never covered */
+		covered = covered && !c->constisnull &&
+			hwm_value_cmp(&plan->part, c->constvalue, from) >= 0 &&
+			hwm_value_cmp(&plan->part, c->constvalue, to) <= 0;
+		if (!c->constisnull)
+			leaf->values[leaf->nvalues++] = c->constvalue;
+	}
+	return covered;
+}
+
+/*
+ * Does a RANGE partition with bound b lie inside [from, to]?  after_to is the
+ * value just above to (NULL: none, or a type without one).  Sets leaf->lo
+ * and leaf->hi when both bounds are values.
+ */
+static bool
+range_leaf_covered(const HwmPlan *plan, PartitionBoundSpec *b, Datum from, Datum to,
+				   const Datum *after_to, CoveredLeaf *leaf)
+{
+	PartitionRangeDatum *lo = linitial_node(PartitionRangeDatum, b->lowerdatums);
+	PartitionRangeDatum *hi = linitial_node(PartitionRangeDatum, b->upperdatums);
+
+	/* [lo, hi) inside [from, to]: lo >= from, and no value below hi is above to */
+	if (lo->kind != PARTITION_RANGE_DATUM_VALUE || hi->kind != PARTITION_RANGE_DATUM_VALUE)
+		return false;
+	leaf->lo = castNode(Const, lo->value)->constvalue;
+	leaf->hi = castNode(Const, hi->value)->constvalue;
+	return hwm_value_cmp(&plan->part, leaf->lo, from) >= 0 &&
+		(hwm_value_cmp(&plan->part, leaf->hi, to) <= 0 ||
+		 (after_to && hwm_value_cmp(&plan->part, leaf->hi, *after_to) <= 0));
+}
+
+/*
+ * Is the target partitioned so that hwm can exchange partitions (see
+ * partitioning_usable), and which of its partitions lie entirely inside
+ * [from, to]?  Returns false when it cannot exchange them.
+ */
+static bool
+find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
+{
+	Relation	tgt = table_open(plan->target, AccessShareLock);
+	PartitionDesc pd;
+	Datum		after_to = (Datum) 0;
+	bool		has_after;
+
+	memset(pt, 0, sizeof(*pt));
+	if (!partitioning_usable(plan, tgt, pt))
+	{
+		table_close(tgt, NoLock);
+		return false;
 	}
 	has_after = successor(plan->part.type, to, &after_to);
 
@@ -241,45 +297,16 @@ find_covered(const HwmPlan *plan, Datum from, Datum to, Partitioning *pt)
 	{
 		PartitionBoundSpec *b = partition_bound(pd->oids[i]);
 		CoveredLeaf *leaf;
-		bool		covered = true;
+		bool		covered;
 
 		if (b == NULL || b->is_default)
 			continue;
 		leaf = palloc0(sizeof(CoveredLeaf));
 		if (pt->is_list)
-		{
-			ListCell   *lc;
-
-			leaf->values = palloc(sizeof(Datum) * list_length(b->listdatums));
-			foreach(lc, b->listdatums)
-			{
-				Const	   *c = lfirst_node(Const, lc);
-
-				/* rows with NULL are in no range, so such a partition is never covered */
-				covered = covered && !c->constisnull &&
-					hwm_value_cmp(&plan->part, c->constvalue, from) >= 0 &&
-					hwm_value_cmp(&plan->part, c->constvalue, to) <= 0;
-				if (!c->constisnull)
-					leaf->values[leaf->nvalues++] = c->constvalue;
-			}
-		}
+			covered = list_leaf_covered(plan, b, from, to, leaf);
 		else
-		{
-			PartitionRangeDatum *lo = linitial_node(PartitionRangeDatum, b->lowerdatums);
-			PartitionRangeDatum *hi = linitial_node(PartitionRangeDatum, b->upperdatums);
-
-			/* [lo, hi) inside [from, to]: lo >= from, and no value below hi is above to */
-			covered = lo->kind == PARTITION_RANGE_DATUM_VALUE &&
-				hi->kind == PARTITION_RANGE_DATUM_VALUE;
-			if (covered)
-			{
-				leaf->lo = castNode(Const, lo->value)->constvalue;
-				leaf->hi = castNode(Const, hi->value)->constvalue;
-				covered = hwm_value_cmp(&plan->part, leaf->lo, from) >= 0 &&
-					(hwm_value_cmp(&plan->part, leaf->hi, to) <= 0 ||
-					 (has_after && hwm_value_cmp(&plan->part, leaf->hi, after_to) <= 0));
-			}
-		}
+			covered = range_leaf_covered(plan, b, from, to,
+										 has_after ? &after_to : NULL, leaf);
 		if (!covered)
 			continue;
 		leaf->relid = pd->oids[i];
@@ -314,38 +341,15 @@ loaded(const HwmPlan *plan, const char *colname)
 }
 
 /*
- * Why the leaf cannot be exchanged (a phrase for the NOTICE), or NULL.
- * Called before the build and again under the exclusive lock.
+ * leaf_refusal for the leaf's columns: a dropped column, or one the source
+ * does not provide (not loaded, not generated) whose identity or default
+ * differs from the target's.  NULL when they allow the exchange.
  */
 static const char *
-leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
+columns_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 {
-	Oid			relid = RelationGetRelid(leaf);
 	TupleDesc	desc = RelationGetDescr(leaf);
-	List	   *indexes;
-	ListCell   *lc;
-	PublicationDesc pubdesc;
-	Relation	conrel;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	const char *fk = NULL;
 
-	/* the coordinator's relation is an empty shell: the rows are elsewhere */
-	if (hwm_citus_is_table(RelationGetRelid(tgt)) || hwm_citus_is_table(relid))
-		return "it is a Citus table, whose rows live on the shards";
-	if (leaf->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		return "it is partitioned itself";
-	if (leaf->rd_rel->relkind != RELKIND_RELATION)
-		return "it is not an ordinary table";
-	if (leaf->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
-		return "it is a temporary table";
-	if (PartitionHasPendingDetach(relid))
-		return "it is being detached";
-	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
-		return psprintf("role %s does not own it",
-						quote_identifier(GetUserNameFromId(GetUserId(), false)));
-	if (check_enable_rls(RelationGetRelid(tgt), InvalidOid, true) == RLS_ENABLED)
-		return "row level security applies to the target";
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -363,15 +367,21 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 			return psprintf("column %s, which the source lacks, has another default in the partition than in the target",
 							quote_identifier(NameStr(att->attname)));
 	}
-	if (leaf->trigdesc)
-		for (int i = 0; i < leaf->trigdesc->numtriggers; i++)
-			if (!leaf->trigdesc->triggers[i].tgisinternal)
-				return psprintf("its trigger %s would not fire",
-								quote_identifier(leaf->trigdesc->triggers[i].tgname));
+	return NULL;
+}
 
-	/* foreign keys, from it and to it */
-	conrel = table_open(ConstraintRelationId, AccessShareLock);
-	scan = systable_beginscan(conrel, InvalidOid, false, NULL, 0, NULL);
+/*
+ * leaf_refusal for foreign keys from the leaf or to it, which the exchange
+ * would not check.  NULL when there is none.
+ */
+static const char *
+foreign_key_refusal(Oid relid)
+{
+	Relation	conrel = table_open(ConstraintRelationId, AccessShareLock);
+	SysScanDesc scan = systable_beginscan(conrel, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tup;
+	const char *fk = NULL;
+
 	while (fk == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
@@ -386,15 +396,16 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 	}
 	systable_endscan(scan);
 	table_close(conrel, AccessShareLock);
-	if (fk)
-		return fk;
+	return fk;
+}
 
-	RelationBuildPublicationDesc(leaf, &pubdesc);
-	if (pubdesc.pubactions.pubinsert || pubdesc.pubactions.pubupdate ||
-		pubdesc.pubactions.pubdelete || pubdesc.pubactions.pubtruncate)
-		return "it is published for logical replication, which would not see the exchange";
+/* leaf_refusal for the leaf's indexes: one that is not valid, or NULL */
+static const char *
+index_refusal(Relation leaf)
+{
+	List	   *indexes = RelationGetIndexList(leaf);
+	ListCell   *lc;
 
-	indexes = RelationGetIndexList(leaf);
 	foreach(lc, indexes)
 	{
 		HeapTuple	itup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
@@ -411,6 +422,51 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 							quote_identifier(get_rel_name(lfirst_oid(lc))));
 	}
 	return NULL;
+}
+
+/*
+ * Why the leaf cannot be exchanged (a phrase for the NOTICE), or NULL.
+ * Called before the build and again under the exclusive lock.
+ */
+static const char *
+leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
+{
+	Oid			relid = RelationGetRelid(leaf);
+	PublicationDesc pubdesc;
+	const char *why;
+
+	/* the coordinator's relation is an empty shell: the rows are elsewhere */
+	if (hwm_citus_is_table(RelationGetRelid(tgt)) || hwm_citus_is_table(relid))
+		return "it is a Citus table, whose rows live on the shards";
+	if (leaf->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		return "it is partitioned itself";
+	if (leaf->rd_rel->relkind != RELKIND_RELATION)
+		return "it is not an ordinary table";
+	if (leaf->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return "it is a temporary table";
+	if (PartitionHasPendingDetach(relid))
+		return "it is being detached";
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
+		return psprintf("role %s does not own it",
+						quote_identifier(GetUserNameFromId(GetUserId(), false)));
+	if (check_enable_rls(RelationGetRelid(tgt), InvalidOid, true) == RLS_ENABLED)
+		return "row level security applies to the target";
+	if ((why = columns_refusal(plan, leaf, tgt)) != NULL)
+		return why;
+	if (leaf->trigdesc)
+		for (int i = 0; i < leaf->trigdesc->numtriggers; i++)
+			if (!leaf->trigdesc->triggers[i].tgisinternal)
+				return psprintf("its trigger %s would not fire",
+								quote_identifier(leaf->trigdesc->triggers[i].tgname));
+	if ((why = foreign_key_refusal(relid)) != NULL)
+		return why;
+
+	RelationBuildPublicationDesc(leaf, &pubdesc);
+	if (pubdesc.pubactions.pubinsert || pubdesc.pubactions.pubupdate ||
+		pubdesc.pubactions.pubdelete || pubdesc.pubactions.pubtruncate)
+		return "it is published for logical replication, which would not see the exchange";
+
+	return index_refusal(leaf);
 }
 
 /* Give up the exchange from inside the subtransaction (see exchange_guarded) */
@@ -542,26 +598,17 @@ clone_indexes(Oid leafoid, Oid newoid, const char *nspname, const char *name)
 }
 
 /*
- * Step 1 for one covered leaf: build its new contents in a table aside
- * (see the file header), and count the rows that will go.  Runs inside
- * exchange_guarded's subtransaction, as the role that runs the overwrite.
+ * Create the table aside for build_leaf, newname in the leaf's schema nsp:
+ * LIKE the leaf, with its persistence, access method, options, tablespace
+ * and owner; sets lf->newoid.
  */
 static void
-build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+create_aside(CoveredLeaf *lf, const char *newname, Oid nsp)
 {
-	Relation	leaf;
-	Oid			nsp = get_rel_namespace(lf->relid);
-	char	   *newname = psprintf("hwm_exchange_%u", lf->relid);
-	Oid			owner;
+	Relation	leaf = table_open(lf->relid, AccessShareLock);
+	Oid			owner = leaf->rd_rel->relowner;
 	StringInfoData sql;
-	bool		isnull;
 
-	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
-	if (OidIsValid(get_relname_relid(newname, nsp)))
-		refuse(psprintf("a table named %s is in the way", lf->newqual));
-
-	leaf = table_open(lf->relid, AccessShareLock);
-	owner = leaf->rd_rel->relowner;
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "CREATE %sTABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING GENERATED"
@@ -580,7 +627,15 @@ build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 		hwm_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", lf->newqual,
 							  quote_identifier(GetUserNameFromId(owner, false))),
 					 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+}
 
+/*
+ * Fill the table aside with the source rows inside the leaf's bounds (its
+ * values for LIST, [lo, hi) for RANGE); sets lf->new_rows.
+ */
+static void
+fill_aside(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+{
 	if (pt->is_list)
 	{
 		Oid			argtypes[1] = {pt->array_type};
@@ -604,6 +659,25 @@ build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 					 NULL, SPI_OK_INSERT);
 	}
 	lf->new_rows = (int64) SPI_processed;
+}
+
+/*
+ * Step 1 for one covered leaf: build its new contents in a table aside
+ * (see the file header), and count the rows that will go.  Runs inside
+ * exchange_guarded's subtransaction, as the role that runs the overwrite.
+ */
+static void
+build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+{
+	Oid			nsp = get_rel_namespace(lf->relid);
+	char	   *newname = psprintf("hwm_exchange_%u", lf->relid);
+	bool		isnull;
+
+	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
+	if (OidIsValid(get_relname_relid(newname, nsp)))
+		refuse(psprintf("a table named %s is in the way", lf->newqual));
+	create_aside(lf, newname, nsp);
+	fill_aside(plan, pt, lf);
 
 	/*
 	 * The leaf's indexes (and the constraints they carry), built on the rows

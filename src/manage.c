@@ -220,11 +220,16 @@ read_run_args(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 
 /*
  * As the owner, build the run's statements once (which checks the tables and
- * columns), check the owner's privileges and the tables, and parse
- * initial_watermark with the watermark column's type.
+ * columns), check the owner's privileges and the tables, and check what
+ * needs the watermark column's type: delay, the watermark, the interval and
+ * the command.  Create (fcinfo and pos given) parses initial_watermark or
+ * start_at, and the anchor, with the column's type.  Alter (fcinfo and pos
+ * NULL) checks the altered settings, and that the watermark kept is still a
+ * value of the column, whose type must be stored_type (InvalidOid: not
+ * stored).
  */
 static void
-check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
+check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos, Oid stored_type)
 {
 	HwmRoleSwitch sw;
 	HwmPlan    *plan;
@@ -233,6 +238,15 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 	plan = hwm_plan_build(&a->spec);
 	hwm_check_privileges(a->owner, &a->spec, plan);
 	hwm_check_pipeline_tables(&a->spec, a->delay);
+	if (OidIsValid(stored_type) && plan->wm.type != stored_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("watermark column \"%s\" has type %s in the new source, not %s",
+						a->spec.watermark_column, format_type_be(plan->wm.type),
+						format_type_be(stored_type)),
+				 errdetail("Pipeline \"%s\" keeps its watermark, a value of type %s.", a->name,
+						   format_type_be(stored_type)),
+				 errhint("Give the new source's column the same type, or drop the pipeline and create it again (its watermark is lost).")));
 	if (a->delay && !hwm_is_time_type(plan->wm.type))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -240,20 +254,28 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
 						   format_type_be(plan->wm.type)),
 				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
-	/* before start_at and the anchor are parsed with the column's type */
-	if (a->time_interval)
-		hwm_interval_check_column(plan, a->spec.watermark_column);
-	if (!PG_ARGISNULL(pos->initial))
-		a->watermark = hwm_value_out(&plan->wm,
-									 hwm_value_in(&plan->wm,
-												  hwm_text_arg(fcinfo, pos->initial,
-															   a->time_interval ? "start_at" : "initial_watermark"),
-												  a->time_interval ? "start_at" : "initial_watermark"));
-	if (a->time_interval)
+	if (fcinfo == NULL)
 	{
-		a->anchor = hwm_value_out(&plan->wm, hwm_value_in(&plan->wm, a->anchor, "anchor"));
-		hwm_interval_check(plan, a->time_interval, a->anchor, a->watermark);
+		/* alter: the watermark kept */
+		if (a->watermark)
+			(void) hwm_value_in(&plan->wm, a->watermark, "watermark");
 	}
+	else
+	{
+		/* before start_at and the anchor are parsed with the column's type */
+		if (a->time_interval)
+			hwm_interval_check_column(plan, a->spec.watermark_column);
+		if (!PG_ARGISNULL(pos->initial))
+			a->watermark = hwm_value_out(&plan->wm,
+										 hwm_value_in(&plan->wm,
+													  hwm_text_arg(fcinfo, pos->initial,
+																   a->time_interval ? "start_at" : "initial_watermark"),
+													  a->time_interval ? "start_at" : "initial_watermark"));
+		if (a->time_interval)
+			a->anchor = hwm_value_out(&plan->wm, hwm_value_in(&plan->wm, a->anchor, "anchor"));
+	}
+	if (a->time_interval)
+		hwm_interval_check(plan, a->time_interval, a->anchor, a->watermark);
 	if (a->command)
 		hwm_command_check(a->name, a->command, plan->wm.type);
 	a->watermark_type = plan->wm.type;
@@ -306,7 +328,7 @@ create_checked(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("pipeline \"%s\" already exists", a->name),
 				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
-	check_as_owner(fcinfo, a, pos);
+	check_as_owner(fcinfo, a, pos, InvalidOid);
 	insert_pipeline(a);
 	/* the first run is due at once; the scheduler takes it from there */
 	if (a->schedule)
@@ -685,47 +707,6 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 	a->watermark = p->watermark;
 }
 
-/*
- * As the owner, what create_pipeline checks, on the altered settings; and
- * the watermark kept must still be a value of the watermark column, of the
- * type it was stored with.
- */
-static void
-alter_check_as_owner(CreateArgs *a, Oid stored_type)
-{
-	HwmRoleSwitch sw;
-	HwmPlan    *plan;
-
-	hwm_become(a->owner, true, &sw);
-	plan = hwm_plan_build(&a->spec);
-	hwm_check_privileges(a->owner, &a->spec, plan);
-	hwm_check_pipeline_tables(&a->spec, a->delay);
-	if (OidIsValid(stored_type) && plan->wm.type != stored_type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("watermark column \"%s\" has type %s in the new source, not %s",
-						a->spec.watermark_column, format_type_be(plan->wm.type),
-						format_type_be(stored_type)),
-				 errdetail("Pipeline \"%s\" keeps its watermark, a value of type %s.", a->name,
-						   format_type_be(stored_type)),
-				 errhint("Give the new source's column the same type, or drop the pipeline and create it again (its watermark is lost).")));
-	if (a->delay && !hwm_is_time_type(plan->wm.type))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("delay needs a time-typed watermark column"),
-				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
-						   format_type_be(plan->wm.type)),
-				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
-	if (a->watermark)
-		(void) hwm_value_in(&plan->wm, a->watermark, "watermark");
-	if (a->time_interval)
-		hwm_interval_check(plan, a->time_interval, a->anchor, a->watermark);
-	if (a->command)
-		hwm_command_check(a->name, a->command, plan->wm.type);
-	a->watermark_type = plan->wm.type;
-	hwm_unbecome(&sw);
-}
-
 /* The altered settings written into the pipeline's row; the rest is kept */
 static void
 alter_update_row(const CreateArgs *a)
@@ -778,7 +759,8 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	alter_read_args(fcinfo, p, &a);
 	/* (a superuser-owned pipeline, once hwm.allow_superuser_pipelines is off) */
 	hwm_check_owner_allowed(a.owner, a.name, false);
-	alter_check_as_owner(&a, hwm_state_watermark_type(name));
+	/* as the owner, what create_pipeline checks, on the altered settings */
+	check_as_owner(NULL, &a, NULL, hwm_state_watermark_type(name));
 	alter_update_row(&a);
 	if (a.schedule)
 		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());

@@ -352,6 +352,79 @@ violation_detail(const char *conname, bool of_target, const char *tgtname,
 }
 
 /*
+ * The validated CHECK constraints of the target and staging with an
+ * expression: their tables into *rels, their expressions into *bins (see
+ * has_valid_check).
+ */
+static void
+valid_checks(Relation conrel, Oid target, Oid staging, List **rels, List **bins)
+{
+	SysScanDesc scan = systable_beginscan(conrel, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tup;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+		bool		isnull;
+		Datum		bin;
+
+		if (con->contype != CONSTRAINT_CHECK ||
+			(con->conrelid != target && con->conrelid != staging))
+			continue;
+		bin = heap_getattr(tup, Anum_pg_constraint_conbin, RelationGetDescr(conrel), &isnull);
+		if (isnull || !con->convalidated)
+			continue;
+		*rels = lappend_oid(*rels, con->conrelid);
+		*bins = lappend(*bins, TextDatumGetCString(bin));
+	}
+	systable_endscan(scan);
+}
+
+/*
+ * The SQL that finds a row breaking CHECK constraint tup (of the target or
+ * staging) as the rows will be after the swap, or NULL when none is needed:
+ * it has no expression, or the other table holds it as a validated
+ * constraint (valid_rels, valid_bins), so the rows it receives satisfy it.
+ */
+static char *
+check_sql(HeapTuple tup, TupleDesc condesc, Oid target, Oid staging,
+		  List *valid_rels, List *valid_bins)
+{
+	Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+	bool		isnull;
+	Datum		bin = heap_getattr(tup, Anum_pg_constraint_conbin, condesc, &isnull);
+	Oid			other = con->conrelid == target ? staging : target;
+
+	if (isnull)
+		return NULL;
+	if (has_valid_check(valid_rels, valid_bins, other, TextDatumGetCString(bin)))
+		return NULL;
+	return psprintf("SELECT FROM %s WHERE NOT (%s) LIMIT 1",
+					rows_after(con->conrelid, target, staging),
+					TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bin,
+															ObjectIdGetDatum(con->conrelid))));
+}
+
+/* The SQL that finds a row breaking foreign key tup after the swap (fk_sql) */
+static char *
+foreign_key_sql(HeapTuple tup, Oid target, Oid staging)
+{
+	Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+	int			n;
+	AttrNumber	conkey[INDEX_MAX_KEYS];
+	AttrNumber	confkey[INDEX_MAX_KEYS];
+	Oid			pfeqop[INDEX_MAX_KEYS];
+	StringInfoData buf;
+
+	DeconstructFkConstraintRow(tup, &n, conkey, confkey, pfeqop, NULL, NULL, NULL, NULL);
+	initStringInfo(&buf);
+	fk_sql(&buf, con->conrelid, rows_after(con->conrelid, target, staging),
+		   con->confrelid, rows_after(con->confrelid, target, staging),
+		   n, conkey, confkey, pfeqop, con->confmatchtype == FKCONSTR_MATCH_FULL);
+	return buf.data;
+}
+
+/*
  * The checks (pairs: errdetail, SQL that finds an offending row) of the
  * CHECK constraints and foreign keys of both tables and of the foreign keys
  * that refer to them, as the rows will be after the swap.  A CHECK whose
@@ -368,72 +441,39 @@ constraint_checks(Oid target, Oid staging, const char *tgtname, const char *stgn
 	List	   *valid_bins = NIL;	/* ... and expressions */
 	List	   *checks = NIL;
 
-	for (int pass = 0; pass < 2; pass++)
+	valid_checks(conrel, target, staging, &valid_rels, &valid_bins);
+	scan = systable_beginscan(conrel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
-		scan = systable_beginscan(conrel, InvalidOid, false, NULL, 0, NULL);
-		while (HeapTupleIsValid(tup = systable_getnext(scan)))
-		{
-			Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
-			bool		mine = con->conrelid == target || con->conrelid == staging;
-			bool		of_target = con->conrelid == target || con->confrelid == target;
-			StringInfoData buf;
+		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+		bool		mine = con->conrelid == target || con->conrelid == staging;
+		bool		of_target = con->conrelid == target || con->confrelid == target;
+		char	   *sql;
 
-			if (con->contype == CONSTRAINT_CHECK && mine)
-			{
-				bool		isnull;
-				Datum		bin = heap_getattr(tup, Anum_pg_constraint_conbin,
-											   RelationGetDescr(conrel), &isnull);
-				Oid			other = con->conrelid == target ? staging : target;
-
-				if (isnull)
-					continue;
-				if (pass == 0)
-				{
-					if (con->convalidated)
-					{
-						valid_rels = lappend_oid(valid_rels, con->conrelid);
-						valid_bins = lappend(valid_bins, TextDatumGetCString(bin));
-					}
-					continue;
-				}
-				if (has_valid_check(valid_rels, valid_bins, other, TextDatumGetCString(bin)))
-					continue;
-				initStringInfo(&buf);
-				appendStringInfo(&buf, "SELECT FROM %s WHERE NOT (%s) LIMIT 1",
-								 rows_after(con->conrelid, target, staging),
-								 TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bin,
-																		 ObjectIdGetDatum(con->conrelid))));
-			}
-			else if (pass == 1 && con->contype == CONSTRAINT_FOREIGN &&
-					 (mine || con->confrelid == target || con->confrelid == staging) &&
-					 !OidIsValid(con->conparentid))
-			{
-				/*
-				 * A constraint with a parent is a partition's copy of its
-				 * parent's foreign key, which is checked over the whole
-				 * partitioned table instead.
-				 */
-				int			n;
-				AttrNumber	conkey[INDEX_MAX_KEYS];
-				AttrNumber	confkey[INDEX_MAX_KEYS];
-				Oid			pfeqop[INDEX_MAX_KEYS];
-
-				DeconstructFkConstraintRow(tup, &n, conkey, confkey, pfeqop, NULL, NULL, NULL, NULL);
-				initStringInfo(&buf);
-				fk_sql(&buf, con->conrelid, rows_after(con->conrelid, target, staging),
-					   con->confrelid, rows_after(con->confrelid, target, staging),
-					   n, conkey, confkey, pfeqop, con->confmatchtype == FKCONSTR_MATCH_FULL);
-			}
-			else
-				continue;
-			checks = lappend(checks, violation_detail(NameStr(con->conname),
-													  con->contype == CONSTRAINT_CHECK ?
-													  con->conrelid == target : of_target,
-													  tgtname, stgname));
-			checks = lappend(checks, buf.data);
-		}
-		systable_endscan(scan);
+		/*
+		 * The CHECKs of both tables, and the foreign keys from or to either;
+		 * not a foreign key with a parent, a partition's copy of its
+		 * parent's, which is checked over the whole partitioned table
+		 * instead.
+		 */
+		if (con->contype == CONSTRAINT_CHECK && mine)
+			sql = check_sql(tup, RelationGetDescr(conrel), target, staging,
+							valid_rels, valid_bins);
+		else if (con->contype == CONSTRAINT_FOREIGN &&
+				 (mine || con->confrelid == target || con->confrelid == staging) &&
+				 !OidIsValid(con->conparentid))
+			sql = foreign_key_sql(tup, target, staging);
+		else
+			continue;
+		if (sql == NULL)
+			continue;
+		checks = lappend(checks, violation_detail(NameStr(con->conname),
+												  con->contype == CONSTRAINT_CHECK ?
+												  con->conrelid == target : of_target,
+												  tgtname, stgname));
+		checks = lappend(checks, sql);
 	}
+	systable_endscan(scan);
 	table_close(conrel, AccessShareLock);
 	return checks;
 }

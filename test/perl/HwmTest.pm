@@ -8,6 +8,8 @@
 #   same_rows($node, 'postgres', 'src', 'tgt', 'test name');
 #   my $soak = soak_start($node, seconds => 30, writer => $sql, runner => $sql);
 #   my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
+#   soak_finish_ok($soak);    # the same, and the runner ran without an error
+#   soak_start(..., writer => $HwmTest::UPSERT_WRITER, ...)
 #   kill9($node, $pid);       # a crash on purpose, declared for the log guard
 #
 # prove finds this file through `-I test/perl`, which the Makefile adds to
@@ -23,7 +25,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish kill9 allowed_kills);
+our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish soak_finish_ok gated_setup refuse_claim_sql kill9 allowed_kills);
 
 # new_node(name, setting => value, ...): a node, initialised and started, with
 # shared_preload_libraries = 'hwm' and the settings given, in that order, in
@@ -163,6 +165,81 @@ sub soak_finish
 	$soak->{writers}->finish;
 	$soak->{runner}->finish;
 	return @$soak{qw(wout werr rout rerr)};
+}
+
+# soak_finish_ok(soak): soak_finish, with both outputs noted, and two tests:
+# the runner fired at least once, and none of its statements failed.
+# Returns what soak_finish returns.
+sub soak_finish_ok
+{
+	my ($soak) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my ($wout, $werr, $rout, $rerr) = soak_finish($soak);
+	note "writers: $wout $werr";
+	note "runner: $rout $rerr";
+	like($rout, qr/number of transactions actually processed: [1-9]/, 'the runner fired');
+	unlike($rerr, qr/ERROR/, 'no run failed');
+	return ($wout, $werr, $rout, $rerr);
+}
+
+# The writer of the soaks whose source is src (id bigint primary key, v int,
+# updated_at timestamptz DEFAULT now(), seq bigint DEFAULT nextval('src_seq')):
+# each transaction upserts two random ids of 5,000 after sleeping up to 200
+# ms inside it, so that its rows commit late against their stamps.  Two
+# writers updating the same two rows in opposite order may deadlock: that
+# writer's transaction aborts, harmlessly (pgbench reports it failed).
+our $UPSERT_WRITER = <<'SQL';
+\set id random(1, 5000)
+\set id2 random(1, 5000)
+\set len random(0, 200)
+BEGIN;
+SELECT 1;
+\sleep :len ms
+INSERT INTO src (id, v) VALUES (:id, 1)
+  ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
+INSERT INTO src (id, v) VALUES (:id2, 1)
+  ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
+COMMIT;
+SQL
+
+# gated_setup(rows, pipeline): SQL that creates the extension, src (id
+# identity, v text) with rows rows, tgt (id primary key, v text) and a
+# pipeline loading one into the other every second, whose inserts into tgt
+# wait at a gate: while a session holds pg_advisory_lock(4242), a run that
+# has rows to write blocks in the middle of its transaction (after the upsert
+# started, before the watermark is stored).
+sub gated_setup
+{
+	my ($rows, $pipeline) = @_;
+	return qq{
+CREATE EXTENSION hwm;
+CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
+CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
+CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END \$\$;
+CREATE TRIGGER gate BEFORE INSERT ON tgt FOR EACH ROW EXECUTE FUNCTION gate();
+INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, $rows) g;
+SELECT hwm.create_pipeline('$pipeline', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
+};
+}
+
+# refuse_claim_sql(pipeline): SQL, run as the catalog's owner, that plants a
+# trigger refuse_claim on hwm.runs (function public.refuse_claim()) making the
+# scheduler's claim of that pipeline's run fail with "planted fault in
+# claiming <pipeline>".
+sub refuse_claim_sql
+{
+	my ($pipeline) = @_;
+	return qq{
+CREATE FUNCTION public.refuse_claim() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  IF NEW.pipeline = '$pipeline' AND NEW.status = 'running' THEN
+    RAISE EXCEPTION 'planted fault in claiming $pipeline';
+  END IF;
+  RETURN NEW;
+END \$\$;
+CREATE TRIGGER refuse_claim BEFORE INSERT ON hwm.runs FOR EACH ROW EXECUTE FUNCTION public.refuse_claim();
+};
 }
 
 # kill9(node, pid): kill -9 of one of the node's server processes, on

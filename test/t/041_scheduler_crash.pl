@@ -14,16 +14,7 @@ my $node = new_node('crash', 'hwm.allow_superuser_pipelines' => 'on', restart_af
 # The target's trigger takes a shared advisory lock: while the test holds it
 # exclusively, a run that has rows to write blocks in the middle of its
 # transaction (after the upsert started, before the watermark is stored).
-sql($node, 'postgres', q{
-CREATE EXTENSION hwm;
-CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
-CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
-CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$;
-CREATE TRIGGER gate BEFORE INSERT ON tgt FOR EACH ROW EXECUTE FUNCTION gate();
-INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 100) g;
-SELECT hwm.create_pipeline('c', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
-});
+sql($node, 'postgres', gated_setup(100, 'c'));
 wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '100', 'the first run loads');
 
 # Hold the gate, add rows, and wait for a worker stuck on the gate.

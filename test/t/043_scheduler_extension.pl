@@ -13,16 +13,7 @@ my $node = new_node('ext', 'hwm.allow_superuser_pipelines' => 'on');
 my $launcher = sql($node, 'postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm launcher'");
 ok($launcher > 0, 'the launcher runs before the extension exists');
 
-my $setup = q{
-CREATE EXTENSION hwm;
-CREATE TABLE src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
-CREATE TABLE tgt (id bigint PRIMARY KEY, v text);
-CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$;
-CREATE TRIGGER gate BEFORE INSERT ON tgt FOR EACH ROW EXECUTE FUNCTION gate();
-INSERT INTO src (v) SELECT 'a' || g FROM generate_series(1, 10) g;
-SELECT hwm.create_pipeline('p', 'src', 'tgt', '{id}', 'id', schedule => '1 second');
-};
+my $setup = gated_setup(10, 'p');
 sql($node, 'postgres', $setup);
 wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '10', 'the scheduler picks up the new extension');
 

@@ -101,14 +101,7 @@ SET ROLE mallory;
 CREATE TABLE boom_tgt (id bigint PRIMARY KEY, v text);
 SELECT hwm.create_pipeline('boom', 'src', 'boom_tgt', '{id}', 'id');
 RESET ROLE;
-CREATE FUNCTION public.refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.pipeline = 'boom' AND NEW.status = 'running' THEN
-    RAISE EXCEPTION 'planted fault in claiming boom';
-  END IF;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER refuse_boom BEFORE INSERT ON hwm.runs FOR EACH ROW EXECUTE FUNCTION public.refuse_boom();
+} . refuse_claim_sql('boom') . q{
 SELECT hwm.schedule('boom', '1 second');
 });
 ok($node->poll_query_until('app', q{
@@ -120,7 +113,7 @@ like(sql($node, 'app', q{SELECT error FROM hwm.runs WHERE pipeline = 'boom' AND 
 	qr/could not claim the run: planted fault in claiming boom/, '... with the error');
 sleep 3;
 cmp_ok(recent_runs('app', 'alice_1s', 3), '>=', 1, "alice's pipeline still runs");
-sql($node, 'app', 'DROP TRIGGER refuse_boom ON hwm.runs; DROP FUNCTION public.refuse_boom()');
+sql($node, 'app', 'DROP TRIGGER refuse_claim ON hwm.runs; DROP FUNCTION public.refuse_claim()');
 
 # --- 3. a refused ALTER DATABASE does not freeze the database ----------------
 my $before = recent_runs('app', 'alice_1s', 3600);

@@ -168,15 +168,7 @@ wait_for($node, 'ro', q{SELECT last_status = 'succeeded' FROM hwm.status WHERE p
 
 # a claim that fails (a trigger planted by the catalog's owner, as in 049):
 # recorded against the pipeline, and hwm.status says so
-sql($node, 'ro', q{
-CREATE FUNCTION public.refuse_claim() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.pipeline = 'ro_bob' AND NEW.status = 'running' THEN
-    RAISE EXCEPTION 'planted fault in claiming ro_bob';
-  END IF;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER refuse_claim BEFORE INSERT ON hwm.runs FOR EACH ROW EXECUTE FUNCTION public.refuse_claim();
+sql($node, 'ro', refuse_claim_sql('ro_bob') . q{
 SELECT hwm.schedule('ro_bob', '1 second');
 });
 wait_for($node, 'ro', q{SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 'ro_bob' AND error LIKE '%could not claim%'},
