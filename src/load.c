@@ -43,6 +43,7 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 /* One run of hwm.run, as its steps fill it in */
@@ -60,6 +61,7 @@ typedef struct LoadRun
 	const char *held;			/* ... why it stayed below the slice, or NULL */
 	HwmSafeBound bound;			/* ... and what the transactions in flight allow */
 	int64		upserted;		/* step 3 */
+	bool		upto;			/* ... reads up to w0 */
 	int64		null_watermarks;
 	int			partitions;		/* step 4 */
 	HwmOverwrite lookback;
@@ -171,17 +173,125 @@ settle_watermark(LoadRun *r)
 }
 
 /*
+ * The fast paths of step 3, each in a subtransaction (load_slice), each
+ * taken only where its result is the upsert's (pipeline.c, merge_refusal):
+ *
+ * - the slice by a plain INSERT (HWM_WM_INSERT): when every key is new, the
+ *   upsert inserts every row too, and this is all it does, without the
+ *   upsert's speculative insertion; a key already in the target raises
+ *   unique_violation;
+ * - one MERGE (HWM_WM_MERGE) that inserts the new keys as a plain INSERT
+ *   does, updates the rows that changed and leaves the others alone (not
+ *   even locked), planned with nested loops: its hash join measured slower
+ *   than the upsert (bench/bulk.sh).  A key that a concurrent writer
+ *   inserted after the MERGE's snapshot (or a new key twice in the slice)
+ *   raises unique_violation; a row updated twice, cardinality_violation.
+ *   An existing key twice, of which at most one row changed, raises
+ *   neither: HWM_WM_TWICE finds it and fails the MERGE with
+ *   cardinality_violation, since the upsert may fail on that slice or not,
+ *   depending on the order it reads the rows in.  It is read after the
+ *   MERGE, so that rows inserted into the source meanwhile can only make
+ *   it find a key twice the MERGE did not see (the upsert then runs).
+ *
+ * After either error load_slice goes on to the next path, and at last to
+ * the upsert, which takes a writer's key as an update (no row lost, none
+ * doubled) and does what it does today with a key twice: a slice holding
+ * one loads as if there were no fast path.
+ */
+/* The plain INSERT (see above) */
+static void
+insert_slice(void *arg)
+{
+	LoadRun    *r = arg;
+
+	if (r->upto)
+		wm_exec(r, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
+	else
+		wm_exec(r, HWM_WM_INSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
+	r->upserted = (int64) SPI_processed;
+}
+
+/* The MERGE, then the check for an existing key twice (see above) */
+static void
+merge_slice(void *arg)
+{
+	LoadRun    *r = arg;
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (r->upto)
+		wm_exec(r, HWM_WM_MERGE_UPTO, r->plan->wm.type, r->w0, SPI_OK_MERGE);
+	else
+		wm_exec(r, HWM_WM_MERGE, InvalidOid, (Datum) 0, SPI_OK_MERGE);
+	r->upserted = (int64) SPI_processed;
+	AtEOXact_GUC(true, nest);
+	if (r->plan->wm_sql[HWM_WM_TWICE][0] == NULL)
+		return;
+	if (r->upto)
+		wm_exec(r, HWM_WM_TWICE_UPTO, r->plan->wm.type, r->w0, SPI_OK_SELECT);
+	else
+		wm_exec(r, HWM_WM_TWICE, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CARDINALITY_VIOLATION),
+				 errmsg_internal("the slice holds a key twice")));
+}
+
+/* Run one fast path; false (and why at DEBUG1) when the next one must run */
+static bool
+fast_path(LoadRun *r, void (*fn) (void *), const char *what)
+{
+	ErrorData  *edata = hwm_try_subxact(fn, r, CurrentMemoryContext);
+
+	if (edata == NULL)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the slice is loaded by %s",
+								 r->p->name, what)));
+		return true;
+	}
+	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION &&
+		edata->sqlerrcode != ERRCODE_CARDINALITY_VIOLATION)
+		ReThrowError(edata);
+	ereport(DEBUG1,
+			(errmsg_internal("hwm: pipeline \"%s\": the slice's %s failed: %s",
+							 r->p->name, what, edata->message)));
+	FreeErrorData(edata);
+	return false;
+}
+
+/*
  * Step 3: upsert everything visible above the old watermark (up to W0 in a
- * batch).  Before the first watermark, a run that knows where to start
- * reading reads up to W0 too: "from R up to W0" is a range the planner
- * sends to the index even without statistics, where "from R on" may become
- * a scan of the whole source; rows above W0 are read by the next run, which
- * starts at or below W0.
+ * batch): by the first fast path above that succeeds, else by the upsert
+ * (and DEBUG1 says why a target has no fast path).  A plain insert that
+ * fails late in a slice (a key already in the target among its last rows)
+ * has cost up to one more plain insert of the slice.  Before the first
+ * watermark, a run that knows where to start reading reads up to W0 too:
+ * "from R up to W0" is a range the planner sends to the index even without
+ * statistics, where "from R on" may become a scan of the whole source; rows
+ * above W0 are read by the next run, which starts at or below W0.
  */
 static void
 load_slice(LoadRun *r)
 {
-	if (r->capped || (r->p->watermark == NULL && r->has_reread))
+	r->upto = r->capped || (r->p->watermark == NULL && r->has_reread);
+	if (r->plan->wm_sql[HWM_WM_MERGE][0] != NULL)
+	{
+		if (fast_path(r, insert_slice, "plain insert") ||
+			fast_path(r, merge_slice, "merge"))
+			return;
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the slice is loaded by upsert",
+								 r->p->name)));
+	}
+	else if (r->plan->merge_refused)
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the slice is loaded by upsert, not the fast path: %s",
+								 r->p->name, r->plan->merge_refused)));
+	if (r->upto)
 		wm_exec(r, HWM_WM_UPSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
 	else
 		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);

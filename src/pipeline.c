@@ -328,7 +328,8 @@ append_source_key(StringInfo buf, const LoadColumn *c)
 }
 
 /*
- * Append the test "the stored row t differs from EXCLUDED" over the non-key
+ * Append the test "the stored row t differs from the new row" (newrow:
+ * EXCLUDED in the upsert, s in the fast path's MERGE) over the non-key
  * columns: hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b), in calls of at
  * most CHANGED_MAX_PAIRS pairs joined with OR (a function takes at most
  * FUNC_MAX_ARGS arguments).
@@ -336,7 +337,7 @@ append_source_key(StringInfo buf, const LoadColumn *c)
 #define CHANGED_MAX_PAIRS (FUNC_MAX_ARGS / 2)
 
 static void
-append_changed_test(StringInfo buf, List *cols)
+append_changed_test(StringInfo buf, List *cols, const char *newrow)
 {
 	List	   *nonkey = NIL;
 	ListCell   *lc;
@@ -361,7 +362,7 @@ append_changed_test(StringInfo buf, List *cols)
 			appendStringInfo(buf, "%st.%s", i == start ? "" : ", ",
 							 ((LoadColumn *) list_nth(nonkey, i))->name);
 		for (int i = start; i < end; i++)
-			appendStringInfo(buf, ", EXCLUDED.%s", ((LoadColumn *) list_nth(nonkey, i))->name);
+			appendStringInfo(buf, ", %s.%s", newrow, ((LoadColumn *) list_nth(nonkey, i))->name);
 		appendStringInfoChar(buf, ')');
 	}
 	if (n > CHANGED_MAX_PAIRS)
@@ -385,6 +386,10 @@ typedef struct PlanBuild
 	char	   *conflict;		/* " ON CONFLICT ..." or "" */
 	char	   *keymatch;		/* " AND s.k = t.k ..." or "" */
 	bool		citus_source;	/* the source is a Citus table */
+	bool		citus_target;	/* the target is a Citus table */
+	char	   *merge_head;		/* MERGE INTO t USING (SELECT ... WHERE, or NULL */
+	char	   *merge_tail;		/* ) AS s ON ... WHEN ... */
+	char	   *twice_tail;		/* GROUP BY the key ..., or NULL (twice_statement) */
 } PlanBuild;
 
 /* The layouts hwm runs on Citus, for the refusals' details */
@@ -444,6 +449,7 @@ citus_layout(PlanBuild *b)
 	hwm_citus_table(spec->source, &s);
 	hwm_citus_table(spec->target, &t);
 	b->citus_source = s.kind != HWM_CITUS_NONE;
+	b->citus_target = t.kind != HWM_CITUS_NONE;
 	if (s.kind == HWM_CITUS_NONE && t.kind == HWM_CITUS_NONE)
 		return;
 	if (s.kind != HWM_CITUS_DISTRIBUTED || t.kind != HWM_CITUS_DISTRIBUTED)
@@ -647,7 +653,7 @@ conflict_clause(PlanBuild *b)
 			first = false;
 		}
 		appendStringInfoString(&conflict, " WHERE ");
-		append_changed_test(&conflict, b->cols);
+		append_changed_test(&conflict, b->cols, "EXCLUDED");
 	}
 
 	foreach(lc, b->cols)
@@ -672,25 +678,272 @@ conflict_clause(PlanBuild *b)
 }
 
 /*
- * The statements on the watermark column, one row per HwmWmStatement: an
- * upsert or a SELECT of one value; the bound on the argument; the order and
- * limit of the SELECT.
+ * Why a slice cannot be loaded by the fast path (MERGE) with the same result
+ * as the upsert, or NULL.  The upsert fires BEFORE INSERT row triggers for
+ * every row of the slice, the existing keys' too, and checks row security's
+ * INSERT and UPDATE policies on each: a target with triggers of its own or
+ * row security keeps the upsert.  Foreign keys are checked by internal
+ * triggers that fire alike for an insert and an update, whichever statement
+ * makes them.  The MERGE compares the source's values with the stored ones
+ * before any assignment cast: every column must have one type in both.
+ */
+static const char *
+merge_refusal(PlanBuild *b)
+{
+	TriggerDesc *trig = b->tgt->trigdesc;
+	ListCell   *lc;
+
+	if (b->citus_source || b->citus_target)
+		return "the tables are Citus tables";
+	if (b->tgt->rd_rel->relrowsecurity)
+		return psprintf("target %s has row-level security enabled", b->tgtname);
+	if (b->tgt->rd_rules != NULL)
+		return psprintf("target %s has rules", b->tgtname);
+	for (int i = 0; trig != NULL && i < trig->numtriggers; i++)
+		if (!trig->triggers[i].tgisinternal)
+			return psprintf("target %s has trigger %s", b->tgtname,
+							quote_identifier(trig->triggers[i].tgname));
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (c->source_type != c->target_type)
+			return psprintf("column %s has type %s in the source and %s in the target",
+							c->name, format_type_be(c->source_type),
+							format_type_be(c->target_type));
+	}
+	return NULL;
+}
+
+/*
+ * The fast path of a slice, when merge_refusal allows one: MERGE INTO the
+ * target USING the slice ON the key, inserting the new keys as a plain
+ * INSERT does (no speculative insertion: a key a concurrent writer takes
+ * meanwhile raises unique_violation, and load.c then runs the upsert),
+ * updating the rows that changed, leaving unchanged rows untouched (not even
+ * locked).  Its WHERE on the slice goes between merge_head and merge_tail.
+ */
+static void
+merge_statement(PlanBuild *b)
+{
+	StringInfoData tail;
+	bool		first = true;
+	ListCell   *lc;
+
+	if (b->spec->unique_key == NIL)
+		return;					/* a plain INSERT already */
+	b->plan->merge_refused = merge_refusal(b);
+	if (b->plan->merge_refused)
+		return;
+	b->merge_head = psprintf("MERGE INTO %s AS t USING (SELECT %s FROM %s AS s",
+							 b->tgtname, column_list(b->cols, "s."), b->srcname);
+	initStringInfo(&tail);
+	/* keymatch is " AND s.k = t.k ..." */
+	appendStringInfo(&tail, ") AS s ON %s", b->keymatch + strlen(" AND "));
+	if (b->has_nonkey)
+	{
+		appendStringInfoString(&tail, " WHEN MATCHED AND ");
+		append_changed_test(&tail, b->cols, "s");
+		appendStringInfoString(&tail, " THEN UPDATE SET ");
+		foreach(lc, b->cols)
+		{
+			LoadColumn *c = lfirst(lc);
+
+			if (c->is_key)
+				continue;
+			appendStringInfo(&tail, "%s%s = s.%s", first ? "" : ", ", c->name, c->name);
+			first = false;
+		}
+	}
+	appendStringInfo(&tail, " WHEN NOT MATCHED THEN INSERT (%s)%s VALUES (%s)",
+					 column_list(b->cols, ""),
+					 b->override ? " OVERRIDING SYSTEM VALUE" : "",
+					 column_list(b->cols, "s."));
+	b->merge_tail = tail.data;
+}
+
+/*
+ * Whether the source has a unique index on some of the key's columns (valid,
+ * immediate, without expressions or predicate), so that no snapshot sees a
+ * key twice in it.
+ */
+static bool
+source_key_unique(PlanBuild *b)
+{
+	List	   *indexes = RelationGetIndexList(b->src);
+	ListCell   *lc;
+	bool		ok = false;
+
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index idx;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
+		idx = (Form_pg_index) GETSTRUCT(tup);
+		ok = idx->indisunique && idx->indimmediate && idx->indisvalid &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+		for (int i = 0; ok && i < idx->indnkeyatts; i++)
+		{
+			AttrNumber	attno = idx->indkey.values[i];
+
+			ok = attno > 0 &&
+				key_contains(b->spec->unique_key,
+							 NameStr(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->attname));
+		}
+		ReleaseSysCache(tup);
+		if (ok)
+			break;
+	}
+	list_free(indexes);
+	return ok;
+}
+
+/*
+ * Whether the MERGE's slice holds a (non-NULL) key twice: a row if so.  The
+ * upsert fails on such a slice or not depending on the order it reads the
+ * rows in (ON CONFLICT DO UPDATE cannot affect a row a second time, but may
+ * lock it twice), where the MERGE, which leaves unchanged rows alone, would
+ * succeed: load.c then runs the upsert, so that the run's result never
+ * depends on the path.  Not built when the source's own unique index rules
+ * a key twice out.  Its WHERE on the slice goes before twice_tail.
+ */
+static void
+twice_statement(PlanBuild *b)
+{
+	StringInfoData notnull;
+	StringInfoData groupby;
+	ListCell   *lc;
+
+	if (source_key_unique(b))
+		return;
+	initStringInfo(&notnull);
+	initStringInfo(&groupby);
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (!c->is_key)
+			continue;
+		appendStringInfo(&notnull, " AND s.%s IS NOT NULL", c->name);
+		appendStringInfo(&groupby, "%ss.%s", groupby.len ? ", " : "", c->name);
+	}
+	b->twice_tail = psprintf("%s GROUP BY %s HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1",
+							 notnull.data, groupby.data);
+}
+
+/* What a watermark statement is, and so its head and tail */
+typedef enum WmForm
+{
+	WM_SELECT,					/* a SELECT of one value */
+	WM_UPSERT,					/* the upsert */
+	WM_PLAIN,					/* the fast path's plain INSERT */
+	WM_MERGE,					/* the fast path's MERGE */
+	WM_TWICE					/* a key twice in the MERGE's slice */
+} WmForm;
+
+/*
+ * The statements on the watermark column, one row per HwmWmStatement: its
+ * form; the bound on the argument; the order and limit of the SELECT.
  */
 static const struct
 {
 	HwmWmStatement stmt;
-	bool		upsert;
+	WmForm		form;
 	const char *arg_op;			/* "lt", "le" or NULL: no argument */
 	bool		ascending;		/* SELECT: smallest first, else greatest */
 	bool		offset;			/* SELECT: the argument is an OFFSET */
 }			wm_statements[] =
 {
-	{HWM_WM_MAX, false, NULL, false, false},
-	{HWM_WM_MAX_BELOW, false, "lt", false, false},
-	{HWM_WM_BATCH_END, false, NULL, true, true},
-	{HWM_WM_UPSERT, true, NULL, false, false},
-	{HWM_WM_UPSERT_UPTO, true, "le", false, false},
+	{HWM_WM_MAX, WM_SELECT, NULL, false, false},
+	{HWM_WM_MAX_BELOW, WM_SELECT, "lt", false, false},
+	{HWM_WM_BATCH_END, WM_SELECT, NULL, true, true},
+	{HWM_WM_UPSERT, WM_UPSERT, NULL, false, false},
+	{HWM_WM_UPSERT_UPTO, WM_UPSERT, "le", false, false},
+	{HWM_WM_INSERT, WM_PLAIN, NULL, false, false},
+	{HWM_WM_INSERT_UPTO, WM_PLAIN, "le", false, false},
+	{HWM_WM_MERGE, WM_MERGE, NULL, false, false},
+	{HWM_WM_MERGE_UPTO, WM_MERGE, "le", false, false},
+	{HWM_WM_TWICE, WM_TWICE, NULL, false, false},
+	{HWM_WM_TWICE_UPTO, WM_TWICE, "le", false, false},
 };
+
+/*
+ * Whether statement i of wm_statements is built: a plan without a target
+ * has no upserts; one without a fast path (merge_statement) no fast path
+ * statements; one whose source rules out a key twice no WM_TWICE.
+ */
+static bool
+wm_statement_built(const PlanBuild *b, int i)
+{
+	switch (wm_statements[i].form)
+	{
+		case WM_SELECT:
+			return true;
+		case WM_UPSERT:
+			return b->tgt != NULL;
+		case WM_PLAIN:
+		case WM_MERGE:
+			return b->merge_head != NULL;
+		case WM_TWICE:
+			return b->twice_tail != NULL;
+	}
+	return false;
+}
+
+/* Append statement i's head, up to its WHERE */
+static void
+wm_statement_head(const PlanBuild *b, int i, StringInfo buf)
+{
+	const char *wm = quote_identifier(b->spec->watermark_column);
+
+	switch (wm_statements[i].form)
+	{
+		case WM_SELECT:
+			appendStringInfo(buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
+			break;
+		case WM_UPSERT:
+		case WM_PLAIN:
+			appendStringInfo(buf, "%s WHERE ", b->insert_head);
+			break;
+		case WM_MERGE:
+			appendStringInfo(buf, "%s WHERE ", b->merge_head);
+			break;
+		case WM_TWICE:
+			appendStringInfo(buf, "SELECT 1 FROM %s AS s WHERE ", b->srcname);
+			break;
+	}
+}
+
+/* Append statement i's tail, after its WHERE; argno: its argument's $n */
+static void
+wm_statement_tail(const PlanBuild *b, int i, int argno, StringInfo buf)
+{
+	const char *wm = quote_identifier(b->spec->watermark_column);
+
+	switch (wm_statements[i].form)
+	{
+		case WM_SELECT:
+			appendStringInfo(buf, " ORDER BY s.%s USING %s LIMIT 1", wm,
+							 wm_statements[i].ascending ? b->plan->wm.lt : b->plan->wm.gt);
+			if (wm_statements[i].offset)
+				appendStringInfo(buf, " OFFSET $%d", argno);
+			break;
+		case WM_UPSERT:
+			appendStringInfoString(buf, b->conflict);
+			break;
+		case WM_PLAIN:
+			break;
+		case WM_MERGE:
+			appendStringInfoString(buf, b->merge_tail);
+			break;
+		case WM_TWICE:
+			appendStringInfoString(buf, b->twice_tail);
+			break;
+	}
+}
 
 /*
  * Build the watermark statements of the table above, each in its first-run
@@ -712,8 +965,7 @@ watermark_statements(PlanBuild *b)
 
 	for (int i = 0; i < lengthof(wm_statements); i++)
 	{
-		/* a plan without a target has no upserts */
-		if (wm_statements[i].upsert && b->tgt == NULL)
+		if (!wm_statement_built(b, i))
 			continue;
 		for (int later = 0; later <= 1; later++)
 		{
@@ -722,10 +974,7 @@ watermark_statements(PlanBuild *b)
 			int			argno = later + reads + 1;
 
 			initStringInfo(&buf);
-			if (wm_statements[i].upsert)
-				appendStringInfo(&buf, "%s WHERE ", b->insert_head);
-			else
-				appendStringInfo(&buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
+			wm_statement_head(b, i, &buf);
 			if (reads && later)
 				appendStringInfo(&buf, "s.%s %s $1 AND s.%s %s $2", wm, plan->wm.gt,
 								 wm, plan->wm.ge);
@@ -740,15 +989,7 @@ watermark_statements(PlanBuild *b)
 				appendStringInfo(&buf, " AND s.%s %s $%d", wm,
 								 strcmp(wm_statements[i].arg_op, "lt") == 0 ?
 								 plan->wm.lt : plan->wm.le, argno);
-			if (wm_statements[i].upsert)
-				appendStringInfoString(&buf, b->conflict);
-			else
-			{
-				appendStringInfo(&buf, " ORDER BY s.%s USING %s LIMIT 1", wm,
-								 wm_statements[i].ascending ? plan->wm.lt : plan->wm.gt);
-				if (wm_statements[i].offset)
-					appendStringInfo(&buf, " OFFSET $%d", argno);
-			}
+			wm_statement_tail(b, i, argno, &buf);
 			plan->wm_sql[wm_statements[i].stmt][later] = buf.data;
 		}
 	}
@@ -916,6 +1157,10 @@ hwm_plan_build(const HwmPlanSpec *spec)
 							 b.override ? " OVERRIDING SYSTEM VALUE" : "",
 							 column_list(b.cols, "s."), b.srcname);
 	conflict_clause(&b);
+	if (plan->has_wm)
+		merge_statement(&b);
+	if (b.merge_head != NULL)
+		twice_statement(&b);
 
 	if (plan->has_wm)
 		watermark_statements(&b);

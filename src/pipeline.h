@@ -55,11 +55,20 @@ typedef enum HwmWmStatement
 	HWM_WM_BATCH_END,			/* the (argument + 1)-th smallest value */
 	HWM_WM_UPSERT,				/* upsert every row */
 	HWM_WM_UPSERT_UPTO,			/* upsert the rows up to the argument */
+	HWM_WM_INSERT,				/* HWM_WM_UPSERT as a plain insert (all keys new) */
+	HWM_WM_INSERT_UPTO,			/* HWM_WM_UPSERT_UPTO likewise */
+	HWM_WM_MERGE,				/* HWM_WM_UPSERT without speculative insertion */
+	HWM_WM_MERGE_UPTO,			/* HWM_WM_UPSERT_UPTO likewise */
+	HWM_WM_TWICE,				/* a row if HWM_WM_MERGE's slice holds a key twice */
+	HWM_WM_TWICE_UPTO,			/* HWM_WM_MERGE_UPTO's likewise */
 	HWM_WM_NSTATEMENTS
 } HwmWmStatement;
 
 #define HWM_WM_READS(stmt) \
-	((stmt) == HWM_WM_BATCH_END || (stmt) == HWM_WM_UPSERT || (stmt) == HWM_WM_UPSERT_UPTO)
+	((stmt) == HWM_WM_BATCH_END || (stmt) == HWM_WM_UPSERT || (stmt) == HWM_WM_UPSERT_UPTO || \
+	 (stmt) == HWM_WM_INSERT || (stmt) == HWM_WM_INSERT_UPTO || \
+	 (stmt) == HWM_WM_MERGE || (stmt) == HWM_WM_MERGE_UPTO || \
+	 (stmt) == HWM_WM_TWICE || (stmt) == HWM_WM_TWICE_UPTO)
 
 /* Statements and types for one run, built once from the catalog. */
 typedef struct HwmPlan
@@ -77,6 +86,16 @@ typedef struct HwmPlan
 
 	/* [first run: 0, later runs: 1], see HwmWmStatement */
 	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
+
+	/*
+	 * The fast paths of a slice (HWM_WM_INSERT*: the slice by a plain
+	 * insert; HWM_WM_MERGE*: new keys by a plain insert, changed rows
+	 * updated, unchanged rows untouched; HWM_WM_TWICE*: whether the
+	 * MERGE's slice held a key twice, NULL when the source's own unique
+	 * index rules that out), or why there are none (NULL without the
+	 * statements: a plain insert already, no key; see load.c).
+	 */
+	const char *merge_refused;
 	/* the number of source rows whose watermark column is NULL */
 	char	   *wm_null_count_sql;
 
