@@ -377,6 +377,10 @@ typedef struct PlanBuild
 	char	   *conflict;		/* " ON CONFLICT ..." or "" */
 	char	   *keymatch;		/* " AND s.k = t.k ..." or "" */
 	bool		citus_source;	/* the source is a Citus table */
+	bool		citus_target;	/* the target is a Citus table */
+	char	   *live;			/* " AND s.marker IS NOT TRUE" or "" (tombstones) */
+	char	   *slice_head;		/* SELECT DISTINCT ON (keys) s.cols, tombstone FROM s */
+	char	   *slice_insert;	/* INSERT INTO t (...) SELECT s.... FROM hwm_slice AS s */
 } PlanBuild;
 
 /* The layouts hwm runs on Citus, for the refusals' details */
@@ -436,6 +440,7 @@ citus_layout(PlanBuild *b)
 	hwm_citus_table(spec->source, &s);
 	hwm_citus_table(spec->target, &t);
 	b->citus_source = s.kind != HWM_CITUS_NONE;
+	b->citus_target = t.kind != HWM_CITUS_NONE;
 	if (s.kind == HWM_CITUS_NONE && t.kind == HWM_CITUS_NONE)
 		return;
 	if (s.kind != HWM_CITUS_DISTRIBUTED || t.kind != HWM_CITUS_DISTRIBUTED)
@@ -597,6 +602,67 @@ value_columns(PlanBuild *b)
 }
 
 /*
+ * The delete marker (tombstones, issue 32): a source column of type boolean
+ * (true: deleted; NULL: live) or timestamp, timestamptz or date (set:
+ * deleted), outside the unique key, on a pipeline whose target is not a
+ * Citus table.  Sets the tests a statement puts on a source row s.
+ */
+static void
+tombstone_column(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	HwmPlan    *plan = b->plan;
+	const char *m = spec->delete_column;
+	AttrNumber	attno;
+	Oid			type;
+
+	b->live = "";
+	plan->live_filter = "";
+	if (m == NULL)
+		return;
+	if (key_contains(spec->unique_key, m))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("delete marker column \"%s\" is a column of the unique key", m),
+				 errdetail("The key says which target row a source row is; the marker says whether that row is deleted."),
+				 errhint("Name a column outside unique_key as delete_column.")));
+	attno = column_of(spec, b->src, m, "delete marker", b->srcname);
+	type = getBaseType(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->atttypid);
+	if (type != BOOLOID && type != TIMESTAMPOID && type != TIMESTAMPTZOID && type != DATEOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("delete marker column \"%s\" of %s has type %s, which cannot mark a deleted row",
+						m, b->srcname,
+						format_type_be(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->atttypid)),
+				 errdetail("A boolean marker deletes when true; a timestamp, timestamptz or date marker deletes when set (not NULL)."),
+				 errhint("Name a boolean column (for example is_deleted) or a timestamp column set when the row is deleted (for example deleted_at).")));
+	if (spec->unique_key == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a delete marker needs a unique key"),
+				 errhint("A tombstone deletes the target row with its key: pass unique_key too.")));
+	if (b->citus_target)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("delete_column is not supported on Citus table %s", b->tgtname),
+				 errdetail("hwm applies tombstones with a DELETE joined to the source's slice, which it does not push down to the shards."),
+				 errhint("Leave delete_column out on this pipeline; rows deleted in the source are removed by overwriting partitions (hwm.overwrite).")));
+	plan->has_tombstones = true;
+	plan->source_columns = lappend_int(plan->source_columns, attno);
+	if (type == BOOLOID)
+	{
+		plan->dead_test = psprintf("s.%s IS TRUE", quote_identifier(m));
+		b->live = psprintf(" AND s.%s IS NOT TRUE", quote_identifier(m));
+	}
+	else
+	{
+		plan->dead_test = psprintf("s.%s IS NOT NULL", quote_identifier(m));
+		b->live = psprintf(" AND s.%s IS NULL", quote_identifier(m));
+	}
+	plan->live_filter = b->live;
+}
+
+/*
  * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
  * loading the same rows again writes no new row versions.  The binary image
  * comparison (hwm.changed, see changed.c) works for every type, json
@@ -685,6 +751,30 @@ static const struct
 };
 
 /*
+ * The rest of a slice's statement with tombstones, after "WITH hwm_slice AS
+ * (SELECT DISTINCT ON (keys) ... WHERE <the slice>": the newest row of each
+ * key by the watermark column; the keys whose newest row carries the marker
+ * deleted from the target, the others upserted; one row (upserted, deleted).
+ * One statement, so both see the same slice.
+ */
+static void
+append_tombstone_tail(PlanBuild *b, StringInfo buf, const char *wm)
+{
+	ListCell   *lc;
+
+	appendStringInfoString(buf, " ORDER BY ");
+	foreach(lc, b->spec->unique_key)
+		appendStringInfo(buf, "s.%s, ", quote_identifier((char *) lfirst(lc)));
+	appendStringInfo(buf, "s.%s USING %s)", wm, b->plan->wm.gt);
+	appendStringInfo(buf, ", hwm_deleted AS (DELETE FROM %s AS t USING hwm_slice AS s"
+					 " WHERE s.\"hwm tombstone\"%s RETURNING 1)", b->tgtname, b->keymatch);
+	appendStringInfo(buf, ", hwm_upserted AS (%s WHERE NOT s.\"hwm tombstone\"%s RETURNING 1)",
+					 b->slice_insert, b->conflict);
+	appendStringInfoString(buf, " SELECT (SELECT pg_catalog.count(*) FROM hwm_upserted),"
+						   " (SELECT pg_catalog.count(*) FROM hwm_deleted)");
+}
+
+/*
  * Build the watermark statements of the table above, each in its first-run
  * form (every non-NULL value) and its later-run form (above the watermark
  * $1): the statement's own argument follows the watermark's.
@@ -714,7 +804,9 @@ watermark_statements(PlanBuild *b)
 			int			argno = later + reads + 1;
 
 			initStringInfo(&buf);
-			if (wm_statements[i].upsert)
+			if (wm_statements[i].upsert && plan->has_tombstones)
+				appendStringInfo(&buf, "WITH hwm_slice AS (%s WHERE ", b->slice_head);
+			else if (wm_statements[i].upsert)
 				appendStringInfo(&buf, "%s WHERE ", b->insert_head);
 			else
 				appendStringInfo(&buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
@@ -732,7 +824,9 @@ watermark_statements(PlanBuild *b)
 				appendStringInfo(&buf, " AND s.%s %s $%d", wm,
 								 strcmp(wm_statements[i].arg_op, "lt") == 0 ?
 								 plan->wm.lt : plan->wm.le, argno);
-			if (wm_statements[i].upsert)
+			if (wm_statements[i].upsert && plan->has_tombstones)
+				append_tombstone_tail(b, &buf, wm);
+			else if (wm_statements[i].upsert)
 				appendStringInfoString(&buf, b->conflict);
 			else
 			{
@@ -800,14 +894,14 @@ partition_statements(PlanBuild *b)
 							 b->tgtname, p, lo, p, hi);
 			if (b->spec->unique_key != NIL)
 				appendStringInfo(&buf,
-								 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
-								 b->srcname, p, lo, p, hi, b->keymatch);
+								 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s%s)",
+								 b->srcname, p, lo, p, hi, b->live, b->keymatch);
 			plan->delete_range_sql[lo_incl][hi_incl] = buf.data;
 
 			/* then upsert the source's range: unchanged rows are not rewritten */
 			plan->insert_range_sql[lo_incl][hi_incl] =
-				psprintf("%s WHERE s.%s %s $1 AND s.%s %s $2%s",
-						 b->insert_head, p, lo, p, hi, b->conflict);
+				psprintf("%s WHERE s.%s %s $1 AND s.%s %s $2%s%s",
+						 b->insert_head, p, lo, p, hi, b->live, b->conflict);
 		}
 
 	for (int i = 0; i < 2; i++)
@@ -898,6 +992,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 
 	walk_columns(&b);
 	value_columns(&b);
+	tombstone_column(&b);
 
 	/* INSERT INTO tgt AS t (cols) SELECT s.cols FROM src AS s */
 	column_names = column_list(b.cols, "");
@@ -908,6 +1003,25 @@ hwm_plan_build(const HwmPlanSpec *spec)
 							 b.override ? " OVERRIDING SYSTEM VALUE" : "",
 							 column_list(b.cols, "s."), b.srcname);
 	conflict_clause(&b);
+	if (plan->has_tombstones && plan->has_wm)
+	{
+		StringInfoData head;
+		ListCell   *klc;
+
+		/* the slice's newest row per key, with whether it is a tombstone */
+		initStringInfo(&head);
+		appendStringInfoString(&head, "SELECT DISTINCT ON (");
+		foreach(klc, spec->unique_key)
+			appendStringInfo(&head, "%ss.%s", foreach_current_index(klc) ? ", " : "",
+							 quote_identifier((char *) lfirst(klc)));
+		appendStringInfo(&head, ") %s, %s AS \"hwm tombstone\" FROM %s AS s",
+						 column_list(b.cols, "s."), plan->dead_test, b.srcname);
+		b.slice_head = head.data;
+		b.slice_insert = psprintf("INSERT INTO %s AS t (%s)%s SELECT %s FROM hwm_slice AS s",
+								  b.tgtname, column_names,
+								  b.override ? " OVERRIDING SYSTEM VALUE" : "",
+								  column_list(b.cols, "s."));
+	}
 
 	if (plan->has_wm)
 		watermark_statements(&b);
@@ -935,11 +1049,11 @@ hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list)
 
 		if (!OidIsValid(tc->eq_opr))
 			elog(ERROR, "type %u has no equality operator", plan->part.type);
-		return psprintf("INSERT INTO %s %s WHERE s.%s %s ANY ($1)", table, plan->copy_sql,
-						p, hwm_operator_sql(tc->eq_opr));
+		return psprintf("INSERT INTO %s %s WHERE s.%s %s ANY ($1)%s", table, plan->copy_sql,
+						p, hwm_operator_sql(tc->eq_opr), plan->live_filter);
 	}
-	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2", table, plan->copy_sql,
-					p, plan->part.ge, p, plan->part.lt);
+	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2%s", table, plan->copy_sql,
+					p, plan->part.ge, p, plan->part.lt, plan->live_filter);
 }
 
 /*
@@ -959,4 +1073,5 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 	spec->partition_column = with_partition ? p->partition_column : NULL;
 	spec->pipeline = p->name;
 	spec->stored = true;
+	spec->delete_column = p->command ? NULL : p->delete_column;
 }
