@@ -119,6 +119,10 @@ SELECT hwm.create_pipeline('bad', 'tb.bad', 'tb.badt', '{id}', 'ts', delete_colu
 -- a key column
 SELECT hwm.create_pipeline('bad', 'tb.bad', 'tb.badt', '{id}', 'ts', delete_column => 'id');
 \echo :LAST_ERROR_SQLSTATE
+-- the watermark column
+CREATE TABLE tb.badts (id int PRIMARY KEY, v text, ts timestamptz NOT NULL);
+SELECT hwm.create_pipeline('bad', 'tb.badts', 'tb.badt', '{id}', 'ts', delete_column => 'ts');
+\echo :LAST_ERROR_SQLSTATE
 SELECT count(*) FROM hwm.state WHERE pipeline = 'bad';
 -- alter: the same checks, and the pipeline is unchanged
 SELECT hwm.alter_pipeline('al', delete_column => 'nope');

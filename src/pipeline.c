@@ -626,6 +626,12 @@ tombstone_column(PlanBuild *b)
 				 errmsg("delete marker column \"%s\" is a column of the unique key", m),
 				 errdetail("The key says which target row a source row is; the marker says whether that row is deleted."),
 				 errhint("Name a column outside unique_key as delete_column.")));
+	if (spec->watermark_column && strcmp(spec->watermark_column, m) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("delete marker column \"%s\" is the watermark column", m),
+				 errdetail("Every row a run loads has a watermark value, so every row would delete its key."),
+				 errhint("Name the column that is set only when a row is deleted, for example deleted_at.")));
 	attno = column_of(spec, b->src, m, "delete marker", b->srcname);
 	type = getBaseType(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->atttypid);
 	if (type != BOOLOID && type != TIMESTAMPOID && type != TIMESTAMPTZOID && type != DATEOID)
