@@ -86,6 +86,23 @@ DELETE FROM tb.psrc WHERE id = 5;
 SELECT rows_deleted, rows_inserted FROM hwm.overwrite('pt', '2026-02-01', '2026-02-04');
 SELECT id FROM tb.ptgt ORDER BY id;
 
+-- a declaratively partitioned target: an overwrite that exchanges whole
+-- partitions, and a backfill, build them without the marked rows
+CREATE TABLE tb.xsrc (id int, day date NOT NULL, v text, ts int NOT NULL, gone timestamptz);
+INSERT INTO tb.xsrc SELECT g, DATE '2026-03-01' + g % 4, 'x' || g, g, CASE WHEN g % 5 = 0 THEN timestamptz '2026-03-09' END
+  FROM generate_series(1, 40) g;
+CREATE TABLE tb.xtgt (id int, day date NOT NULL, v text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+CREATE TABLE tb.xtgt_a PARTITION OF tb.xtgt FOR VALUES FROM ('2026-03-01') TO ('2026-03-03');
+CREATE TABLE tb.xtgt_b PARTITION OF tb.xtgt FOR VALUES FROM ('2026-03-03') TO ('2026-03-05');
+SELECT hwm.create_pipeline('xp', 'tb.xsrc', 'tb.xtgt', '{id,day}', 'ts', partition_column => 'day',
+                           delete_column => 'gone');
+SELECT rows_deleted, rows_inserted FROM hwm.overwrite('xp', '2026-03-01', '2026-03-04');
+SELECT method FROM hwm.runs WHERE pipeline = 'xp' ORDER BY run_id DESC LIMIT 1;
+SELECT count(*) AS rows, count(*) FILTER (WHERE id % 5 = 0) AS marked FROM tb.xtgt;
+TRUNCATE tb.xtgt;
+CALL hwm.backfill('xp', '2026-03-01', '2026-03-04');
+SELECT count(*) AS rows, count(*) FILTER (WHERE id % 5 = 0) AS marked FROM tb.xtgt;
+
 -- alter_pipeline: adding the marker, then resetting it
 CREATE TABLE tb.asrc (id int PRIMARY KEY, v text, ts int NOT NULL, dead boolean);
 CREATE TABLE tb.atgt (id int PRIMARY KEY, v text, dead boolean);
@@ -144,4 +161,4 @@ SELECT * FROM hwm.run('tb');
 SET client_min_messages = warning;
 SELECT watermark FROM hwm.state WHERE pipeline = 'tb';
 DROP SCHEMA tb CASCADE;
-SELECT pipeline FROM hwm.state WHERE pipeline IN ('tb', 'ev', 'pt', 'al', 'cmd') ORDER BY 1;
+SELECT pipeline FROM hwm.state WHERE pipeline IN ('tb', 'ev', 'pt', 'xp', 'al', 'cmd') ORDER BY 1;
