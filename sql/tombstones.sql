@@ -57,6 +57,12 @@ SELECT rows_upserted, rows_deleted FROM hwm.run('ev');
 INSERT INTO tb.events VALUES (3, 'three again', 11, NULL);
 SELECT rows_upserted, rows_deleted FROM hwm.run('ev');
 SELECT * FROM tb.cur ORDER BY id;
+-- a tie on the watermark value between a live row and a tombstone: deleted
+INSERT INTO tb.events VALUES (5, 'five', 12, NULL);
+SELECT rows_upserted, rows_deleted FROM hwm.run('ev');
+INSERT INTO tb.events VALUES (5, 'five again', 13, NULL), (5, NULL, 13, '2026-01-05');
+SELECT rows_upserted, rows_deleted FROM hwm.run('ev');
+SELECT count(*) AS five FROM tb.cur WHERE id = 5;
 -- a date marker is accepted too
 CREATE TABLE tb.dsrc (id int, v text, seq int NOT NULL, gone date);
 SELECT hwm.create_pipeline('dt', 'tb.dsrc', 'tb.cur', '{id}', 'seq', delete_column => 'gone');

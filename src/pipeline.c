@@ -759,7 +759,7 @@ static const struct
 /*
  * The rest of a slice's statement with tombstones, after "WITH hwm_slice AS
  * (SELECT DISTINCT ON (keys) ... WHERE <the slice>": the newest row of each
- * key by the watermark column; the keys whose newest row carries the marker
+ * key by the watermark column (a tombstone first among rows of one value); the keys whose newest row carries the marker
  * deleted from the target, the others upserted; one row (upserted, deleted).
  * One statement, so both see the same slice.
  */
@@ -771,7 +771,8 @@ append_tombstone_tail(PlanBuild *b, StringInfo buf, const char *wm)
 	appendStringInfoString(buf, " ORDER BY ");
 	foreach(lc, b->spec->unique_key)
 		appendStringInfo(buf, "s.%s, ", quote_identifier((char *) lfirst(lc)));
-	appendStringInfo(buf, "s.%s USING %s)", wm, b->plan->wm.gt);
+	/* on a tie of the watermark value, the tombstone wins */
+	appendStringInfo(buf, "s.%s USING %s, %s DESC)", wm, b->plan->wm.gt, b->plan->dead_test);
 	appendStringInfo(buf, ", hwm_deleted AS (DELETE FROM %s AS t USING hwm_slice AS s"
 					 " WHERE s.\"hwm tombstone\"%s RETURNING 1)", b->tgtname, b->keymatch);
 	appendStringInfo(buf, ", hwm_upserted AS (%s WHERE NOT s.\"hwm tombstone\"%s RETURNING 1)",
