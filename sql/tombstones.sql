@@ -160,6 +160,16 @@ SELECT hwm.create_command_pipeline('cmd', 'tb.bad', 'ts', 'SELECT 1');
 SELECT hwm.alter_pipeline('cmd', delete_column => 'dead');
 \echo :LAST_ERROR_SQLSTATE
 SELECT delete_column FROM hwm.state WHERE pipeline = 'cmd';
+-- the owner needs DELETE on the target for tombstones
+CREATE ROLE tb_nodelete;
+GRANT USAGE ON SCHEMA tb TO tb_nodelete;
+GRANT SELECT ON tb.bad TO tb_nodelete;
+GRANT SELECT, INSERT, UPDATE ON tb.badt TO tb_nodelete;
+SET ROLE tb_nodelete;
+SELECT hwm.create_pipeline('bad', 'tb.bad', 'tb.badt', '{id}', 'ts', delete_column => 'dead');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SELECT count(*) FROM hwm.state WHERE pipeline = 'bad';
 -- the source's marker column dropped after the pipeline was created
 ALTER TABLE tb.src DROP COLUMN deleted;
 SELECT * FROM hwm.run('tb');
@@ -167,4 +177,5 @@ SELECT * FROM hwm.run('tb');
 SET client_min_messages = warning;
 SELECT watermark FROM hwm.state WHERE pipeline = 'tb';
 DROP SCHEMA tb CASCADE;
+DROP ROLE tb_nodelete;
 SELECT pipeline FROM hwm.state WHERE pipeline IN ('tb', 'ev', 'pt', 'xp', 'al', 'cmd') ORDER BY 1;
