@@ -63,6 +63,19 @@ SELECT rows_upserted, rows_deleted FROM hwm.run('ev');
 INSERT INTO tb.events VALUES (5, 'five again', 13, NULL), (5, NULL, 13, '2026-01-05');
 SELECT rows_upserted, rows_deleted FROM hwm.run('ev');
 SELECT count(*) AS five FROM tb.cur WHERE id = 5;
+-- an event log with a partition column: an overwrite of the partition keeps
+-- out a key whose newest row is a tombstone (the older live row is not
+-- brought back), and loads a key re-inserted after its tombstone
+CREATE TABLE tb.pev (id int, day date NOT NULL, v text, seq int NOT NULL, deleted boolean);
+CREATE TABLE tb.pcur (id int PRIMARY KEY, day date NOT NULL, v text);
+INSERT INTO tb.pev VALUES (1, '2026-04-01', 'one', 1, false), (1, '2026-04-01', NULL, 2, true),
+  (2, '2026-04-01', NULL, 3, true), (2, '2026-04-01', 'two again', 4, false), (3, '2026-04-01', 'three', 5, NULL);
+SELECT hwm.create_pipeline('pev', 'tb.pev', 'tb.pcur', '{id}', 'seq', partition_column => 'day', lookback => 1,
+                           delete_column => 'deleted');
+SELECT rows_upserted, rows_deleted, rows_inserted FROM hwm.run('pev');
+SELECT * FROM tb.pcur ORDER BY id;
+SELECT rows_deleted, rows_inserted FROM hwm.overwrite('pev', '2026-04-01', '2026-04-01');
+SELECT * FROM tb.pcur ORDER BY id;
 -- a date marker is accepted too
 CREATE TABLE tb.dsrc (id int, v text, seq int NOT NULL, gone date);
 SELECT hwm.create_pipeline('dt', 'tb.dsrc', 'tb.cur', '{id}', 'seq', delete_column => 'gone');
@@ -178,4 +191,4 @@ SET client_min_messages = warning;
 SELECT watermark FROM hwm.state WHERE pipeline = 'tb';
 DROP SCHEMA tb CASCADE;
 DROP ROLE tb_nodelete;
-SELECT pipeline FROM hwm.state WHERE pipeline IN ('tb', 'ev', 'pt', 'xp', 'al', 'cmd') ORDER BY 1;
+SELECT pipeline FROM hwm.state WHERE pipeline IN ('tb', 'ev', 'pev', 'pt', 'xp', 'al', 'cmd') ORDER BY 1;

@@ -602,6 +602,56 @@ value_columns(PlanBuild *b)
 }
 
 /*
+ * What the partition statements ask of a source row s that they load, with
+ * a delete marker m (live_op: "IS NULL" or "IS NOT TRUE"; dead_op, its
+ * opposite): " AND s.m <live_op>", and no row of the same key in the source
+ * carries the marker with a watermark value as new or newer (in an event
+ * log, a key whose newest row is a tombstone stays deleted when its
+ * partition is overwritten again).
+ */
+static char *
+tombstone_live_test(PlanBuild *b, const char *m, const char *live_op, const char *dead_op)
+{
+	const char *order = b->spec->tombstone_order ? b->spec->tombstone_order :
+		b->spec->watermark_column;
+	StringInfoData buf;
+	ListCell   *lc;
+	AttrNumber	attno;
+	Form_pg_attribute att;
+	HwmValueType vt;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, " AND s.%s %s", quote_identifier(m), live_op);
+	if (order == NULL)
+		return buf.data;
+	attno = column_of(b->spec, b->src, order, "watermark", b->srcname);
+	att = TupleDescAttr(RelationGetDescr(b->src), attno - 1);
+	value_type_init(&vt, att->atttypid, att->atttypmod, att->attcollation, order, b->srcname);
+	appendStringInfo(&buf, " AND NOT EXISTS (SELECT FROM %s AS hwm_d WHERE hwm_d.%s %s"
+					 " AND hwm_d.%s %s s.%s",
+					 b->srcname, quote_identifier(m), dead_op,
+					 quote_identifier(order), vt.ge, quote_identifier(order));
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+		TypeCacheEntry *tc;
+
+		if (!c->is_key)
+			continue;
+		tc = lookup_type_cache(getBaseType(c->source_type), TYPECACHE_EQ_OPR);
+		if (!OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
+							c->name, b->srcname, format_type_be(c->source_type))));
+		appendStringInfo(&buf, " AND hwm_d.%s %s s.%s", c->name,
+						 hwm_operator_sql(tc->eq_opr), c->name);
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
  * The delete marker (tombstones, issue 32): a source column of type boolean
  * (true: deleted; NULL: live) or timestamp, timestamptz or date (set:
  * deleted), outside the unique key, on a pipeline whose target is not a
@@ -613,8 +663,10 @@ tombstone_column(PlanBuild *b)
 	const HwmPlanSpec *spec = b->spec;
 	HwmPlan    *plan = b->plan;
 	const char *m = spec->delete_column;
+	const char *order = spec->tombstone_order ? spec->tombstone_order : spec->watermark_column;
 	AttrNumber	attno;
 	Oid			type;
+	const char *test;
 
 	b->live = "";
 	plan->live_filter = "";
@@ -626,7 +678,7 @@ tombstone_column(PlanBuild *b)
 				 errmsg("delete marker column \"%s\" is a column of the unique key", m),
 				 errdetail("The key says which target row a source row is; the marker says whether that row is deleted."),
 				 errhint("Name a column outside unique_key as delete_column.")));
-	if (spec->watermark_column && strcmp(spec->watermark_column, m) == 0)
+	if (order && strcmp(order, m) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("delete marker column \"%s\" is the watermark column", m),
@@ -655,16 +707,9 @@ tombstone_column(PlanBuild *b)
 				 errhint("Leave delete_column out on this pipeline; rows deleted in the source are removed by overwriting partitions (hwm.overwrite).")));
 	plan->has_tombstones = true;
 	plan->source_columns = lappend_int(plan->source_columns, attno);
-	if (type == BOOLOID)
-	{
-		plan->dead_test = psprintf("s.%s IS TRUE", quote_identifier(m));
-		b->live = psprintf(" AND s.%s IS NOT TRUE", quote_identifier(m));
-	}
-	else
-	{
-		plan->dead_test = psprintf("s.%s IS NOT NULL", quote_identifier(m));
-		b->live = psprintf(" AND s.%s IS NULL", quote_identifier(m));
-	}
+	test = type == BOOLOID ? "IS TRUE" : "IS NOT NULL";
+	plan->dead_test = psprintf("s.%s %s", quote_identifier(m), test);
+	b->live = tombstone_live_test(b, m, type == BOOLOID ? "IS NOT TRUE" : "IS NULL", test);
 	plan->live_filter = b->live;
 }
 
@@ -1081,4 +1126,5 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 	spec->pipeline = p->name;
 	spec->stored = true;
 	spec->delete_column = p->command ? NULL : p->delete_column;
+	spec->tombstone_order = p->watermark_column;
 }

@@ -39,6 +39,8 @@ typedef struct HwmPlanSpec
 	const char *pipeline;		/* for messages; NULL without a pipeline */
 	bool		stored;			/* from the catalog, not from the caller */
 	const char *delete_column;	/* the source's delete marker; NULL: none */
+	const char *tombstone_order;	/* with it, what orders a key's rows (the
+									 * watermark column; NULL: watermark_column) */
 } HwmPlanSpec;
 
 /*
