@@ -263,12 +263,40 @@ CREATE FUNCTION hwm.alter_pipeline(
     command           text     DEFAULT NULL,
     batched           boolean  DEFAULT NULL,
     skip_empty        boolean  DEFAULT NULL,
-    reset             text[]   DEFAULT NULL)
+    reset             text[]   DEFAULT NULL,
+    delete_column     name     DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_alter_pipeline';
 
-COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[]) IS
-'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay or batch_size. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
+COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[], name) IS
+'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay, batch_size or delete_column. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
+
+-- Tombstones (issue 32): the source column whose value marks a deleted row.
+ALTER TABLE hwm.state ADD COLUMN delete_column name;
+COMMENT ON COLUMN hwm.state.delete_column IS
+'Delete marker of the source (NULL: none): a row of the slice whose marker is true (boolean) or not NULL (timestamp, timestamptz, date) deletes the target row of its key instead of being upserted.';
+
+-- create_pipeline takes delete_column: recreated with its new signature.
+DROP FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint);
+CREATE FUNCTION hwm.create_pipeline(
+    pipeline          text,
+    source            regclass,
+    target            regclass,
+    unique_key        text[],
+    watermark_column  name,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT 0,
+    schedule          interval DEFAULT NULL,
+    initial_watermark text     DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL,
+    delete_column     name     DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
+
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run; with delete_column (a boolean, or a timestamp set on deletion), a source row carrying that marker deletes the target row of its key. Everything is validated up front.';
 
 -- End of 1.2.

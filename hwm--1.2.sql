@@ -136,13 +136,14 @@ CREATE FUNCTION hwm.create_pipeline(
     schedule          interval DEFAULT NULL,
     initial_watermark text     DEFAULT NULL,
     delay             interval DEFAULT NULL,
-    batch_size        bigint   DEFAULT NULL)
+    batch_size        bigint   DEFAULT NULL,
+    delete_column     name     DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
 
-COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint) IS
-'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run. Everything is validated up front.';
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run; with delete_column (a boolean, or a timestamp set on deletion), a source row carrying that marker deletes the target row of its key. Everything is validated up front.';
 
 CREATE FUNCTION hwm.drop_pipeline(pipeline text)
 RETURNS void
@@ -165,13 +166,14 @@ CREATE FUNCTION hwm.alter_pipeline(
     command           text     DEFAULT NULL,
     batched           boolean  DEFAULT NULL,
     skip_empty        boolean  DEFAULT NULL,
-    reset             text[]   DEFAULT NULL)
+    reset             text[]   DEFAULT NULL,
+    delete_column     name     DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_alter_pipeline';
 
-COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[]) IS
-'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay or batch_size. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
+COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[], name) IS
+'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay, batch_size or delete_column. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
 
 CREATE FUNCTION hwm.run(
     pipeline                   text,
@@ -760,5 +762,10 @@ COMMENT ON FUNCTION hwm.set_watermark(text, anyelement) IS
 ALTER TABLE hwm.state ADD COLUMN claimed_run_id bigint;
 COMMENT ON COLUMN hwm.state.claimed_run_id IS
 'The scheduled run the scheduler claimed last (its run_id in hwm.runs); cleared when the schedule or the pause state changes, which makes a claimed run that has not started yet be skipped.';
+
+-- Tombstones (issue 32): the source column whose value marks a deleted row.
+ALTER TABLE hwm.state ADD COLUMN delete_column name;
+COMMENT ON COLUMN hwm.state.delete_column IS
+'Delete marker of the source (NULL: none): a row of the slice whose marker is true (boolean) or not NULL (timestamp, timestamptz, date) deletes the target row of its key instead of being upserted.';
 
 -- End of 1.2.

@@ -82,6 +82,19 @@ hwm_catalog_is_1_0(void)
 }
 
 /*
+ * Has hwm.state the delete_column of tombstones (issue 32)?  Only a 1.2
+ * catalog made by this version's scripts: asked of the column itself.
+ */
+bool
+hwm_catalog_has_delete_column(void)
+{
+	Oid			nsp = get_namespace_oid("hwm", false);
+	Oid			relid = get_relname_relid("state", nsp);
+
+	return OidIsValid(relid) && get_attnum(relid, "delete_column") != InvalidAttrNumber;
+}
+
+/*
  * Pipeline name is declared, or resumed, in this database: its row of
  * hwm.homes says so (the scheduler leaves alone a pipeline whose row names
  * another database: it came with a copy of that database).  Nothing on a
@@ -249,7 +262,7 @@ enum
 	ROW_DELAY, ROW_BATCH_SIZE,
 	ROW_REREAD_FROM,			/* ... and the three after it: memory_read */
 	ROW_COMMAND = ROW_REREAD_FROM + 4, ROW_TIME_INTERVAL, ROW_INTERVAL_ANCHOR,
-	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT
+	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN
 };
 
 /* Read a pipeline's catalog row as it is now, or NULL */
@@ -268,7 +281,7 @@ pipeline_read(const char *name)
 	hwm_catalog_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
 						  " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
 						  " partition_column::pg_catalog.text, lookback, watermark,"
-						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s, created_at"
+						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s, created_at, %s"
 						  " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 						  hwm_catalog_is_1_0() ?
 						  "NULL::pg_catalog.text, NULL::pg_catalog.text[],"
@@ -276,11 +289,13 @@ pipeline_read(const char *name)
 						  " NULL::pg_catalog.text, NULL::pg_catalog.interval, NULL::pg_catalog.text,"
 						  " false, false" :
 						  "reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
-						  " command, time_interval, interval_anchor, batched, skip_empty"),
+						  " command, time_interval, interval_anchor, batched, skip_empty",
+						  hwm_catalog_has_delete_column() ?
+						  "delete_column::pg_catalog.text" : "NULL::pg_catalog.text"),
 				 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
-	Assert(SPI_tuptable->tupdesc->natts == ROW_CREATED_AT);
+	Assert(SPI_tuptable->tupdesc->natts == ROW_DELETE_COLUMN);
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -319,6 +334,7 @@ pipeline_read(const char *name)
 	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, ROW_CREATED_AT, &isnull));
 	if (isnull)
 		p->created_at = DT_NOBEGIN;
+	p->delete_column = SPI_getvalue(tup, desc, ROW_DELETE_COLUMN);
 	return p;
 }
 
@@ -1605,6 +1621,8 @@ enum
 	NEW_WATERMARK, NEW_OWNER, NEW_DELAY, NEW_BATCH_SIZE,
 	/* 1.1 on: command and interval pipelines */
 	NEW_COMMAND, NEW_TIME_INTERVAL, NEW_INTERVAL_ANCHOR, NEW_BATCHED, NEW_SKIP_EMPTY,
+	/* a 1.2 catalog with tombstones */
+	NEW_DELETE_COLUMN,
 	NEW_NARGS
 };
 
@@ -1629,7 +1647,8 @@ enum
 {
 	ALTER_PIPELINE = 1, ALTER_SOURCE, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
 	ALTER_LOOKBACK, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND, ALTER_BATCHED, ALTER_SKIP_EMPTY,
-	ALTER_NARGS = ALTER_SKIP_EMPTY
+	ALTER_DELETE_COLUMN,
+	ALTER_NARGS = ALTER_DELETE_COLUMN
 };
 
 /*
@@ -1645,6 +1664,7 @@ hwm_state_alter(const HwmNewPipeline *row)
 	Datum		values[ALTER_NARGS];
 	char		nulls[ALTER_NARGS];
 	bool		old = hwm_catalog_is_1_0();
+	bool		tombstones = hwm_catalog_has_delete_column();
 
 #define SET_ARG(n, type, value, isnull) \
 	(argtypes[(n) - 1] = (type), values[(n) - 1] = (value), nulls[(n) - 1] = (isnull) ? 'n' : ' ')
@@ -1660,13 +1680,18 @@ hwm_state_alter(const HwmNewPipeline *row)
 			row->command == NULL);
 	SET_ARG(ALTER_BATCHED, BOOLOID, BoolGetDatum(row->batched), false);
 	SET_ARG(ALTER_SKIP_EMPTY, BOOLOID, BoolGetDatum(row->skip_empty), false);
+	SET_ARG(ALTER_DELETE_COLUMN, TEXTOID,
+			row->delete_column ? CStringGetTextDatum(row->delete_column) : (Datum) 0,
+			row->delete_column == NULL);
 #undef SET_ARG
-	StaticAssertStmt(ALTER_NARGS == 11, "hwm_state_alter's statement numbers 11 parameters");
+	StaticAssertStmt(ALTER_NARGS == 12, "hwm_state_alter's statement numbers 12 parameters");
 	hwm_catalog_exec(psprintf("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
-							  " partition_column = $5, lookback = $6, delay = $7, batch_size = $8%s"
+							  " partition_column = $5, lookback = $6, delay = $7, batch_size = $8%s%s"
 							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-							  old ? "" : ", command = $9, batched = $10, skip_empty = $11"),
-					 old ? ALTER_BATCH_SIZE : ALTER_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+							  old ? "" : ", command = $9, batched = $10, skip_empty = $11",
+							  tombstones ? ", delete_column = $12::pg_catalog.name" : ""),
+					 old ? ALTER_BATCH_SIZE : tombstones ? ALTER_NARGS : ALTER_SKIP_EMPTY,
+					 argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
 /*
@@ -1684,6 +1709,7 @@ hwm_state_insert(const HwmNewPipeline *row)
 	Datum		values[NEW_NARGS];
 	char		nulls[NEW_NARGS];
 	bool		old = hwm_catalog_is_1_0();
+	bool		tombstones = hwm_catalog_has_delete_column();
 
 #define ARG(i, type, value, present) \
 	(argtypes[i] = (type), set_arg(values, nulls, (i), (value), (present)))
@@ -1710,19 +1736,26 @@ hwm_state_insert(const HwmNewPipeline *row)
 		row->interval_anchor != NULL);
 	ARG(NEW_BATCHED, BOOLOID, BoolGetDatum(row->batched), true);
 	ARG(NEW_SKIP_EMPTY, BOOLOID, BoolGetDatum(row->skip_empty), true);
+	ARG(NEW_DELETE_COLUMN, TEXTOID,
+		row->delete_column ? CStringGetTextDatum(row->delete_column) : (Datum) 0,
+		row->delete_column != NULL);
 #undef ARG
 	/* the statement writes parameter NEW_X as $(NEW_X + 1) */
-	StaticAssertStmt(NEW_OWNER + 1 == 11 && NEW_BATCH_SIZE + 1 == 13 && NEW_SKIP_EMPTY + 1 == 18,
+	StaticAssertStmt(NEW_OWNER + 1 == 11 && NEW_BATCH_SIZE + 1 == 13 && NEW_SKIP_EMPTY + 1 == 18 &&
+					 NEW_DELETE_COLUMN + 1 == 19,
 					 "hwm_state_insert's statement numbers its parameters as NEW_* does");
 
 	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 							  " watermark_column, watermark_type, partition_column, lookback,"
-							  " schedule, watermark, owner, delay, batch_size, created_at%s)"
+							  " schedule, watermark, owner, delay, batch_size, created_at%s%s)"
 							  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-							  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s)",
+							  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s%s)",
 							  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
-							  old ? "" : ", $14, $15, $16, $17, $18"),
-					 old ? NEW_COMMAND : NEW_NARGS, argtypes, values, nulls, SPI_OK_INSERT);
+							  tombstones ? ", delete_column" : "",
+							  old ? "" : ", $14, $15, $16, $17, $18",
+							  tombstones ? ", $19::pg_catalog.name" : ""),
+					 old ? NEW_COMMAND : tombstones ? NEW_NARGS : NEW_DELETE_COLUMN,
+					 argtypes, values, nulls, SPI_OK_INSERT);
 }
 
 /* hwm.drop_pipeline: the pipeline's row goes (its runs stay) */

@@ -59,6 +59,7 @@ typedef struct HwmPipeline
 	bool		skip_empty;		/* ... no command for an interval without rows */
 	HwmLoadMemory memory;		/* what the last load remembered */
 	TimestampTz created_at;		/* with the name, the pipeline's identity */
+	char	   *delete_column;	/* the source's delete marker; NULL: none */
 } HwmPipeline;
 
 /*
@@ -103,6 +104,7 @@ extern Oid	hwm_catalog_owner(void);
 /* the catalog's version: 10, 11 or 12 (1.0, 1.1, 1.2), whatever the library's */
 extern int	hwm_catalog_version(void);
 extern bool hwm_catalog_is_1_0(void);
+extern bool hwm_catalog_has_delete_column(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);
@@ -192,6 +194,7 @@ typedef struct HwmNewPipeline
 	const char *interval_anchor;
 	bool		batched;
 	bool		skip_empty;
+	const char *delete_column;	/* NULL: none (a 1.2 catalog on) */
 } HwmNewPipeline;
 
 /*

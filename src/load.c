@@ -62,6 +62,7 @@ typedef struct LoadRun
 	HwmSafeBound bound;			/* ... and what the transactions in flight allow */
 	int64		upserted;		/* step 3 */
 	bool		upto;			/* ... reads up to w0 */
+	int64		tombstoned;		/* ... target rows deleted by tombstones */
 	int64		null_watermarks;
 	int			partitions;		/* step 4 */
 	HwmOverwrite lookback;
@@ -277,6 +278,9 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 static void
 load_slice(LoadRun *r)
 {
+	/* with a delete marker, one statement upserts and deletes (pipeline.c) */
+	int			expected = r->plan->has_tombstones ? SPI_OK_SELECT : SPI_OK_INSERT;
+
 	r->upto = r->capped || (r->p->watermark == NULL && r->has_reread);
 	if (r->plan->wm_sql[HWM_WM_MERGE][0] != NULL)
 	{
@@ -292,10 +296,20 @@ load_slice(LoadRun *r)
 				(errmsg_internal("hwm: pipeline \"%s\": the slice is loaded by upsert, not the fast path: %s",
 								 r->p->name, r->plan->merge_refused)));
 	if (r->upto)
-		wm_exec(r, HWM_WM_UPSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
+		wm_exec(r, HWM_WM_UPSERT_UPTO, r->plan->wm.type, r->w0, expected);
 	else
-		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
-	r->upserted = (int64) SPI_processed;
+		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, expected);
+	if (r->plan->has_tombstones)
+	{
+		bool		isnull;
+
+		r->upserted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 1, &isnull));
+		r->tombstoned = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	else
+		r->upserted = (int64) SPI_processed;
 }
 
 /*
@@ -398,6 +412,7 @@ load_notice(const LoadRun *r, const HwmLoadMemory *mem)
 {
 	char	   *holder = NULL;
 	char	   *nulls = NULL;
+	char	   *tombstones = "";
 
 	if (mem->held_by_pid != 0)
 		holder = psprintf("The oldest transaction holding it back is process %d (application \"%s\"), open for %s; pg_stat_activity shows it.",
@@ -409,9 +424,11 @@ load_notice(const LoadRun *r, const HwmLoadMemory *mem)
 	if (r->null_watermarks > 0)
 		nulls = psprintf("Source rows whose %s is NULL, which no run loads: " INT64_FORMAT ".",
 						 quote_identifier(r->p->watermark_column), r->null_watermarks);
+	if (r->plan && r->plan->has_tombstones)
+		tombstones = psprintf(", rows deleted by tombstones " INT64_FORMAT, r->tombstoned);
 	ereport(NOTICE,
-			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT ", partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
-					r->p->name, r->upserted, r->partitions, r->lookback.deleted,
+			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT "%s, partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
+					r->p->name, r->upserted, tombstones, r->partitions, r->lookback.deleted,
 					r->lookback.inserted,
 					r->p->watermark ? r->p->watermark : "(none)",
 					r->wm_after ? r->wm_after : "(none)",
@@ -431,7 +448,7 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 
 	run.rows_upserted = r->upserted;
 	run.partitions = r->partitions;
-	run.rows_deleted = r->lookback.deleted;
+	run.rows_deleted = r->lookback.deleted + r->tombstoned;
 	run.rows_inserted = r->lookback.inserted;
 	run.watermark_before = r->p->watermark;
 	run.watermark_after = r->wm_after;
@@ -442,7 +459,7 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 	remember_load(r, sliced, &mem);
 	hwm_update_state_after_run(r->p, run_id, started_at,
 							   r->wm_after != r->p->watermark, r->wm_after,
-							   r->upserted + r->lookback.deleted + r->lookback.inserted,
+							   r->upserted + r->tombstoned + r->lookback.deleted + r->lookback.inserted,
 							   &mem);
 	load_notice(r, &mem);
 	return run_id;
@@ -457,7 +474,7 @@ run_result(FunctionCallInfo fcinfo, TupleDesc tupdesc, const LoadRun *r, int64 r
 
 	values[0] = Int64GetDatum(r->upserted);
 	values[1] = Int32GetDatum(r->partitions);
-	values[2] = Int64GetDatum(r->lookback.deleted);
+	values[2] = Int64GetDatum(r->lookback.deleted + r->tombstoned);
 	values[3] = Int64GetDatum(r->lookback.inserted);
 	nulls[4] = r->p->watermark == NULL;
 	if (!nulls[4])

@@ -101,6 +101,27 @@ typedef struct CreateArgs
 	bool		skip_empty;
 } CreateArgs;
 
+/*
+ * Whether argument argno was given: a catalog older than the library may
+ * declare the function with fewer arguments (delete_column, issue 32).
+ */
+#define ARG_GIVEN(argno) (PG_NARGS() > (argno) && !PG_ARGISNULL(argno))
+
+/* create_pipeline's delete_column (its last argument) */
+#define CREATE_DELETE_COLUMN 11
+
+/* A delete marker needs hwm.state.delete_column: refuse it before ALTER EXTENSION UPDATE */
+static void
+check_delete_column_catalog(void)
+{
+	if (!hwm_catalog_has_delete_column())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("delete_column needs the hwm 1.2 catalog"),
+				 errdetail("This database's hwm catalog has no hwm.state.delete_column."),
+				 errhint("Run ALTER EXTENSION hwm UPDATE first.")));
+}
+
 /* Where each create function has its run arguments (-1: it has none) */
 typedef struct RunArgPos
 {
@@ -171,6 +192,11 @@ read_columns_args(FunctionCallInfo fcinfo, CreateArgs *a)
 	a->watermark_column = PG_GETARG_DATUM(4);
 	a->partition_column = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	a->lookback = PG_GETARG_INT32(6);
+	if (ARG_GIVEN(CREATE_DELETE_COLUMN))
+	{
+		check_delete_column_catalog();
+		a->spec.delete_column = pstrdup(NameStr(*PG_GETARG_NAME(CREATE_DELETE_COLUMN)));
+	}
 
 	if (a->lookback < 0)
 		ereport(ERROR,
@@ -305,6 +331,7 @@ insert_pipeline(const CreateArgs *a)
 		.interval_anchor = a->anchor,
 		.batched = a->batched,
 		.skip_empty = a->skip_empty,
+		.delete_column = a->spec.delete_column,
 	};
 
 	hwm_state_insert(&row);
@@ -566,7 +593,7 @@ enum
 {
 	ALTER_SOURCE = 1, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
 	ALTER_LOOKBACK, ALTER_SCHEDULE, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND,
-	ALTER_BATCHED, ALTER_SKIP_EMPTY, ALTER_RESET
+	ALTER_BATCHED, ALTER_SKIP_EMPTY, ALTER_RESET, ALTER_DELETE_COLUMN
 };
 
 /* The settings that reset => '{...}' may clear, with their argument */
@@ -580,6 +607,7 @@ static const struct
 	{"schedule", ALTER_SCHEDULE},
 	{"delay", ALTER_DELAY},
 	{"batch_size", ALTER_BATCH_SIZE},
+	{"delete_column", ALTER_DELETE_COLUMN},
 };
 
 /*
@@ -610,9 +638,9 @@ alter_reset_mask(FunctionCallInfo fcinfo)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("reset names \"%s\", which is not a setting alter_pipeline can clear", what),
-					 errdetail("reset clears partition_column, lookback (to 0), schedule, delay and batch_size."),
+					 errdetail("reset clears partition_column, lookback (to 0), schedule, delay, batch_size and delete_column."),
 					 errhint("Change the other settings by passing their new value, for example source => 'schema.view'.")));
-		if (!PG_ARGISNULL(alter_resettable[k].argno))
+		if (ARG_GIVEN(alter_resettable[k].argno))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s is both given and reset", what),
@@ -637,7 +665,7 @@ static void
 alter_refuse_arg(FunctionCallInfo fcinfo, int argno, bool has, const HwmPipeline *p,
 				 const char *what, const char *kind)
 {
-	if (has || PG_ARGISNULL(argno))
+	if (has || !ARG_GIVEN(argno))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -666,6 +694,9 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 	alter_refuse_arg(fcinfo, ALTER_BATCHED, interval, p, "batched", "interval pipelines (hwm.create_interval_pipeline)");
 	alter_refuse_arg(fcinfo, ALTER_SKIP_EMPTY, interval, p, "skip_empty", "interval pipelines (hwm.create_interval_pipeline)");
 	alter_refuse_arg(fcinfo, ALTER_BATCH_SIZE, !interval, p, "batch_size", "copy and command pipelines");
+	alter_refuse_arg(fcinfo, ALTER_DELETE_COLUMN, copy, p, "delete_column", "copy pipelines (hwm.create_pipeline)");
+	if (ARG_GIVEN(ALTER_DELETE_COLUMN))
+		check_delete_column_catalog();
 
 	a->name = p->name;
 	a->owner = p->owner;
@@ -679,6 +710,9 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 		PG_ARGISNULL(ALTER_PARTITION_COLUMN) ? p->partition_column :
 		NameStr(*PG_GETARG_NAME(ALTER_PARTITION_COLUMN));
 	a->spec.pipeline = p->name;
+	a->spec.delete_column = alter_resets(reset, ALTER_DELETE_COLUMN) ? NULL :
+		ARG_GIVEN(ALTER_DELETE_COLUMN) ? pstrdup(NameStr(*PG_GETARG_NAME(ALTER_DELETE_COLUMN))) :
+		p->delete_column;
 	a->lookback = alter_resets(reset, ALTER_LOOKBACK) ? 0 :
 		PG_ARGISNULL(ALTER_LOOKBACK) ? p->lookback : PG_GETARG_INT32(ALTER_LOOKBACK);
 	if (a->lookback < 0)
@@ -725,6 +759,7 @@ alter_update_row(const CreateArgs *a)
 		.command = a->command,
 		.batched = a->batched,
 		.skip_empty = a->skip_empty,
+		.delete_column = a->spec.delete_column,
 	};
 
 	foreach(lc, a->spec.unique_key)
@@ -740,7 +775,7 @@ PG_FUNCTION_INFO_V1(hwm_alter_pipeline);
 /*
  * hwm.alter_pipeline(pipeline, source, target, unique_key, partition_column,
  * lookback, schedule, delay, batch_size, command, batched, skip_empty,
- * reset): change a pipeline's settings in place, under its lock, checked as
+ * reset, delete_column): change a pipeline's settings in place, under its lock, checked as
  * create_pipeline checks them; its watermark, load memory, history, owner
  * and schedule (unless given) are kept.  NULL keeps a setting; reset clears
  * one.

@@ -390,6 +390,9 @@ typedef struct PlanBuild
 	char	   *merge_head;		/* MERGE INTO t USING (SELECT ... WHERE, or NULL */
 	char	   *merge_tail;		/* ) AS s ON ... WHEN ... */
 	char	   *twice_tail;		/* GROUP BY the key ..., or NULL (twice_statement) */
+	char	   *live;			/* " AND s.marker IS NOT TRUE" or "" (tombstones) */
+	char	   *slice_head;		/* SELECT DISTINCT ON (keys) s.cols, tombstone FROM s */
+	char	   *slice_insert;	/* INSERT INTO t (...) SELECT s.... FROM hwm_slice AS s */
 } PlanBuild;
 
 /* The layouts hwm runs on Citus, for the refusals' details */
@@ -611,6 +614,118 @@ value_columns(PlanBuild *b)
 }
 
 /*
+ * What the partition statements ask of a source row s that they load, with
+ * a delete marker m (live_op: "IS NULL" or "IS NOT TRUE"; dead_op, its
+ * opposite): " AND s.m <live_op>", and no row of the same key in the source
+ * carries the marker with a watermark value as new or newer (in an event
+ * log, a key whose newest row is a tombstone stays deleted when its
+ * partition is overwritten again).
+ */
+static char *
+tombstone_live_test(PlanBuild *b, const char *m, const char *live_op, const char *dead_op)
+{
+	const char *order = b->spec->tombstone_order ? b->spec->tombstone_order :
+		b->spec->watermark_column;
+	StringInfoData buf;
+	ListCell   *lc;
+	AttrNumber	attno;
+	Form_pg_attribute att;
+	HwmValueType vt;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, " AND s.%s %s", quote_identifier(m), live_op);
+	if (order == NULL)
+		return buf.data;
+	attno = column_of(b->spec, b->src, order, "watermark", b->srcname);
+	att = TupleDescAttr(RelationGetDescr(b->src), attno - 1);
+	value_type_init(&vt, att->atttypid, att->atttypmod, att->attcollation, order, b->srcname);
+	appendStringInfo(&buf, " AND NOT EXISTS (SELECT FROM %s AS hwm_d WHERE hwm_d.%s %s"
+					 " AND hwm_d.%s %s s.%s",
+					 b->srcname, quote_identifier(m), dead_op,
+					 quote_identifier(order), vt.ge, quote_identifier(order));
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+		TypeCacheEntry *tc;
+
+		if (!c->is_key)
+			continue;
+		tc = lookup_type_cache(getBaseType(c->source_type), TYPECACHE_EQ_OPR);
+		if (!OidIsValid(tc->eq_opr))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
+							c->name, b->srcname, format_type_be(c->source_type))));
+		appendStringInfo(&buf, " AND hwm_d.%s %s s.%s", c->name,
+						 hwm_operator_sql(tc->eq_opr), c->name);
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/*
+ * The delete marker (tombstones, issue 32): a source column of type boolean
+ * (true: deleted; NULL: live) or timestamp, timestamptz or date (set:
+ * deleted), outside the unique key, on a pipeline whose target is not a
+ * Citus table.  Sets the tests a statement puts on a source row s.
+ */
+static void
+tombstone_column(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	HwmPlan    *plan = b->plan;
+	const char *m = spec->delete_column;
+	const char *order = spec->tombstone_order ? spec->tombstone_order : spec->watermark_column;
+	AttrNumber	attno;
+	Oid			type;
+	const char *test;
+
+	b->live = "";
+	plan->live_filter = "";
+	if (m == NULL)
+		return;
+	if (key_contains(spec->unique_key, m))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("delete marker column \"%s\" is a column of the unique key", m),
+				 errdetail("The key says which target row a source row is; the marker says whether that row is deleted."),
+				 errhint("Name a column outside unique_key as delete_column.")));
+	if (order && strcmp(order, m) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("delete marker column \"%s\" is the watermark column", m),
+				 errdetail("Every row a run loads has a watermark value, so every row would delete its key."),
+				 errhint("Name the column that is set only when a row is deleted, for example deleted_at.")));
+	attno = column_of(spec, b->src, m, "delete marker", b->srcname);
+	type = getBaseType(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->atttypid);
+	if (type != BOOLOID && type != TIMESTAMPOID && type != TIMESTAMPTZOID && type != DATEOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("delete marker column \"%s\" of %s has type %s, which cannot mark a deleted row",
+						m, b->srcname,
+						format_type_be(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->atttypid)),
+				 errdetail("A boolean marker deletes when true; a timestamp, timestamptz or date marker deletes when set (not NULL)."),
+				 errhint("Name a boolean column (for example is_deleted) or a timestamp column set when the row is deleted (for example deleted_at).")));
+	if (spec->unique_key == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a delete marker needs a unique key"),
+				 errhint("A tombstone deletes the target row with its key: pass unique_key too.")));
+	if (b->citus_target)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("delete_column is not supported on Citus table %s", b->tgtname),
+				 errdetail("hwm applies tombstones with a DELETE joined to the source's slice, which it does not push down to the shards."),
+				 errhint("Leave delete_column out on this pipeline; rows deleted in the source are removed by overwriting partitions (hwm.overwrite).")));
+	plan->has_tombstones = true;
+	plan->source_columns = lappend_int(plan->source_columns, attno);
+	test = type == BOOLOID ? "IS TRUE" : "IS NOT NULL";
+	plan->dead_test = psprintf("s.%s %s", quote_identifier(m), test);
+	b->live = tombstone_live_test(b, m, type == BOOLOID ? "IS NOT TRUE" : "IS NULL", test);
+	plan->live_filter = b->live;
+}
+
+/*
  * ON CONFLICT (keys) DO UPDATE SET only when something changed, so that
  * loading the same rows again writes no new row versions.  The binary image
  * comparison (hwm.changed, see changed.c) works for every type, json
@@ -695,6 +810,8 @@ merge_refusal(PlanBuild *b)
 
 	if (b->citus_source || b->citus_target)
 		return "the tables are Citus tables";
+	if (b->plan->has_tombstones)
+		return "the pipeline has a delete marker (its slice is one statement with the tombstones)";
 	if (b->tgt->rd_rel->relrowsecurity)
 		return psprintf("target %s has row-level security enabled", b->tgtname);
 	if (b->tgt->rd_rules != NULL)
@@ -871,6 +988,57 @@ static const struct
 };
 
 /*
+ * The parts of a slice's statement with tombstones (append_tombstone_tail):
+ * the slice's newest row per key, with whether it is a tombstone, and the
+ * upsert of the live ones.
+ */
+static void
+tombstone_statement(PlanBuild *b, const char *column_names)
+{
+	StringInfoData head;
+	ListCell   *klc;
+
+	initStringInfo(&head);
+	appendStringInfoString(&head, "SELECT DISTINCT ON (");
+	foreach(klc, b->spec->unique_key)
+		appendStringInfo(&head, "%ss.%s", foreach_current_index(klc) ? ", " : "",
+						 quote_identifier((char *) lfirst(klc)));
+	appendStringInfo(&head, ") %s, %s AS \"hwm tombstone\" FROM %s AS s",
+					 column_list(b->cols, "s."), b->plan->dead_test, b->srcname);
+	b->slice_head = head.data;
+	b->slice_insert = psprintf("INSERT INTO %s AS t (%s)%s SELECT %s FROM hwm_slice AS s",
+							   b->tgtname, column_names,
+							   b->override ? " OVERRIDING SYSTEM VALUE" : "",
+							   column_list(b->cols, "s."));
+}
+
+/*
+ * The rest of a slice's statement with tombstones, after "WITH hwm_slice AS
+ * (SELECT DISTINCT ON (keys) ... WHERE <the slice>": the newest row of each
+ * key by the watermark column (a tombstone first among rows of one
+ * value); the keys whose newest row carries the marker deleted from the
+ * target, the others upserted; one row (upserted, deleted).
+ * One statement, so both see the same slice.
+ */
+static void
+append_tombstone_tail(const PlanBuild *b, StringInfo buf, const char *wm)
+{
+	ListCell   *lc;
+
+	appendStringInfoString(buf, " ORDER BY ");
+	foreach(lc, b->spec->unique_key)
+		appendStringInfo(buf, "s.%s, ", quote_identifier((char *) lfirst(lc)));
+	/* on a tie of the watermark value, the tombstone wins */
+	appendStringInfo(buf, "s.%s USING %s, %s DESC)", wm, b->plan->wm.gt, b->plan->dead_test);
+	appendStringInfo(buf, ", hwm_deleted AS (DELETE FROM %s AS t USING hwm_slice AS s"
+					 " WHERE s.\"hwm tombstone\"%s RETURNING 1)", b->tgtname, b->keymatch);
+	appendStringInfo(buf, ", hwm_upserted AS (%s WHERE NOT s.\"hwm tombstone\"%s RETURNING 1)",
+					 b->slice_insert, b->conflict);
+	appendStringInfoString(buf, " SELECT (SELECT pg_catalog.count(*) FROM hwm_upserted),"
+						   " (SELECT pg_catalog.count(*) FROM hwm_deleted)");
+}
+
+/*
  * Whether statement i of wm_statements is built: a plan without a target
  * has no upserts; one without a fast path (merge_statement) no fast path
  * statements; one whose source rules out a key twice no WM_TWICE.
@@ -905,6 +1073,12 @@ wm_statement_head(const PlanBuild *b, int i, StringInfo buf)
 			appendStringInfo(buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
 			break;
 		case WM_UPSERT:
+			if (b->plan->has_tombstones)
+			{
+				appendStringInfo(buf, "WITH hwm_slice AS (%s WHERE ", b->slice_head);
+				break;
+			}
+			/* FALLTHROUGH */
 		case WM_PLAIN:
 			appendStringInfo(buf, "%s WHERE ", b->insert_head);
 			break;
@@ -932,7 +1106,10 @@ wm_statement_tail(const PlanBuild *b, int i, int argno, StringInfo buf)
 				appendStringInfo(buf, " OFFSET $%d", argno);
 			break;
 		case WM_UPSERT:
-			appendStringInfoString(buf, b->conflict);
+			if (b->plan->has_tombstones)
+				append_tombstone_tail(b, buf, wm);
+			else
+				appendStringInfoString(buf, b->conflict);
 			break;
 		case WM_PLAIN:
 			break;
@@ -1049,14 +1226,14 @@ partition_statements(PlanBuild *b)
 							 b->tgtname, p, lo, p, hi);
 			if (b->spec->unique_key != NIL)
 				appendStringInfo(&buf,
-								 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s)",
-								 b->srcname, p, lo, p, hi, b->keymatch);
+								 " AND NOT EXISTS (SELECT FROM %s AS s WHERE s.%s %s $1 AND s.%s %s $2%s%s)",
+								 b->srcname, p, lo, p, hi, b->live, b->keymatch);
 			plan->delete_range_sql[lo_incl][hi_incl] = buf.data;
 
 			/* then upsert the source's range: unchanged rows are not rewritten */
 			plan->insert_range_sql[lo_incl][hi_incl] =
-				psprintf("%s WHERE s.%s %s $1 AND s.%s %s $2%s",
-						 b->insert_head, p, lo, p, hi, b->conflict);
+				psprintf("%s WHERE s.%s %s $1 AND s.%s %s $2%s%s",
+						 b->insert_head, p, lo, p, hi, b->live, b->conflict);
 		}
 
 	for (int i = 0; i < 2; i++)
@@ -1147,6 +1324,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 
 	walk_columns(&b);
 	value_columns(&b);
+	tombstone_column(&b);
 
 	/* INSERT INTO tgt AS t (cols) SELECT s.cols FROM src AS s */
 	column_names = column_list(b.cols, "");
@@ -1157,6 +1335,8 @@ hwm_plan_build(const HwmPlanSpec *spec)
 							 b.override ? " OVERRIDING SYSTEM VALUE" : "",
 							 column_list(b.cols, "s."), b.srcname);
 	conflict_clause(&b);
+	if (plan->has_tombstones && plan->has_wm)
+		tombstone_statement(&b, column_names);
 	if (plan->has_wm)
 		merge_statement(&b);
 	if (b.merge_head != NULL)
@@ -1188,11 +1368,11 @@ hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list)
 
 		if (!OidIsValid(tc->eq_opr))
 			elog(ERROR, "type %u has no equality operator", plan->part.type);
-		return psprintf("INSERT INTO %s %s WHERE s.%s %s ANY ($1)", table, plan->copy_sql,
-						p, hwm_operator_sql(tc->eq_opr));
+		return psprintf("INSERT INTO %s %s WHERE s.%s %s ANY ($1)%s", table, plan->copy_sql,
+						p, hwm_operator_sql(tc->eq_opr), plan->live_filter);
 	}
-	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2", table, plan->copy_sql,
-					p, plan->part.ge, p, plan->part.lt);
+	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2%s", table, plan->copy_sql,
+					p, plan->part.ge, p, plan->part.lt, plan->live_filter);
 }
 
 /*
@@ -1212,4 +1392,6 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 	spec->partition_column = with_partition ? p->partition_column : NULL;
 	spec->pipeline = p->name;
 	spec->stored = true;
+	spec->delete_column = p->command ? NULL : p->delete_column;
+	spec->tombstone_order = p->watermark_column;
 }

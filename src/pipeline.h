@@ -38,6 +38,9 @@ typedef struct HwmPlanSpec
 	const char *partition_column;	/* NULL: no overwrite statements */
 	const char *pipeline;		/* for messages; NULL without a pipeline */
 	bool		stored;			/* from the catalog, not from the caller */
+	const char *delete_column;	/* the source's delete marker; NULL: none */
+	const char *tombstone_order;	/* with it, what orders a key's rows (the
+									 * watermark column; NULL: watermark_column) */
 } HwmPlanSpec;
 
 /*
@@ -129,6 +132,18 @@ typedef struct HwmPlan
 
 	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
 	char	   *copy_sql;
+
+	/*
+	 * Tombstones (a delete marker): the test that a source row s is deleted,
+	 * and " AND <s is live>" ("" without a marker), which the partition
+	 * statements put on the source rows they keep.  With a marker, the
+	 * HWM_WM_UPSERT statements delete the keys whose newest row in the
+	 * slice is marked, upsert the others, and return one row (upserted,
+	 * deleted).
+	 */
+	bool		has_tombstones;
+	char	   *dead_test;
+	const char *live_filter;
 } HwmPlan;
 
 /* A range of partition values, each end inclusive or not */

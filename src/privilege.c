@@ -128,7 +128,7 @@ hwm_check_privileges(Oid role, const HwmPlanSpec *spec, const HwmPlan *plan)
 	if (spec->unique_key != NIL)
 		require(role, spec->target, ACL_UPDATE, "UPDATE", NIL,
 				"target table", spec->pipeline);
-	if (plan->has_part)
+	if (plan->has_part || plan->has_tombstones)
 		require(role, spec->target, ACL_DELETE, "DELETE", NIL,
 				"target table", spec->pipeline);
 }

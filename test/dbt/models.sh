@@ -26,6 +26,11 @@ SELECT date_trunc('hour', now()) - interval '4 hours' + i * interval '7 minutes'
   FROM generate_series(0, 40) i;
 CREATE TABLE shop.ticks (id int PRIMARY KEY, updated_at timestamptz NOT NULL DEFAULT now(), v int);
 INSERT INTO shop.ticks (id, v) SELECT i, i FROM generate_series(1, 5) i;
+-- soft-deleted members, for delete_column (tombstones)
+CREATE TABLE shop.members (id int PRIMARY KEY, updated_at timestamptz NOT NULL DEFAULT now(), name text,
+                           deleted boolean NOT NULL DEFAULT false);
+INSERT INTO shop.members (id, name, updated_at) SELECT i, 'm' || i, timestamptz '2024-01-01 00:00+00' + i * interval '1 hour'
+  FROM generate_series(1, 5) i;
 CREATE ROLE analyst;
 CREATE ROLE viewer;
 GRANT USAGE ON SCHEMA shop TO dbt;
@@ -103,6 +108,20 @@ check "ref() from a downstream model reads the hwm model" "50|1275.00" "$(q "SEL
 check "grants and persist_docs apply to the hwm model" "t|Orders, loaded by hwm|The order's id" \
     "$(q "SELECT has_table_privilege('analyst', 'dw.orders', 'SELECT'), obj_description('dw.orders'::regclass, 'pg_class'),
                  col_description('dw.orders'::regclass, 1)")"
+
+# --- delete_column: tombstones -----------------------------------------------------
+mdbt "dbt run of a model with delete_column" run --select members
+check "... declares the pipeline with the delete marker" "deleted" "$(q "SELECT delete_column FROM hwm.state WHERE pipeline = 'dw.members'")"
+hwm_psql -q -o /dev/null <<'SQL'
+UPDATE shop.members SET deleted = true, updated_at = now() WHERE id IN (2, 4);
+INSERT INTO shop.members (id, name, deleted) VALUES (9, 'never loaded', true);
+SQL
+mdbt "dbt run after soft deletes" run --select members
+same_rows "... deletes the marked rows from the table (the live rows stay)" dw.members "SELECT * FROM shop.members WHERE NOT deleted"
+mdbt "dbt run without delete_column" run --select members --vars "{members_delete_column: null}"
+check "... removes the marker from the pipeline (alter_pipeline)" "" "$(q "SELECT delete_column FROM hwm.state WHERE pipeline = 'dw.members'")"
+mdbt "dbt run with delete_column again" run --select members
+check "... puts it back" "deleted" "$(q "SELECT delete_column FROM hwm.state WHERE pipeline = 'dw.members'")"
 
 # --- incremental runs ---------------------------------------------------------------
 last=$(q "SELECT max(run_id) FROM hwm.runs")

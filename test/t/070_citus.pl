@@ -201,6 +201,12 @@ for my $r (@refused)
 }
 is($coord->safe_psql('postgres', q{SELECT count(*) FROM hwm.state WHERE pipeline = 'bad'}),
 	'0', 'no refused pipeline was created');
+# a delete marker (tombstones) on a distributed target: refused, with a hint
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT hwm.alter_pipeline('flat', delete_column => 'day')});
+like($err, qr/delete_column is not supported on Citus table public\.flat/, 'a delete marker on a distributed target is refused');
+like($err, qr/HINT:/, '... with a hint');
+is($coord->safe_psql('postgres', q{SELECT delete_column IS NULL FROM hwm.state WHERE pipeline = 'flat'}),
+	't', '... and the pipeline is unchanged');
 
 # 8. a pipeline's source that Citus turns into a shard: its table is renamed
 # into the shard and a new shell takes its name; the pipeline is refused

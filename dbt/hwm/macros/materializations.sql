@@ -150,7 +150,8 @@
                         and (src_cols | map(attribute='name') | list) == (model_cols | map(attribute='name') | list)
                         and (src_cols | map(attribute='basetype') | list) == (model_cols | map(attribute='basetype') | list) -%}
     {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
-                          and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay) -%}
+                          and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay)
+                          and state.delete_column == c.delete_column -%}
     {%- do run_query("drop view " ~ new_view) -%}
     {%- if same_view -%}
       {#- Replaced only when its SQL changed: replacing it waits for
@@ -290,6 +291,9 @@
   {%- if c.batch_size is not none -%}
     {%- do args.append("batch_size => " ~ c.batch_size) -%}
   {%- endif -%}
+  {%- if c.delete_column is not none -%}
+    {%- do args.append("delete_column => " ~ hwm._hwm_literal(c.delete_column)) -%}
+  {%- endif -%}
   {{- return("select hwm.create_pipeline(" ~ args | join(', ') ~ ")") -}}
 {%- endmacro %}
 
@@ -342,6 +346,11 @@
     {%- do args.append("batch_size => " ~ c.batch_size) -%}
   {%- else -%}
     {%- do reset.append('batch_size') -%}
+  {%- endif -%}
+  {%- if c.delete_column is not none -%}
+    {%- do args.append("delete_column => " ~ hwm._hwm_literal(c.delete_column)) -%}
+  {%- elif state.delete_column is not none -%}
+    {%- do reset.append('delete_column') -%}
   {%- endif -%}
   {%- if reset -%}
     {%- do args.append("reset => " ~ hwm._hwm_text_array(reset)) -%}

@@ -107,8 +107,15 @@
     {%- endif -%}
     {%- do c.update({'watermark_column': wm, 'partition_column': part, 'lookback': lookback,
                      'batch_size': hwm._hwm_opt_int('batch_size', 1),
-                     'initial_watermark': hwm._hwm_opt_string('initial_watermark')}) -%}
+                     'initial_watermark': hwm._hwm_opt_string('initial_watermark'),
+                     'delete_column': hwm._hwm_opt_string('delete_column')}) -%}
+    {%- if c.delete_column is not none and c.delete_column in c.unique_key -%}
+      {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which is part of unique_key: name the column that marks a deleted row, e.g. delete_column='deleted_at'") }}
+    {%- endif -%}
   {%- else -%}
+    {%- if config.get('delete_column') is not none -%}
+      {{ hwm._hwm_config_error('delete_column', "is only for materialized='hwm' models: an interval model recomputes whole intervals") }}
+    {%- endif -%}
     {%- set tc = config.get('time_column') -%}
     {%- if tc is none or tc is not string or tc == '' -%}
       {{ hwm._hwm_config_error('time_column', "is required: the time column of the source whose finished intervals the model computes, e.g. time_column='created_at'") }}
@@ -161,6 +168,9 @@
     {%- endif -%}
     {%- if c.partition_column is not none and c.partition_column not in cols -%}
       {{ hwm._hwm_config_error('partition_column', "names column " ~ c.partition_column ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+    {%- endif -%}
+    {%- if c.delete_column is not none and c.delete_column not in cols -%}
+      {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
     {%- endif -%}
   {%- else -%}
     {%- for k in (c.unique_key or []) if k not in cols -%}
@@ -264,8 +274,9 @@
                                  unique_key::text[] as unique_key, watermark_column::text as watermark_column,
                                  partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
                                  schedule::text as schedule, watermark, command, time_interval::text as time_interval,
-                                 target::oid::text as target_oid, source::oid::text as source_oid, batched, skip_empty
-                            from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
+                                 target::oid::text as target_oid, source::oid::text as source_oid, batched, skip_empty,
+                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'delete_column' as delete_column
+                            from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
   {%- set row = r.rows[0] -%}
   {%- set out = [] -%}
   {#- (as text: dbt's result tables turn numbers into decimals) -#}
