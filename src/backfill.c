@@ -182,14 +182,8 @@ static void
 backfill_failed(HwmJob *job, ErrorData *edata, TimestampTz started_at)
 {
 	Backfill   *bf = job->arg;
-	HwmRunFacts run = HWM_RUN_FACTS_INIT(job->pipeline, "backfill", started_at);
 
-	run.status = "failed";
-	run.from_partition = bf->in_progress;
-	run.to_partition = bf->in_progress;
-	run.error_sqlstate = unpack_sql_state(edata->sqlerrcode);
-	run.error = edata->message ? edata->message : "unknown error";
-	(void) hwm_record_run(&run);
+	hwm_job_record_failed_step(job, bf->in_progress, bf->in_progress, edata, started_at);
 }
 
 /*

@@ -194,6 +194,21 @@ hwm_job_new(const HwmJobKind *kind, FunctionCallInfo fcinfo)
 	return job;
 }
 
+/* The failed step as a run of hwm.runs (job.h) */
+void
+hwm_job_record_failed_step(const HwmJob *job, const char *from, const char *to,
+						   ErrorData *edata, TimestampTz started_at)
+{
+	HwmRunFacts run = HWM_RUN_FACTS_INIT(job->pipeline, job->kind->job, started_at);
+
+	run.status = "failed";
+	run.from_partition = from;
+	run.to_partition = to;
+	run.error_sqlstate = unpack_sql_state(edata->sqlerrcode);
+	run.error = edata->message ? edata->message : "unknown error";
+	(void) hwm_record_run(&run);
+}
+
 /* One step and its progress, in the current transaction; true when finished */
 static bool
 job_step(HwmJob *job)

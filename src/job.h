@@ -104,6 +104,13 @@ extern void hwm_job_unclaim(HwmJob *job);
 /* Write the progress (with finished, the end) */
 extern void hwm_job_save(const HwmJob *job, bool finished);
 
+/*
+ * Record in hwm.runs the step that failed, as a run of the job's kind
+ * (kind->job) over from..to: what a kind's failed callback records.
+ */
+extern void hwm_job_record_failed_step(const HwmJob *job, const char *from, const char *to,
+									   ErrorData *edata, TimestampTz started_at);
+
 /* Mark the job failed with the error that stopped it */
 extern void hwm_job_fail(const HwmJob *job, ErrorData *edata);
 

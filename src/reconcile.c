@@ -513,14 +513,8 @@ static void
 reconcile_failed(HwmJob *job, ErrorData *edata, TimestampTz started_at)
 {
 	ReconcileJob *rj = job->arg;
-	HwmRunFacts run = HWM_RUN_FACTS_INIT(job->pipeline, "reconcile", started_at);
 
-	run.status = "failed";
-	run.from_partition = rj->batch_from;
-	run.to_partition = rj->batch_to;
-	run.error_sqlstate = unpack_sql_state(edata->sqlerrcode);
-	run.error = edata->message ? edata->message : "unknown error";
-	(void) hwm_record_run(&run);
+	hwm_job_record_failed_step(job, rj->batch_from, rj->batch_to, edata, started_at);
 }
 
 /* A reconcile is a job of hwm.backfills (job.c), a batch of keys its step */
