@@ -77,7 +77,7 @@
 {%- endmacro %}
 
 {#- What the walk needs of the pipeline: {target (regclass text), source,
-    keys (quoted names)}, or none when hwm.state has no such pipeline (the
+    key_cols (quoted names)}, or none when hwm.state has no such pipeline (the
     CALL then says what is wrong). -#}
 {% macro _hwm_reconcile_facts(pipeline) -%}
   {%- set r = run_query("select s.target::text, s.source::text, pg_catalog.to_json(s.unique_key)::text from hwm.state s
@@ -85,7 +85,7 @@
   {%- if r.rows | length == 0 or not fromjson(r.rows[0][2]) -%}{{- return(none) -}}{%- endif -%}
   {%- set keys = [] -%}
   {%- for k in fromjson(r.rows[0][2]) -%}{%- do keys.append(adapter.quote(k)) -%}{%- endfor -%}
-  {{- return({'target': r.rows[0][0], 'source': r.rows[0][1], 'keys': keys}) -}}
+  {{- return({'target': r.rows[0][0], 'source': r.rows[0][1], 'key_cols': keys}) -}}
 {%- endmacro %}
 
 {#- " and t.k1 >= 'from' and t.k1 <= 'to'": the range on the key's first
@@ -114,7 +114,7 @@
     {%- do adapter.commit() -%}
     {{- return({'batches': 1, 'deleted': 0}) -}}
   {%- endif -%}
-  {%- set k1 = f.keys[0] -%}
+  {%- set k1 = f.key_cols[0] -%}
   {#- (dbt's sandbox caps a range at 100000: up to 10^10 batches) -#}
   {%- for i in range(100000) -%}
     {%- if ns.done -%}{%- break -%}{%- endif -%}
@@ -155,11 +155,11 @@
   {%- set f = hwm._hwm_reconcile_facts(pipeline) -%}
   {%- if f is none -%}{%- do adapter.commit() -%}{{- return(none) -}}{%- endif -%}
   {%- set notnull = [] -%}{%- set match = [] -%}
-  {%- for k in f.keys -%}
+  {%- for k in f.key_cols -%}
     {%- do notnull.append("t." ~ k ~ " is not null") -%}
     {%- do match.append("s." ~ k ~ " = t." ~ k) -%}
   {%- endfor -%}
-  {%- set k1 = f.keys[0] -%}
+  {%- set k1 = f.key_cols[0] -%}
   {%- set r = run_query("select count(*), min(t." ~ k1 ~ ")::text, max(t." ~ k1 ~ ")::text from " ~ f.target ~ " t
                           where " ~ notnull | join(' and ') ~ hwm._hwm_reconcile_range(k1, from_key, to_key) ~ "
                             and not exists (select from " ~ f.source ~ " s where " ~ match | join(' and ') ~ ")").rows[0] -%}
