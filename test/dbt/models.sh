@@ -264,12 +264,62 @@ bad_config time_column "{materialized: hwm_interval, time_interval: '1 hour'}"
 bad_config time_interval "{materialized: hwm_interval, time_column: updated_at}"
 bad_config time_column "{materialized: hwm_interval, time_column: nope, time_interval: '1 hour'}"
 bad_config incremental_predicates "{unique_key: id, watermark_column: updated_at, incremental_predicates: ['id > 0']}"
+bad_config reconcile "{unique_key: id, watermark_column: updated_at, reconcile: 'yes'}"
 
 # --- backfill of an hwm model through dbt run-operation -----------------------------
 q "UPDATE shop.orders SET amount = amount + 1000 WHERE day = '2024-01-02'" >/dev/null
 mdbt "dbt run-operation hwm_backfill names the model's pipeline with model=" \
     run-operation hwm_backfill --args "{model: orders, from_partition: '2024-01-01', to_partition: '2024-01-03'}"
 same_rows "... and overwrites the changed partition" dw.orders "TABLE shop.orders"
+
+# --- reconcile: rows hard-deleted in the source ----------------------------------------
+# accounts: a key of two columns (id, region), two rows per id.
+hwm_psql -q -o /dev/null <<'SQL'
+CREATE TABLE shop.accounts (id int, region text, updated_at timestamptz NOT NULL DEFAULT now(), balance int,
+                            PRIMARY KEY (id, region));
+INSERT INTO shop.accounts (id, region, balance) SELECT (i + 1) / 2, (ARRAY['eu', 'us'])[1 + i % 2], i FROM generate_series(1, 60) i;
+GRANT SELECT ON shop.accounts TO dbt;
+SQL
+mdbt "first dbt run of a model whose source rows will be hard-deleted" run --select accounts
+same_rows "... it holds the source's rows" dw.accounts "TABLE shop.accounts"
+# 13 rows: both of ids 5, 10, ..., 30, and one of id 3's two
+q "DELETE FROM shop.accounts WHERE id % 5 = 0 OR (id, region) = (3, 'us')" >/dev/null
+mdbt "a dbt run after rows were hard-deleted in the source" run --select accounts
+check "... keeps them: no watermark sees a delete" "60" "$(q "SELECT count(*) FROM dw.accounts")"
+accounts_before=$(q "SELECT count(*) || ':' || sum(hashtext(a::text)) FROM dw.accounts a")
+last=$(q "SELECT max(run_id) FROM hwm.runs")
+mdbt "dbt run-operation hwm_reconcile with dry_run" \
+    run-operation hwm_reconcile --args "{model: accounts, batch_size: 7, dry_run: true}"
+mlogged "... logs what it would delete" 'hwm_reconcile dw\.accounts: dry run: 13 target rows would be deleted, keys 3 to 30; nothing was changed'
+check "... and changes and records nothing" "$accounts_before|0" \
+    "$(q "SELECT count(*) || ':' || sum(hashtext(a::text)) FROM dw.accounts a")|$(q "SELECT count(*) FROM hwm.runs WHERE run_id > $last")"
+mdbt "dbt run-operation hwm_reconcile names the model's pipeline with model=" \
+    run-operation hwm_reconcile --args "{model: accounts, batch_size: 7}"
+same_rows "... and the target equals the source again" dw.accounts "TABLE shop.accounts"
+mlogged "... logs what it deleted" 'hwm_reconcile dw\.accounts: [0-9]+ batches of up to 7 keys, 13 target rows deleted'
+check "... in batches of 7 keys, each committed in a transaction of its own, recorded in hwm.runs" "13|t" \
+    "$(q "SELECT sum(rows_deleted), count(DISTINCT xmin::text) >= 3 FROM hwm.runs
+            WHERE pipeline = 'dw.accounts' AND kind = 'reconcile' AND run_id > $last")"
+mdbt "dbt run-operation hwm_reconcile with pipeline= and nothing to delete" \
+    run-operation hwm_reconcile --args "{pipeline: dw.accounts, dry_run: true}"
+mlogged "... says so" 'hwm_reconcile dw\.accounts: dry run: no target row to delete'
+accounts_before=$(q "SELECT count(*) || ':' || sum(hashtext(a::text)) FROM dw.accounts a")
+mdbt_fails "dbt run-operation hwm_reconcile of a model that does not exist fails, naming the hwm models" \
+    'hwm_reconcile: no model named nope in this project; the hwm models are: .*accounts' \
+    run-operation hwm_reconcile --args "{model: nope}"
+mdbt_fails "... and of a model that is not an hwm model" "hwm_reconcile: model orders_by_day is materialized as 'table', not 'hwm'" \
+    run-operation hwm_reconcile --args "{model: orders_by_day}"
+mdbt_fails "... and of a pipeline that does not exist, with hwm's error" 'pipeline "dw.nope" does not exist' \
+    run-operation hwm_reconcile --args "{pipeline: dw.nope}"
+mdbt_fails "... and with a batch_size that is not a positive integer" 'hwm_reconcile: batch_size must be an integer of at least 1' \
+    run-operation hwm_reconcile --args "{model: accounts, batch_size: 0}"
+check "... each changing nothing" "$accounts_before" "$(q "SELECT count(*) || ':' || sum(hashtext(a::text)) FROM dw.accounts a")"
+# config reconcile=true: every incremental run reconciles after its load
+q "DELETE FROM shop.accounts WHERE id IN (1, 2); INSERT INTO shop.accounts (id, region, balance) VALUES (100, 'eu', 100)" >/dev/null
+mdbt "a dbt run of the model with reconcile=true, after new rows and hard deletes" \
+    run --select accounts --vars "{accounts_reconcile: true}"
+same_rows "... loads the new rows and deletes the deleted ones" dw.accounts "TABLE shop.accounts"
+mlogged "... and says so" 'hwm dw\.accounts: reconcile \(config reconcile=true\): 4 target rows deleted'
 
 # --- materialized='hwm_interval': an hourly rollup ------------------------------------
 # The rows of every finished hour, as the model's SQL computes them.

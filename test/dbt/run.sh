@@ -216,7 +216,8 @@ SELECT * FROM hwm.overwrite('events', '2024-01-01', '2024-01-02', nowait => fals
 CALL hwm.backfill('extra', '2024-01-01', '2024-01-03', batch_size => 2, dry_run => false);
 CALL hwm.backfill('extra', '2024-01-01', '2024-01-03', batch_size => 1, dry_run => true);
 CALL hwm.catch_up('orders');
-SELECT hwm.set_watermark('orders', NULL);" \
+SELECT hwm.set_watermark('orders', NULL);
+CALL hwm.reconcile('orders', NULL, '100', batch_size => 500, dry_run => false);" \
     "$(grep -v '^--' "$work/target/compiled/hwm_example/analyses/hwm_calls.sql" 2>&1)"
 
 # --- first dbt run: every pipeline loads once ----------------------------------

@@ -52,6 +52,7 @@
   {#- Everything that can be wrong with the configuration, before anything is created. -#}
   {%- do hwm._hwm_check_config(c, sql) -%}
   {%- do hwm._hwm_check_contract(sql) -%}
+  {%- set reconcile_after = hwm._hwm_reconcile_config() -%}
   {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
   {%- set state = facts.state -%}
   {%- set after_run = facts.last_run_id -%}
@@ -182,6 +183,11 @@
 
   {%- if mode not in ['full refresh', 'sampled'] -%}
     {%- do hwm._hwm_report(c.pipeline, after_run, loaded, mode) -%}
+  {%- endif -%}
+  {#- config reconcile=true (reconcile.sql): delete the rows whose key the
+      model no longer returns, after an incremental run's load. -#}
+  {%- if reconcile_after and mode == 'incremental' -%}
+    {%- do hwm._hwm_reconcile_after_run(c.pipeline) -%}
   {%- endif -%}
 
   {%- do hwm._hwm_begin() -%}

@@ -7,3 +7,4 @@
 {{ hwm.hwm_backfill('extra', '2024-01-01', '2024-01-03', dry_run=true) }};
 {{ hwm.hwm_catch_up('orders') }};
 {{ hwm.hwm_set_watermark('orders', none) }};
+{{ hwm.hwm_reconcile('orders', to_key=100, batch_size=500) }};
