@@ -717,7 +717,7 @@ hwm_reconcile_scheduled(const char *pipeline, int batch_size, MemoryContext cxt)
 	job->from_text = MemoryContextStrdup(job->cxt, "");
 	job->to_text = MemoryContextStrdup(job->cxt, "");
 	hwm_job_run(job);
-	ereport(LOG,
+	ereport(DEBUG1,
 			(errmsg("hwm: scheduled reconcile of pipeline \"%s\" finished: %d batches, " INT64_FORMAT " target rows deleted",
 					job->pipeline, job->steps_done, job->rows_deleted)));
 	hwm_job_free(job);
