@@ -5,7 +5,8 @@
 # recorded in hwm.runs (kind reconcile); a paused pipeline's reconcile does
 # not run; hwm.unschedule_reconcile stops it while the loads go on; a
 # reconcile that fails is recorded as a failed run of kind reconcile and
-# leaves the load's outcome alone.  What must not happen is shown against a
+# leaves the load's outcome alone; the pipeline's time limit cuts a long
+# reconcile, which the next one resumes.  What must not happen is shown against a
 # witness pipeline that goes on reconciling meanwhile, never by the clock.
 use strict;
 use warnings;
@@ -120,6 +121,39 @@ is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'f' AN
 	'no load run is marked failed for it');
 is(sql($node, 'postgres', "SELECT consecutive_failures FROM hwm.state WHERE pipeline = 'f'"), '0',
 	'the load does not back off for it');
+
+# 5. the pipeline's time limit applies to the reconcile, apart from the run's:
+# a reconcile whose deletes are slow (a trigger sleeps 0.4 s per deleted row;
+# the loads do not delete) takes longer than it, is cancelled (57014, a
+# failed run of kind reconcile), keeps its batches (one key each), and the
+# next scheduled reconciles resume after them, until it is done
+sql($node, 'postgres', q{
+SET ROLE bob;
+CREATE TABLE b.tsrc (id bigint PRIMARY KEY, v text, updated_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE b.ttgt (id bigint PRIMARY KEY, v text, updated_at timestamptz);
+CREATE FUNCTION b.slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_catalog.pg_sleep(0.4);
+  RETURN OLD;
+END $$;
+CREATE TRIGGER slow_delete BEFORE DELETE ON b.ttgt FOR EACH ROW EXECUTE FUNCTION b.slow_delete();
+INSERT INTO b.tsrc (id, v) SELECT g, 't' || g FROM generate_series(1, 200) g;
+SELECT hwm.create_pipeline('t', 'b.tsrc', 'b.ttgt', '{id}', 'updated_at', schedule => '1 second');
+});
+wait_for($node, 'postgres', "SELECT count(*) FROM b.ttgt", '200', 'the pipeline with a time limit loads');
+sql($node, 'postgres', q{
+SET ROLE bob;
+SELECT hwm.set_timeout('t', '1 second');
+SELECT hwm.schedule_reconcile('t', '2 seconds', 1);
+DELETE FROM b.tsrc WHERE id > 190;
+});
+wait_for($node, 'postgres',
+	"SELECT count(*) > 0 FROM hwm.runs WHERE pipeline = 't' AND kind = 'reconcile' AND status = 'failed' AND error_sqlstate = '57014'",
+	't', 'a reconcile longer than the time limit is cancelled, a failed run of kind reconcile');
+wait_for($node, 'postgres', "SELECT count(*) FROM b.ttgt", '190',
+	'the next scheduled reconciles resume after the batches done and finish');
+same_rows($node, 'postgres', '(SELECT id, v FROM b.tsrc) AS s', '(SELECT id, v FROM b.ttgt) AS t',
+	'that target equals its source');
 
 my $log = slurp_file($node->logfile);
 like($log, qr/hwm: scheduled reconcile of pipeline "f" failed/, 'the failure is in the server log');
