@@ -605,6 +605,42 @@ AS 'MODULE_PATHNAME', 'hwm_reconcile';
 COMMENT ON PROCEDURE hwm.reconcile(text, text, text, integer, boolean) IS
 'Delete the target rows whose unique key the source no longer has (rows deleted in the source, which no watermark sees), over the whole target or the inclusive range from_key..to_key of the key''s first column (NULL: no bound), walking the target''s keys in order, batch_size keys per batch. Each batch runs under the pipeline''s lock and reads the source as it is then. Outside a transaction block it commits after every batch and records its progress in hwm.backfills (kind reconcile); calling it again resumes an unfinished reconcile. Every batch that deleted rows, and the last, is recorded in hwm.runs (kind reconcile). With dry_run it only reports (NOTICE) how many rows it would delete and their first and last keys.';
 
+-- A reconcile on a schedule of its own (issue 32): the scheduler's worker runs
+-- the reconcile of the whole target after a scheduled run of the pipeline
+-- succeeded, once reconcile_next_run_at has come (see src/README.md).
+ALTER TABLE hwm.state ADD COLUMN reconcile_schedule interval;
+ALTER TABLE hwm.state ADD COLUMN reconcile_anchor timestamptz;
+ALTER TABLE hwm.state ADD COLUMN reconcile_next_run_at timestamptz;
+ALTER TABLE hwm.state ADD COLUMN reconcile_batch_size integer
+    CHECK (reconcile_batch_size OPERATOR(pg_catalog.>) 0);
+COMMENT ON COLUMN hwm.state.reconcile_schedule IS
+'How often the scheduler reconciles the whole target (hwm.schedule_reconcile; NULL: never): after a scheduled run of the pipeline succeeded, once reconcile_next_run_at has come.';
+COMMENT ON COLUMN hwm.state.reconcile_anchor IS
+'The anchor of the reconcile''s schedule: reconciles are due at reconcile_anchor + k * reconcile_schedule.';
+COMMENT ON COLUMN hwm.state.reconcile_next_run_at IS
+'When the scheduled reconcile is due next; the worker moves it to the next slot of the grid before it reconciles.';
+COMMENT ON COLUMN hwm.state.reconcile_batch_size IS
+'The batch_size (target keys per transaction) of the scheduled reconcile.';
+
+CREATE FUNCTION hwm.schedule_reconcile(
+    pipeline   text,
+    every      interval,
+    batch_size integer DEFAULT 10000)
+RETURNS timestamptz
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_schedule_reconcile';
+
+COMMENT ON FUNCTION hwm.schedule_reconcile(text, interval, integer) IS
+'Reconcile the pipeline''s whole target every interval (at least 1 second), batch_size keys per batch, in the scheduler: after a scheduled run of the pipeline succeeded, when the reconcile is due, the same worker runs it as CALL hwm.reconcile(pipeline, batch_size => batch_size) would, under the pipeline''s timeout. The pipeline must have a schedule (hwm.schedule). Returns when the first reconcile is due.';
+
+CREATE FUNCTION hwm.unschedule_reconcile(pipeline text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_unschedule_reconcile';
+
+COMMENT ON FUNCTION hwm.unschedule_reconcile(text) IS
+'Stop reconciling the pipeline on a schedule (the load''s schedule is kept); CALL hwm.reconcile still works by hand.';
+
 CREATE VIEW hwm.status WITH (security_invoker = true) AS
 SELECT s.pipeline,
        s.owner,
@@ -668,7 +704,9 @@ SELECT s.pipeline,
        END AS not_scheduled_because,
        rc.finished_at AS last_reconcile_at,
        rc.status AS last_reconcile_status,
-       rc.rows_deleted AS last_reconcile_rows_deleted
+       rc.rows_deleted AS last_reconcile_rows_deleted,
+       s.reconcile_schedule,
+       s.reconcile_next_run_at AS next_reconcile_at
   FROM hwm.state AS s
   -- the default_transaction_read_only its scheduled runs get: the most
   -- specific of the owner's in this database, the owner's, the database's,

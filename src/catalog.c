@@ -1498,6 +1498,102 @@ hwm_state_clear_schedule(const char *pipeline)
 }
 
 /*
+ * The reconcile's schedule (1.2): every, its batch size, its anchor and its
+ * first slot; false (nothing written) when the pipeline has no schedule of
+ * its own, which the reconcile rides on.
+ */
+bool
+hwm_state_set_reconcile_schedule(const char *pipeline, const Interval *every,
+								 int batch_size, TimestampTz anchor, TimestampTz next)
+{
+	Oid			argtypes[5] = {TEXTOID, INTERVALOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[5];
+
+	values[0] = PIPELINE_ARG(pipeline);
+	values[1] = IntervalPGetDatum(every);
+	values[2] = Int32GetDatum(batch_size);
+	values[3] = TimestampTzGetDatum(anchor);
+	values[4] = TimestampTzGetDatum(next);
+	hwm_catalog_exec("UPDATE hwm.state SET reconcile_schedule = $2, reconcile_batch_size = $3,"
+					 " reconcile_anchor = $4, reconcile_next_run_at = $5"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND schedule IS NOT NULL",
+					 5, argtypes, values, NULL, SPI_OK_UPDATE);
+	return SPI_processed > 0;
+}
+
+/* No scheduled reconcile (1.2) */
+void
+hwm_state_clear_reconcile_schedule(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	hwm_catalog_exec("UPDATE hwm.state SET reconcile_schedule = NULL, reconcile_batch_size = NULL,"
+					 " reconcile_anchor = NULL, reconcile_next_run_at = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Is the pipeline's reconcile due at now (the worker, after a scheduled run
+ * of it succeeded)?  Only for a 1.2 catalog, a pipeline that is scheduled and
+ * not paused, whose reconcile is scheduled and due; its row locked, with its
+ * schedule, anchor and batch size.  The conditions are on the row it locks,
+ * so a concurrent change (a pause, an unschedule) is seen by the recheck.
+ */
+bool
+hwm_state_reconcile_due(const char *pipeline, TimestampTz now, Interval *every,
+						TimestampTz *anchor, int *batch_size)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), TimestampTzGetDatum(now)};
+	bool		null_every;
+	bool		null_anchor;
+	bool		null_batch;
+	Datum		d_every;
+	Datum		d_anchor;
+	Datum		d_batch;
+
+	if (hwm_catalog_version() < 12)
+		return false;
+	hwm_catalog_exec("SELECT reconcile_schedule, reconcile_anchor, reconcile_batch_size FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND enabled AND schedule IS NOT NULL"
+					 " AND reconcile_schedule IS NOT NULL AND reconcile_anchor IS NOT NULL"
+					 " AND reconcile_batch_size IS NOT NULL"
+					 " AND reconcile_next_run_at OPERATOR(pg_catalog.<=) $2"
+					 " FOR UPDATE",
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	d_every = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null_every);
+	d_anchor = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &null_anchor);
+	d_batch = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &null_batch);
+	if (null_every || null_anchor || null_batch)
+		return false;
+	*every = *DatumGetIntervalP(d_every);
+	*anchor = DatumGetTimestampTz(d_anchor);
+	*batch_size = DatumGetInt32(d_batch);
+	return true;
+}
+
+/* The reconcile's next slot (NULL: none can be represented: it stops) */
+void
+hwm_state_set_reconcile_next(const char *pipeline, const TimestampTz *next)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	values[0] = PIPELINE_ARG(pipeline);
+	values[1] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
+	nulls[1] = next ? ' ' : 'n';
+	/* (unscheduled since it was read: stays unscheduled) */
+	hwm_catalog_exec("UPDATE hwm.state SET reconcile_next_run_at = $2"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND reconcile_schedule IS NOT NULL",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
  * Paused (false) or resumed (true); a pause, even undone at once, voids a
  * claimed run that has not started.
  */

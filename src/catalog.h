@@ -170,6 +170,20 @@ extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
+ * The reconcile's schedule (1.2; reconcile.c, dispatch.c): set (false when
+ * the pipeline has no schedule: nothing written), cleared; whether it is due
+ * now for a scheduled, unpaused pipeline (the row locked; false on a 1.0 or
+ * 1.1 catalog), and its next slot.
+ */
+extern bool hwm_state_set_reconcile_schedule(const char *pipeline, const Interval *every,
+											 int batch_size, TimestampTz anchor,
+											 TimestampTz next);
+extern void hwm_state_clear_reconcile_schedule(const char *pipeline);
+extern bool hwm_state_reconcile_due(const char *pipeline, TimestampTz now, Interval *every,
+									TimestampTz *anchor, int *batch_size);
+extern void hwm_state_set_reconcile_next(const char *pipeline, const TimestampTz *next);
+
+/*
  * A new pipeline's row in hwm.state (manage.c), by name of column; NULL,
  * InvalidOid, (Datum) 0 or a batch_size of 0: the column is NULL.
  */

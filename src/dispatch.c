@@ -68,6 +68,7 @@
 #include "dispatch.h"
 #include "grid.h"
 #include "load.h"
+#include "reconcile.h"
 #include "schedule.h"
 #include "slots.h"
 #include "util.h"
@@ -921,6 +922,7 @@ static int	my_current = 0;		/* the run being served */
 static char *my_pipeline = NULL;	/* NULL until read from its 'running' row */
 
 static int	my_recorded = 0;	/* the runs whose outcome is committed */
+static bool my_loaded = false;	/* the run being served ran (hwm.run returned) */
 
 /*
  * On the way out: free the queue's slot, or leave it orphaned for the next
@@ -1235,6 +1237,7 @@ serve_claim(const char *pipeline)
 	if (why == NULL)
 	{
 		run_pipeline(pipeline);
+		my_loaded = true;
 		return;
 	}
 	ereport(LOG,
@@ -1242,13 +1245,84 @@ serve_claim(const char *pipeline)
 	record_outcome(my_run_ids[my_current], "skipped", NULL, why);
 }
 
-/* One run of the queue: run it, or record why it failed */
+/*
+ * After a scheduled run of the pipeline succeeded: its reconcile, when one
+ * is scheduled and due (hwm.schedule_reconcile).  Its next slot is taken
+ * first, in a transaction of its own, so that a reconcile that fails is
+ * tried again at the next slot, not after every run.  Then the reconcile of
+ * the whole target, its batches each committed (job.c), under the run's time
+ * limit.  A batch that fails is recorded by the job (hwm.backfills, a failed
+ * run of kind reconcile); the load's run is already recorded and stays as it
+ * is.  Every error ends here, in the server's log.
+ */
+static void
+serve_reconcile(const char *pipeline, MemoryContext workcxt)
+{
+	Interval	every;
+	TimestampTz anchor;
+	int			batch_size = 0;
+	volatile bool due = false;
+
+	PG_TRY();
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		hwm_bgw_begin();
+		if (hwm_state_reconcile_due(pipeline, now, &every, &anchor, &batch_size))
+		{
+			TimestampTz next;
+			bool		has_next = hwm_grid_schedule_next(anchor, &every, now, false, &next);
+
+			if (!has_next)
+				ereport(LOG,
+						(errmsg("hwm: the reconcile of pipeline \"%s\" is no longer scheduled: its next time after this one cannot be represented",
+								pipeline)));
+			hwm_state_set_reconcile_next(pipeline, has_next ? &next : NULL);
+			due = true;
+		}
+		hwm_bgw_commit();
+		if (due)
+		{
+			int			timeout_ms = worker_timeout_ms();
+
+			hwm_bgw_begin();
+			pgstat_report_activity(STATE_RUNNING, "CALL hwm.reconcile($1)");
+			if (timeout_ms > 0)
+				enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+			hwm_reconcile_scheduled(pipeline, batch_size, workcxt);
+			if (timeout_ms > 0)
+				disable_timeout(STATEMENT_TIMEOUT, false);
+			QueryCancelPending = false;
+			hwm_bgw_commit();
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(workcxt);
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		QueryCancelPending = false;
+		ereport(LOG,
+				(errcode(edata->sqlerrcode),
+				 errmsg("hwm: scheduled reconcile of pipeline \"%s\" failed: %s", pipeline,
+						edata->message ? edata->message : "unknown error"),
+				 edata->detail ? errdetail("%s", edata->detail) : 0));
+	}
+	PG_END_TRY();
+}
+
+/* One run of the queue: run it, or record why it failed; then its reconcile */
 static void
 serve_run(MemoryContext workcxt)
 {
 	ErrorData  *volatile edata = NULL;
 
 	my_pipeline = NULL;
+	my_loaded = false;
 	PG_TRY();
 	{
 		hwm_bgw_begin();
@@ -1270,6 +1344,8 @@ serve_run(MemoryContext workcxt)
 
 	if (edata != NULL)
 		worker_record_failure(edata);
+	else if (my_loaded && my_pipeline != NULL)
+		serve_reconcile(my_pipeline, workcxt);
 }
 
 /*

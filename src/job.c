@@ -194,6 +194,26 @@ hwm_job_new(const HwmJobKind *kind, FunctionCallInfo fcinfo)
 	return job;
 }
 
+/*
+ * A job run by a background worker (job.h): in memory under parent, which
+ * outlives the worker's transactions; the steps committed one by one with
+ * hwm_bgw_commit and hwm_bgw_begin, as the worker's other transactions.
+ */
+HwmJob *
+hwm_job_new_background(const HwmJobKind *kind, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "hwm job", ALLOCSET_SMALL_SIZES);
+	HwmJob	   *job = MemoryContextAllocZero(cxt, sizeof(HwmJob));
+
+	job->kind = kind;
+	job->cxt = cxt;
+	job->batch_size = 1;
+	job->atomic = false;
+	job->session_lock = true;
+	job->background = true;
+	return job;
+}
+
 /* The failed step as a run of hwm.runs (job.h) */
 void
 hwm_job_record_failed_step(const HwmJob *job, const char *from, const char *to,
@@ -269,6 +289,21 @@ job_committed_steps(HwmJob *job)
 	ErrorData  *edata = NULL;
 	bool		finished = false;
 
+	if (job->background)
+	{
+		/* a background worker's own transactions (util.c's skeleton) */
+		hwm_bgw_commit();
+		while (!finished)
+		{
+			hwm_bgw_begin();
+			edata = job_step_guarded(job, &finished);
+			hwm_bgw_commit();
+			if (edata)
+				break;
+		}
+		hwm_bgw_begin();
+		return edata;
+	}
 	SPI_commit();
 	SPI_start_transaction();
 	SPI_finish();
@@ -323,7 +358,8 @@ hwm_job_run(HwmJob *job)
 	}
 	PG_END_TRY();
 	hwm_job_unclaim(job);
-	SPI_finish();
+	if (!job->background)
+		SPI_finish();
 
 	if (edata && job->kind->stopped)
 	{

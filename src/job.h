@@ -67,6 +67,7 @@ typedef struct HwmJob
 	int64		rows_inserted;
 	MemoryContext cxt;			/* outlives the CALL's transactions */
 	bool		atomic;			/* inside a transaction block: no commits */
+	bool		background;		/* a background worker's: hwm_bgw_begin/commit */
 	void	   *arg;			/* the kind's own, for its step */
 } HwmJob;
 
@@ -80,6 +81,15 @@ extern void hwm_job_require_read_committed(const HwmJobKind *kind);
  * hwm_job_run.
  */
 extern HwmJob *hwm_job_new(const HwmJobKind *kind, FunctionCallInfo fcinfo);
+
+/*
+ * A job of this kind run by a background worker, in a memory context under
+ * parent (which outlives the worker's transactions): the worker has called
+ * hwm_bgw_begin (util.c); hwm_job_run commits after the set-up and after
+ * every step with hwm_bgw_commit, begins the next with hwm_bgw_begin, and
+ * returns in an open transaction that the worker commits.
+ */
+extern HwmJob *hwm_job_new_background(const HwmJobKind *kind, MemoryContext parent);
 
 /*
  * Find or start the job, claim it, take the pipeline's lock and run its

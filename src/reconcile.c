@@ -56,9 +56,13 @@
 #include "citus.h"
 #include "job.h"
 #include "pipeline.h"
+#include "grid.h"
 #include "privilege.h"
+#include "reconcile.h"
+#include "schedule.h"
 #include "util.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -693,5 +697,96 @@ hwm_reconcile(PG_FUNCTION_ARGS)
 			(errmsg("hwm: reconcile of pipeline \"%s\" finished: %d batches, " INT64_FORMAT " target rows deleted",
 					job->pipeline, job->steps_done, job->rows_deleted)));
 	hwm_job_free(job);
+	PG_RETURN_VOID();
+}
+
+/*
+ * The scheduled reconcile (reconcile.h): the job of the whole target, in the
+ * worker's own transactions; a batch that fails is recorded as CALL records
+ * it (hwm.backfills 'failed', a failed run of kind reconcile) and its error
+ * raised, and the next scheduled reconcile resumes the job.
+ */
+void
+hwm_reconcile_scheduled(const char *pipeline, int batch_size, MemoryContext cxt)
+{
+	HwmJob	   *job = hwm_job_new_background(&reconcile_kind, cxt);
+
+	job->batch_size = batch_size;
+	job->arg = MemoryContextAllocZero(job->cxt, sizeof(ReconcileJob));
+	job->pipeline = MemoryContextStrdup(job->cxt, pipeline);
+	job->from_text = MemoryContextStrdup(job->cxt, "");
+	job->to_text = MemoryContextStrdup(job->cxt, "");
+	hwm_job_run(job);
+	ereport(DEBUG1,
+			(errmsg("hwm: scheduled reconcile of pipeline \"%s\" finished: %d batches, " INT64_FORMAT " target rows deleted",
+					job->pipeline, job->steps_done, job->rows_deleted)));
+	hwm_job_free(job);
+}
+
+PG_FUNCTION_INFO_V1(hwm_schedule_reconcile);
+
+/*
+ * hwm.schedule_reconcile(pipeline, every, batch_size): the whole target
+ * reconciled by the scheduler's worker after a scheduled run of the pipeline
+ * succeeded, when due; the first is due at once.  Returns its time.
+ */
+Datum
+hwm_schedule_reconcile(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	Interval   *every;
+	int32		batch_size;
+	HwmPipeline *p;
+	TimestampTz anchor = GetCurrentTransactionStartTimestamp();
+	TimestampTz second;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("every must not be null"),
+				 errhint("To stop reconciling the pipeline on a schedule, call hwm.unschedule_reconcile('%s').", name)));
+	every = PG_GETARG_INTERVAL_P(1);
+	hwm_check_schedule(every, "every");
+	if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch_size must be at least 1"),
+				 errdetail("batch_size is %s.", PG_ARGISNULL(2) ? "NULL" :
+						   psprintf("%d", PG_GETARG_INT32(2))),
+				 errhint("batch_size is the number of target keys examined per transaction (10000 by default).")));
+	batch_size = PG_GETARG_INT32(2);
+
+	SPI_connect();
+	p = hwm_pipeline_fetch(name, false, false);
+	reconcile_check_pipeline(p);
+	if (!hwm_grid_schedule_next(anchor, every, anchor, false, &second))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("reconcile schedule of pipeline \"%s\" is too long: its second reconcile would fall after the last time PostgreSQL can store", name),
+				 errhint("Pass an interval of at most a few thousand years, such as '1 day'.")));
+	if (!hwm_state_set_reconcile_schedule(p->name, every, batch_size, anchor, anchor))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" has no schedule", name),
+				 errdetail("A scheduled reconcile runs in the scheduler's worker, after a scheduled run of the pipeline has succeeded."),
+				 errhint("Schedule the pipeline first with hwm.schedule('%s', ...), or CALL hwm.reconcile('%s') from a scheduler of your own.",
+						 name, name)));
+	SPI_finish();
+	PG_RETURN_TIMESTAMPTZ(anchor);
+}
+
+PG_FUNCTION_INFO_V1(hwm_unschedule_reconcile);
+
+/* hwm.unschedule_reconcile(pipeline): no scheduled reconcile; the load's schedule stays */
+Datum
+hwm_unschedule_reconcile(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	HwmPipeline *p;
+
+	SPI_connect();
+	p = hwm_pipeline_fetch(name, false, false);
+	hwm_state_clear_reconcile_schedule(p->name);
+	SPI_finish();
 	PG_RETURN_VOID();
 }
