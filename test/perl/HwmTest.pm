@@ -11,6 +11,7 @@
 #   soak_finish_ok($soak);    # the same, and the runner ran without an error
 #   soak_start(..., writer => $HwmTest::UPSERT_WRITER, ...)
 #   kill9($node, $pid);       # a crash on purpose, declared for the log guard
+#   wait_back($node) or die;  # the server accepts connections again
 #
 # prove finds this file through `-I test/perl`, which the Makefile adds to
 # PG_PROVE_FLAGS (not PROVE_FLAGS: scripts/test.sh sets that one on the
@@ -25,7 +26,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use Test::More;
 
-our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish soak_finish_ok gated_setup refuse_claim_sql kill9 allowed_kills);
+our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish soak_finish_ok gated_setup refuse_claim_sql kill9 wait_back allowed_kills);
 
 # new_node(name, setting => value, ...): a node, initialised and started, with
 # shared_preload_libraries = 'hwm' and the settings given, in that order, in
@@ -255,6 +256,27 @@ sub kill9
 	print $fh "9 $pid\n";
 	close $fh or die "$marker: $!";
 	return kill 'KILL', $pid;
+}
+
+# wait_back(node): true once the node accepts connections again after a
+# crash (within the harness's default timeout).  Not poll_query_until: it
+# writes the query to psql's stdin, and a psql that exits at once because
+# the server is still restarting makes that write fail (EPIPE), which
+# IPC::Run raises as "ack Broken pipe" and which ended a test with exit 32.
+sub wait_back
+{
+	my ($node) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		my $up = eval {
+			local $SIG{PIPE} = 'IGNORE';
+			$node->safe_psql('postgres', 'SELECT true') eq 't';
+		};
+		return 1 if $up;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
 }
 
 # allowed_kills(node): { pid => 1 } of the pids kill9 killed

@@ -117,8 +117,7 @@ is( $node->safe_psql('postgres',
 $node->safe_psql('postgres', "UPDATE gate_day SET day = '2026-03-08'");
 ($bf, $pid) = start_gated_backfill($gate, '2026-03-07');
 kill9($node, $pid);    # declared for the log guard
-$node->poll_query_until('postgres', 'SELECT true')
-  or die "the instance did not come back after kill -9";
+wait_back($node) or die "the instance did not come back after kill -9";
 quit_dead($bf);
 quit_dead($gate);
 

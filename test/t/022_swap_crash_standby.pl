@@ -67,8 +67,7 @@ sub crash
 	my $log_offset = -s $node->logfile;
 	kill9($node, $pid);    # declared for the log guard
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
-	$node->poll_query_until('postgres', 'SELECT true')
-	  or die "the instance did not come back after kill -9";
+	wait_back($node) or die "the instance did not come back after kill -9";
 	local $SIG{PIPE} = 'IGNORE';
 	eval { $session->quit; };
 	return;

@@ -45,6 +45,7 @@ my $gate = block_next_run(101, 200);
 my $pid = sql($node, 'postgres', "SELECT pid FROM pg_stat_activity WHERE backend_type = 'hwm worker'");
 kill9($node, $pid);    # declared for the log guard
 eval { $gate->quit; };    # its session died with the crash
+wait_back($node) or die 'the server did not come back after kill -9';
 wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AND status = 'interrupted'", '1',
 	'the killed run is recorded as interrupted');
 wait_for($node, 'postgres', "SELECT count(*) FROM tgt", '200', 'the next run loads the rows');

@@ -109,6 +109,7 @@ ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM pg_stat_activi
 	'the first run of the queue is in flight');
 my $pid = sql($node, 'postgres', q{SELECT pid FROM pg_stat_activity WHERE application_name = 'hwm: q1'});
 kill9($node, $pid);    # declared for the log guard
+wait_back($node) or die 'the server did not come back after kill -9';
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM hwm.runs WHERE status = 'running'}),
 	'after the crash, no run of the killed queue stays running');
 is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE pipeline IN ('q2', 'q3') AND status IN ('interrupted', 'failed')}), '2',

@@ -34,7 +34,7 @@ ok($node->poll_query_until('postgres', q{SELECT pg_relation_size('tgt') > 8 * 10
 is(sql($node, 'postgres', q{SELECT count(*) FROM tgt}), '0', '... and nothing of it is visible yet');
 kill9($node, $pid);
 eval { $loader->quit; };    # its session died with the server's restart
-ok($node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server is back after the crash');
+ok(wait_back($node), 'the server is back after the crash');
 is(sql($node, 'postgres', q{SELECT count(*) FROM tgt}), '0', 'after the crash the target is as it was: empty');
 is(sql($node, 'postgres', q{SELECT coalesce(watermark, 'none') FROM hwm.state WHERE pipeline = 'first'}),
 	'none', '... and the watermark did not move');

@@ -52,12 +52,12 @@ $chaos->run(seconds => $seconds, clients => 4, kill9_every => 30,
 		note("kill -9 of hwm worker $pid");
 		kill9($node, $pid);
 		# the server restarts; the clients' calls fail meanwhile
-		$node->poll_query_until('postgres', 'SELECT true') or die 'the server did not come back after kill -9';
+		wait_back($node) or die 'the server did not come back after kill -9';
 	});
 note($chaos->summary);
 my $ops = $chaos->operations;
 cmp_ok(scalar(@$ops), '>=', 100, sprintf('the clients made %d calls in %.0f s', scalar(@$ops), time() - $started));
-ok($node->poll_query_until('postgres', 'SELECT true'), 'the server accepts connections after the chaos');
+ok(wait_back($node), 'the server accepts connections after the chaos');
 
 # every pipeline scheduled and not paused runs again
 $chaos->mark;
