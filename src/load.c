@@ -301,12 +301,21 @@ load_slice(LoadRun *r)
 		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, expected);
 	if (r->plan->has_tombstones)
 	{
-		bool		isnull;
+		/* one row of two counts (never NULL: count(*)), checked all the same */
+		bool		null_upserted = true;
+		bool		null_deleted = true;
+		Datum		upserted = (Datum) 0;
+		Datum		deleted = (Datum) 0;
 
-		r->upserted = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												  SPI_tuptable->tupdesc, 1, &isnull));
-		r->tombstoned = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-													SPI_tuptable->tupdesc, 2, &isnull));
+		if (SPI_processed == 1)
+		{
+			upserted = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null_upserted);
+			deleted = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &null_deleted);
+		}
+		if (null_upserted || null_deleted)
+			elog(ERROR, "hwm: the slice's statement with tombstones returned no counts");
+		r->upserted = DatumGetInt64(upserted);
+		r->tombstoned = DatumGetInt64(deleted);
 	}
 	else
 		r->upserted = (int64) SPI_processed;
