@@ -22,8 +22,8 @@
  *      or was the last) and its progress in hwm.backfills (kind 'reconcile':
  *      done_through is the batch's last key), and commits.
  *
- * Why this never deletes a row that the source holds (see README, "Reconcile:
- * deletes no watermark sees").  A target row is deleted only when no row of
+ * Why this never deletes a row that the source holds (see README, Deletes,
+ * "`hwm.reconcile`: hard deletes").  A target row is deleted only when no row of
  * the source with its key is visible to the DELETE's snapshot, which is taken
  * with the pipeline's lock held: every run that committed before has
  * committed before the snapshot, and no run is in progress.  So a source row
