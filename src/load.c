@@ -183,8 +183,11 @@ settle_watermark(LoadRun *r)
  *   unique_violation;
  * - one MERGE (HWM_WM_MERGE) that inserts the new keys as a plain INSERT
  *   does, updates the rows that changed and leaves the others alone (not
- *   even locked), planned with nested loops: its hash join measured slower
- *   than the upsert (bench/bulk.sh).  A key that a concurrent writer
+ *   even locked), planned without a hash join: the hash join of the slice
+ *   with the whole target measured slower than the upsert, where index
+ *   probes (nested loops, a small slice) and a merge join along the key's
+ *   index (a big slice, most of its keys in the target) are faster than
+ *   either; the planner picks between those two (bench/bulk.sh).  A key that a concurrent writer
  *   inserted after the MERGE's snapshot (or a new key twice in the slice)
  *   raises unique_violation; a row updated twice, cardinality_violation.
  *   An existing key twice, of which at most one row changed, raises
@@ -220,8 +223,6 @@ merge_slice(void *arg)
 	int			nest = NewGUCNestLevel();
 
 	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (r->upto)
 		wm_exec(r, HWM_WM_MERGE_UPTO, r->plan->wm.type, r->w0, SPI_OK_MERGE);
