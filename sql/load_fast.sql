@@ -41,8 +41,9 @@ $$;
 INSERT INTO src SELECT g, TIMESTAMPTZ '2020-03-01 00:00+00' + g * INTERVAL '1 hour',
   CASE WHEN g % 4 = 0 THEN NULL ELSE g END, 'b' || g FROM generate_series(1, 20) g;
 
--- the first run: every key new, loaded by a plain insert; the reference
--- says why it has no fast path
+-- the first run: every key new, into an empty target: built aside and
+-- traded in (load_aside shows that path); the reference says why it has
+-- no fast path
 SET client_min_messages = debug1;
 SELECT * FROM run_both();
 RESET client_min_messages;
@@ -275,8 +276,9 @@ SELECT rows_upserted FROM hwm.run('rls');
 SELECT rows_upserted FROM hwm.run('typed');
 RESET client_min_messages;
 
--- a key that is an identity column GENERATED ALWAYS: both fast paths
--- insert with OVERRIDING SYSTEM VALUE, as the upsert does
+-- a key that is an identity column GENERATED ALWAYS: the first load is
+-- built aside (the table aside has the column without its identity), the
+-- fast paths insert with OVERRIDING SYSTEM VALUE, as the upsert does
 CREATE TABLE idt (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, updated_at timestamptz, a int, b text);
 SELECT hwm.create_pipeline('idt', 'src', 'idt', '{id}', 'updated_at');
 SET client_min_messages = debug1;

@@ -26,6 +26,7 @@
 
 #include "catalog.h"
 #include "command.h"
+#include "exchange.h"
 #include "interval.h"
 #include "load.h"
 #include "pipeline.h"
@@ -79,11 +80,13 @@ typedef struct LoadRun
 static int64 serving_run_id = 0;
 
 /*
- * Run a watermark statement in its first-run or later-run form (see
- * HwmWmStatement), with the statement's own argument when argtype is valid.
+ * Run sql with the parameters of watermark statement stmt in its first-run
+ * or later-run form (see HwmWmStatement), with the statement's own argument
+ * when argtype is valid.
  */
 static void
-wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
+wm_exec_sql(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
+			int expected)
 {
 	Oid			argtypes[3];
 	Datum		args[3];
@@ -108,7 +111,15 @@ wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expec
 		argtypes[nargs] = argtype;
 		args[nargs++] = arg;
 	}
-	hwm_spi_exec(r->plan->wm_sql[stmt][later], nargs, argtypes, args, nulls, expected);
+	hwm_spi_exec(sql, nargs, argtypes, args, nulls, expected);
+}
+
+/* wm_exec_sql of the statement itself */
+static void
+wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
+{
+	wm_exec_sql(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, arg,
+				expected);
 }
 
 /* The value a watermark SELECT returned, copied; false when none */
@@ -215,6 +226,30 @@ insert_slice(void *arg)
 	r->upserted = (int64) SPI_processed;
 }
 
+/* Fill the first load's table aside (hwm_aside_load) as insert_slice fills the target */
+static int64
+fill_aside(const char *table, void *arg)
+{
+	LoadRun    *r = arg;
+	const char *sql = hwm_plan_slice_fill_sql(r->plan, table, r->upto,
+											  r->p->watermark != NULL);
+
+	if (r->upto)
+		wm_exec_sql(r, sql, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
+	else
+		wm_exec_sql(r, sql, HWM_WM_INSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
+	return (int64) SPI_processed;
+}
+
+/* The first load, built aside and traded in (see above) */
+static void
+aside_slice(void *arg)
+{
+	LoadRun    *r = arg;
+
+	r->upserted = hwm_aside_load(r->plan, fill_aside, r);
+}
+
 /* The MERGE, then the check for an existing key twice (see above) */
 static void
 merge_slice(void *arg)
@@ -255,6 +290,18 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 								 r->p->name, what)));
 		return true;
 	}
+	if (fn == aside_slice)
+	{
+		const char *why = hwm_aside_gave_up(edata);
+
+		if (why == NULL)
+			ReThrowError(edata);
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the first load is not built aside: %s",
+								 r->p->name, why)));
+		FreeErrorData(edata);
+		return false;
+	}
 	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION &&
 		edata->sqlerrcode != ERRCODE_CARDINALITY_VIOLATION)
 		ReThrowError(edata);
@@ -263,6 +310,31 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 							 r->p->name, what, edata->message)));
 	FreeErrorData(edata);
 	return false;
+}
+
+/*
+ * The first load built aside (aside_slice), when the target is empty and
+ * nothing refuses it (exchange.c); false when the plain insert must run.
+ * A target with blocks is not empty, even when no row in it is live (its
+ * dead rows may be what an older snapshot sees): it is no candidate, and
+ * says nothing.
+ */
+static bool
+first_load_aside(LoadRun *r)
+{
+	bool		empty;
+	const char *why = hwm_aside_refusal(r->plan, &empty);
+
+	if (!empty)
+		return false;
+	if (why)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the first load is not built aside: %s",
+								 r->p->name, why)));
+		return false;
+	}
+	return fast_path(r, aside_slice, "building it aside");
 }
 
 /*
@@ -285,7 +357,8 @@ load_slice(LoadRun *r)
 	r->upto = r->capped || (r->p->watermark == NULL && r->has_reread);
 	if (r->plan->wm_sql[HWM_WM_MERGE][0] != NULL)
 	{
-		if (fast_path(r, insert_slice, "plain insert") ||
+		if (first_load_aside(r) ||
+			fast_path(r, insert_slice, "plain insert") ||
 			fast_path(r, merge_slice, "merge"))
 			return;
 		ereport(DEBUG1,
