@@ -21,14 +21,16 @@ COMMENT ON TABLE t IS 'the target';
 GRANT SELECT ON t TO PUBLIC;
 CREATE VIEW tv AS SELECT id, b FROM t;
 SELECT hwm.create_pipeline('t', 'src', 't', '{id}', 'updated_at');
-CREATE TEMP TABLE before AS SELECT 't'::regclass::oid AS oid, pg_relation_filenode('t') AS node;
+CREATE TEMP TABLE before AS SELECT oid, pg_relation_filenode('t') AS node, relacl::text AS acl
+  FROM pg_class WHERE oid = 't'::regclass;
 
 -- the first run: built aside
 SET client_min_messages = debug1;
 SELECT rows_upserted FROM hwm.run('t');
 RESET client_min_messages;
 SELECT c.oid = b.oid AS same_oid, pg_relation_filenode('t') <> b.node AS storage_traded,
-       c.relacl::text, obj_description(c.oid, 'pg_class') AS comment, c.reltuples
+       c.relacl::text = b.acl AS same_grants, has_table_privilege('public', c.oid, 'SELECT') AS public_reads,
+       obj_description(c.oid, 'pg_class') AS comment, c.reltuples
   FROM pg_class c, before b WHERE c.oid = 't'::regclass;
 SELECT NOT EXISTS ((SELECT id, updated_at, a, b FROM src EXCEPT ALL SELECT id, updated_at, a, b FROM t)
              UNION ALL (SELECT id, updated_at, a, b FROM t EXCEPT ALL SELECT id, updated_at, a, b FROM src)) AS same_as_source;
@@ -48,7 +50,7 @@ INSERT INTO t (id, b) VALUES (2000, 'b7');
 
 -- a second run (the target is not empty): not aside, storage kept
 TRUNCATE before;
-INSERT INTO before SELECT 't'::regclass::oid, pg_relation_filenode('t');
+INSERT INTO before (oid, node) SELECT 't'::regclass::oid, pg_relation_filenode('t');
 INSERT INTO src VALUES (1001, '2021-01-01', 1, 'b1001');
 SET client_min_messages = debug1;
 SELECT rows_upserted FROM hwm.run('t');

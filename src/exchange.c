@@ -3,9 +3,11 @@
  *		Partition exchange: when the target is declaratively partitioned and
  *		an overwrite range covers whole partitions, build each covered
  *		partition's new contents aside and exchange them in, instead of
- *		deleting and upserting row by row.  Called by range.c only, which
+ *		deleting and upserting row by row.  Called by range.c, which
  *		overwrites what the range leaves of a partition (a range that cuts
- *		through it) by the diff, in the same transaction.
+ *		through it) by the diff, in the same transaction; and by load.c for
+ *		a first load into an empty target, which takes the same path for
+ *		the whole target (hwm_aside_load, at the end of this file).
  *
  * For each covered leaf partition L (hwm_exchange_build builds every L
  * before range.c diffs the rest of the range, and only then does

@@ -12,7 +12,8 @@
  *	   below that (at most W0);
  *	3. load: upsert every visible row above the old watermark (up to the
  *	   batch's end) on the business key, skipping rows whose values did not
- *	   change;
+ *	   change; into an empty target, by building the slice aside and
+ *	   trading storage (exchange.c), else by a fast path or the upsert;
  *	4. the lookback: overwrite the lookback newest partitions (range.c) to
  *	   catch late rows;
  *	5. record the new watermark and the run's facts, in the same
@@ -188,6 +189,16 @@ settle_watermark(LoadRun *r)
  * The fast paths of step 3, each in a subtransaction (load_slice), each
  * taken only where its result is the upsert's (pipeline.c, merge_refusal):
  *
+ * - into an empty target (no block: never written, or truncated), the
+ *   slice built aside and traded in (exchange.c, hwm_aside_load): a table
+ *   LIKE the target filled with the rows the plain INSERT below would
+ *   insert, with the same parameters, its indexes built after the rows are
+ *   in, then storage traded under the target's lock.  A key twice fails
+ *   the unique index's build (unique_violation); a refusal found under the
+ *   lock, or the lock not granted within hwm.exchange_lock_timeout, gives
+ *   it up too (hwm_aside_gave_up says why): the subtransaction takes the
+ *   table aside with it and the plain INSERT runs.  No snapshot sees a row
+ *   in a target without blocks, so trading its storage hides none;
  * - the slice by a plain INSERT (HWM_WM_INSERT): when every key is new, the
  *   upsert inserts every row too, and this is all it does, without the
  *   upsert's speculative insertion; a key already in the target raises
