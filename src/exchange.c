@@ -1069,7 +1069,7 @@ target_refusal(const HwmPlan *plan, Relation tgt)
 	if (tgt->rd_createSubid != InvalidSubTransactionId ||
 		tgt->rd_firstRelfilelocatorSubid != InvalidSubTransactionId)
 		return "its storage is new in this transaction";
-	if (AfterTriggerPendingOnRel(RelationGetRelid(tgt)))
+	if (tgt->rd_refcnt != 1 || AfterTriggerPendingOnRel(RelationGetRelid(tgt)))
 		return "it is in use by this session";
 	return leaf_refusal(plan, tgt, tgt);
 }

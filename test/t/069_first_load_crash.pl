@@ -120,5 +120,33 @@ same_rows($node, 'postgres', 'slice', 'tgt', '... the target holds the slice onc
 is(sql($node, 'postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE 'hwm\_exchange\_%'}),
 	'0', '... and no table aside is left');
 
+# --- 5. a writer writes the empty target while the run waits for its lock ----------
+# The writer holds ROW EXCLUSIVE (it has not written yet): the run finds the
+# target empty, builds the slice aside and waits for its lock; the writer
+# inserts a row and commits.  Under the lock the run finds the target no
+# longer empty, gives the trade up and loads by the plain insert.
+sql($node, 'postgres', qq{TRUNCATE tgt; SELECT hwm.set_watermark('first', '$wm');});
+$writer = $node->background_psql('postgres');
+$writer->query_safe(q{BEGIN; LOCK TABLE tgt IN ROW EXCLUSIVE MODE});
+$loader = $node->background_psql('postgres', on_error_stop => 0);
+$loader->query_until(qr/loading/, q{\echo loading
+SET client_min_messages = debug1;
+SET hwm.exchange_lock_timeout = '5min';
+SELECT rows_upserted FROM hwm.run('first');
+});
+ok($node->poll_query_until('postgres',
+	q{SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%hwm.run%'}),
+	'the run, its slice built aside, waits for the target\'s lock');
+$writer->query_safe(q{INSERT INTO tgt VALUES (0, now(), 'the writer''s', 0); COMMIT});
+$writer->quit;
+$loader->quit;
+like($loader->{stderr}, qr/the first load is not built aside: it is no longer empty/,
+	'... and under the lock finds the target written: it gives the trade up');
+like($loader->{stderr}, qr/the slice is loaded by plain insert/, '... and loads by the plain insert');
+same_rows($node, 'postgres', 'slice', '(SELECT * FROM tgt WHERE id <> 0) t', '... the slice once');
+is(sql($node, 'postgres', q{SELECT count(*) FROM tgt WHERE id = 0}), '1', '... beside the writer\'s row');
+is(sql($node, 'postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE 'hwm\_exchange\_%'}),
+	'0', '... and no table aside is left');
+
 $node->stop;
 done_testing();
