@@ -15,11 +15,13 @@ use Test::More;
 use HwmTest;
 
 my $rows = 1_000_000;
-# wal_level replica (the test harness's default, minimal, refuses the aside path)
+# streaming (wal_level replica: the harness's default, minimal, refuses the
+# aside path), for a standby that replays the trade
 my $node = new_node('first_load_crash', 'hwm.allow_superuser_pipelines' => 'on', restart_after_crash => 'on',
-	wal_level => 'replica');
+	init => { allows_streaming => 1 });
 sql($node, 'postgres', qq{
 CREATE EXTENSION hwm;
+CREATE EXTENSION amcheck;
 CREATE TABLE src (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, v text, n int);
 INSERT INTO src SELECT g, '2026-01-01'::timestamptz + g * interval '1 second', 'v' || g, g
   FROM generate_series(1, $rows) g;
@@ -53,6 +55,8 @@ is(sql($node, 'postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE 'hw
 	'0', '... and no table aside is left');
 
 # --- 2. the next run loads everything, built aside, once ----------------------------
+# (a standby, made now, replays the trade)
+my $standby = new_standby($node, 'first_load_standby');
 my $node_before = sql($node, 'postgres', q{SELECT pg_relation_filenode('tgt')});
 my ($ret, $out, $err) = $node->psql('postgres',
 	q{SET client_min_messages = debug1; SELECT rows_upserted FROM hwm.run('first')});
@@ -67,6 +71,19 @@ is(sql($node, 'postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE 'hw
 	'0', '... and no table aside is left');
 is(sql($node, 'postgres', q{SELECT bool_and(indisvalid) FROM pg_index WHERE indrelid = 'tgt'::regclass}),
 	't', '... its indexes valid');
+$node->wait_for_catchup($standby);
+for my $n ([$node, 'primary'], [$standby, 'standby'])
+{
+	my ($on, $what) = @$n;
+	is($on->safe_psql('postgres', q{SELECT count(*) FROM verify_heapam('tgt', check_toast => true)}),
+		'0', "$what: verify_heapam finds the target sound");
+	is($on->safe_psql('postgres', q{
+SELECT count(*) FROM pg_index i, LATERAL bt_index_check(i.indexrelid, true) WHERE i.indrelid = 'tgt'::regclass}),
+		'1', "$what: bt_index_check(heapallindexed) passes on its index");
+	is($on->safe_psql('postgres', q{SET enable_seqscan = off; SELECT count(*) || ' ' || min(v) FROM tgt WHERE id = 424242}),
+		'1 v424242', "$what: the primary key finds a row");
+}
+$standby->stop;
 
 # --- 3. a writer holds an uncommitted key of a big slice in an empty target ---------
 # The target is emptied and the watermark set to the first load's end, so the
