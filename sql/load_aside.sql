@@ -98,7 +98,34 @@ SELECT rows_upserted FROM hwm.run('t');
 RESET client_min_messages;
 COMMIT;
 
+-- a target the session has open (a cursor on it): in use, not aside
+CREATE TABLE cur (LIKE t INCLUDING ALL);
+SELECT hwm.create_pipeline('cur', 'src', 'cur', '{id}', 'updated_at');
+BEGIN;
+DECLARE c CURSOR FOR SELECT * FROM cur;
+SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('cur');
+RESET client_min_messages;
+CLOSE c;
+COMMIT;
+
+-- a table in the way of the table aside (its name is hwm_exchange_ and the
+-- target's OID): not aside, the table left alone
+CREATE TABLE way (LIKE t INCLUDING ALL);
+SELECT hwm.create_pipeline('way', 'src', 'way', '{id}', 'updated_at');
+DO $$BEGIN EXECUTE format('CREATE TABLE load_aside.%I (x int)', 'hwm_exchange_' || 'load_aside.way'::regclass::oid); END$$;
+CREATE TEMP TABLE way_node AS SELECT pg_relation_filenode('way') AS node;
+SELECT rows_upserted FROM hwm.run('way');
+SELECT pg_relation_filenode('way') = node AS storage_kept, (SELECT count(*) FROM way) AS rows,
+       (SELECT count(*) FROM pg_class WHERE relname = 'hwm_exchange_' || 'load_aside.way'::regclass::oid) AS in_the_way
+  FROM way_node;
+DO $$BEGIN EXECUTE format('DROP TABLE load_aside.%I', 'hwm_exchange_' || 'load_aside.way'::regclass::oid); END$$;
+
 -- refusals, each saying why, each loaded by the plain insert instead
+-- dropped columns
+CREATE TABLE dropc (LIKE t INCLUDING ALL, x int);
+ALTER TABLE dropc DROP COLUMN x;
+SELECT hwm.create_pipeline('dropc', 'src', 'dropc', '{id}', 'updated_at');
 -- a foreign key from the target
 CREATE TABLE parent (a int PRIMARY KEY);
 INSERT INTO parent SELECT g FROM generate_series(0, 6) g;
@@ -129,10 +156,11 @@ CREATE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NUL
 CREATE TRIGGER keep_upsert AFTER INSERT ON trig FOR EACH STATEMENT EXECUTE FUNCTION nothing();
 SELECT hwm.create_pipeline('trig', 'src', 'trig', '{id}', 'updated_at');
 CREATE TEMP TABLE nodes AS SELECT relname, pg_relation_filenode(oid::regclass) AS node
-  FROM pg_class WHERE relname IN ('fk', 'referred', 'ident', 'pub', 'trig')
+  FROM pg_class WHERE relname IN ('dropc', 'fk', 'referred', 'ident', 'pub', 'trig')
   AND relnamespace = 'load_aside'::regnamespace;
 
 SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('dropc');
 SELECT rows_upserted FROM hwm.run('fk');
 SELECT rows_upserted FROM hwm.run('referred');
 SELECT rows_upserted FROM hwm.run('ident');

@@ -165,5 +165,16 @@ is(sql($node, 'postgres', q{SELECT count(*) FROM tgt WHERE id = 0}), '1', '... b
 is(sql($node, 'postgres', q{SELECT count(*) FROM pg_class WHERE relname LIKE 'hwm\_exchange\_%'}),
 	'0', '... and no table aside is left');
 
+# --- 6. wal_level = minimal: not aside -----------------------------------------------
+$node->stop;
+$node->append_conf('postgresql.conf', "wal_level = minimal\nmax_wal_senders = 0\n");
+$node->start;
+sql($node, 'postgres', qq{TRUNCATE tgt; SELECT hwm.set_watermark('first', '$wm');});
+($ret, $out, $err) = $node->psql('postgres',
+	q{SET client_min_messages = debug1; SELECT rows_upserted FROM hwm.run('first')});
+is($out, 200000, 'with wal_level = minimal the run loads the slice');
+like($err, qr/the first load is not built aside: wal_level is minimal/, '... not built aside, saying why');
+like($err, qr/the slice is loaded by plain insert/, '... by the plain insert');
+
 $node->stop;
 done_testing();
