@@ -1062,6 +1062,8 @@ target_refusal(const HwmPlan *plan, Relation tgt)
 {
 	if (tgt->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		return "it is partitioned";
+	if (tgt->rd_rel->relkind != RELKIND_RELATION)
+		return "it is not an ordinary table";
 	if (tgt->rd_rel->relispartition)
 		return "it is a partition";
 	if (!XLogIsNeeded())
