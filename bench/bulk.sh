@@ -10,6 +10,12 @@
 #   changed  half the slice changed (keys N/2+1..N, column b), half new
 #   first    a first load: the empty target t0 gets a source of N rows
 #            (contenders bare, ctas, upsert, hwm only; CASES=first)
+#   tail     a slice of N/10 rows at the top of the key range, half of it
+#            re-sent unchanged (keys N-N/20+1..N), half new: the shape of a
+#            daily re-read with a lookback (CASES=tail)
+#   backlog  new, loaded by hwm as a backlog is: CALL hwm.catch_up in
+#            batches of BATCH rows (default 50,000; the other contenders
+#            load the same slice in one statement; CASES=backlog)
 #   halfnk   half, from a source without a unique index on the key: hwm
 #            then looks for a key twice in the slice after its MERGE (a
 #            GROUP BY of the slice's keys; CASES=halfnk)
@@ -72,6 +78,10 @@ INSERT INTO src_new SELECT g, '2026-01-01'::timestamptz + g * interval '1 second
 CREATE TABLE src_half (LIKE t INCLUDING ALL);
 CREATE INDEX ON src_half (updated_at);
 INSERT INTO src_half SELECT * FROM src_new WHERE id <= :n + :half;
+-- tail: 1..N+N/20, the slice N-N/20+1..N+N/20 (its first half as in t)
+CREATE TABLE src_tail (LIKE t INCLUDING ALL);
+CREATE INDEX ON src_tail (updated_at);
+INSERT INTO src_tail SELECT * FROM src_new WHERE id <= :n + :n / 20;
 -- halfnk: half without the primary key (a key may be there twice)
 CREATE TABLE src_halfnk (LIKE t);
 CREATE INDEX ON src_halfnk (updated_at);
@@ -96,6 +106,8 @@ SELECT hwm.create_pipeline('half', 'src_half', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_half WHERE id = :half));
 SELECT hwm.create_pipeline('changed', 'src_changed', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_changed WHERE id = :half));
+SELECT hwm.create_pipeline('tail', 'src_tail', 't', '{id}', 'updated_at',
+  initial_watermark => (SELECT updated_at::text FROM src_tail WHERE id = :n - :n / 20));
 SELECT hwm.create_pipeline('halfnk', 'src_halfnk', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_half WHERE id = :half));
 CREATE TABLE wm (name text PRIMARY KEY, w timestamptz NOT NULL);

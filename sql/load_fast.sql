@@ -109,6 +109,33 @@ SELECT same('mj_fast', 'mj_ref'), count(*) FROM mj_fast;
 SELECT count(*) AS rewritten, min(id), max(id) FROM mj_fast f JOIN versions v USING (id)
  WHERE (f.ctid, f.xmin::text) IS DISTINCT FROM (v.row_ctid, v.row_xmin);
 
+-- a key whose collation differs between source and target: keys match as
+-- the target's unique index has them equal (its collation; the MERGE's ON
+-- could not choose between two implicit collations), and the MERGE is not
+-- limited to the slice's key range (the range is in the source's order)
+CREATE TABLE coll_src (k text COLLATE "C" PRIMARY KEY, updated_at timestamptz, v int);
+CREATE TABLE coll_tgt (k text COLLATE "POSIX" PRIMARY KEY, updated_at timestamptz, v int);
+INSERT INTO coll_src SELECT 'k' || g, TIMESTAMPTZ '2020-01-01 00:00+00' + g * INTERVAL '1 minute', g
+  FROM generate_series(1, 20) g;
+SELECT hwm.create_pipeline('coll', 'coll_src', 'coll_tgt', '{k}', 'updated_at');
+SELECT rows_upserted FROM hwm.run('coll');
+UPDATE coll_src SET v = -v, updated_at = updated_at + INTERVAL '1 day' WHERE v % 2 = 0;
+INSERT INTO coll_src VALUES ('a', '2020-02-01', 0), ('z', '2020-02-01', 0);
+SET client_min_messages = debug1;
+SELECT rows_upserted FROM hwm.run('coll');
+RESET client_min_messages;
+SELECT NOT EXISTS ((TABLE coll_src EXCEPT SELECT k COLLATE "C", updated_at, v FROM coll_tgt)
+             UNION ALL (SELECT k COLLATE "C", updated_at, v FROM coll_tgt EXCEPT TABLE coll_src)) AS same_as_source;
+-- the same with tombstones: the slice's statement deletes by the key too
+CREATE TABLE coll_tsrc (k text COLLATE "C" PRIMARY KEY, updated_at timestamptz, v int, gone boolean);
+CREATE TABLE coll_ttgt (k text COLLATE "POSIX" PRIMARY KEY, updated_at timestamptz, v int);
+INSERT INTO coll_tsrc SELECT k, updated_at, v, false FROM coll_src;
+SELECT hwm.create_pipeline('coll_t', 'coll_tsrc', 'coll_ttgt', '{k}', 'updated_at', delete_column => 'gone');
+SELECT rows_upserted FROM hwm.run('coll_t');
+UPDATE coll_tsrc SET gone = true, updated_at = updated_at + INTERVAL '1 year' WHERE k IN ('a', 'k3');
+SELECT rows_upserted, rows_deleted FROM hwm.run('coll_t');
+SELECT count(*), count(*) FILTER (WHERE k IN ('a', 'k3')) AS deleted_left FROM coll_ttgt;
+
 -- a slice holding a key twice: the fast path fails, the upsert says what it
 -- always said, nothing changes
 INSERT INTO src VALUES (30, '2020-08-01 00:00+00', 1, 'x'), (30, '2020-08-01 00:01+00', 2, 'y');

@@ -45,7 +45,9 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 /* One run of hwm.run, as its steps fill it in */
@@ -80,6 +82,16 @@ typedef struct LoadRun
  */
 static int64 serving_run_id = 0;
 
+/* The least and greatest key of a MERGE's slice (HWM_WM_KEYS) */
+typedef struct KeyBounds
+{
+	Datum		value[2];
+	bool		isnull[2];
+} KeyBounds;
+
+static void wm_exec_extra(const LoadRun *r, const char *sql, HwmWmStatement stmt,
+						  Oid argtype, Datum arg, const KeyBounds *bounds, int expected);
+
 /*
  * Run sql with the parameters of watermark statement stmt in its first-run
  * or later-run form (see HwmWmStatement), with the statement's own argument
@@ -89,9 +101,20 @@ static void
 wm_exec_sql(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
 			int expected)
 {
-	Oid			argtypes[3];
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	wm_exec_extra(r, sql, stmt, argtype, arg, NULL, expected);
+}
+
+/*
+ * wm_exec_sql, then the two arguments of the MERGE's key bounds when
+ * bounds is not NULL (see HwmPlan.merge_bound_type).
+ */
+static void
+wm_exec_extra(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
+			  const KeyBounds *bounds, int expected)
+{
+	Oid			argtypes[5];
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	int			nargs = 0;
 	bool		later = r->p->watermark != NULL;
 
@@ -111,6 +134,12 @@ wm_exec_sql(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype,
 	{
 		argtypes[nargs] = argtype;
 		args[nargs++] = arg;
+	}
+	for (int i = 0; bounds != NULL && i < 2; i++)
+	{
+		argtypes[nargs] = r->plan->merge_bound_type;
+		args[nargs] = bounds->value[i];
+		nulls[nargs++] = bounds->isnull[i] ? 'n' : ' ';
 	}
 	hwm_spi_exec(sql, nargs, argtypes, args, nulls, expected);
 }
@@ -261,19 +290,58 @@ aside_slice(void *arg)
 	r->upserted = hwm_aside_load(r->plan, fill_aside, r);
 }
 
+/*
+ * The least and greatest value of the key's first column in the MERGE's
+ * slice (HWM_WM_KEYS), copied out of SPI's memory; both NULL when no key
+ * in the slice is.
+ */
+static void
+merge_key_bounds(const LoadRun *r, KeyBounds *kb)
+{
+	HwmWmStatement stmt = r->upto ? HWM_WM_KEYS_UPTO : HWM_WM_KEYS;
+	int16		typlen;
+	bool		typbyval;
+
+	if (r->upto)
+		wm_exec(r, stmt, r->plan->wm.type, r->w0, SPI_OK_SELECT);
+	else
+		wm_exec(r, stmt, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 2)
+		elog(ERROR, "hwm: the slice's key bounds returned no row");
+	get_typlenbyval(r->plan->merge_bound_type, &typlen, &typbyval);
+	for (int i = 0; i < 2; i++)
+	{
+		Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1,
+									  &kb->isnull[i]);
+
+		kb->value[i] = kb->isnull[i] ? (Datum) 0 : datumCopy(v, typbyval, typlen);
+	}
+}
+
 /* The MERGE, then the check for an existing key twice (see above) */
 static void
 merge_slice(void *arg)
 {
 	LoadRun    *r = arg;
 	int			nest = NewGUCNestLevel();
+	KeyBounds	kb;
+	KeyBounds  *bounds = NULL;
+	HwmWmStatement stmt = r->upto ? HWM_WM_MERGE_UPTO : HWM_WM_MERGE;
+	Oid			argtype = r->upto ? r->plan->wm.type : InvalidOid;
+	Datum		stmt_arg = r->upto ? r->w0 : (Datum) 0;
 
+	if (OidIsValid(r->plan->merge_bound_type))
+	{
+		merge_key_bounds(r, &kb);
+		bounds = &kb;
+	}
 	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (r->upto)
-		wm_exec(r, HWM_WM_MERGE_UPTO, r->plan->wm.type, r->w0, SPI_OK_MERGE);
-	else
-		wm_exec(r, HWM_WM_MERGE, InvalidOid, (Datum) 0, SPI_OK_MERGE);
+	if (bounds == NULL)
+		(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	wm_exec_extra(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, stmt_arg,
+				  bounds, SPI_OK_MERGE);
 	r->upserted = (int64) SPI_processed;
 	AtEOXact_GUC(true, nest);
 	if (r->plan->wm_sql[HWM_WM_TWICE][0] == NULL)

@@ -35,12 +35,15 @@
 #include "catalog/pg_type.h"
 #include "access/stratnum.h"
 #include "lib/stringinfo.h"
+#include "nodes/value.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
@@ -185,6 +188,8 @@ typedef struct LoadColumn
 	Oid			source_type;
 	Oid			target_type;
 	int32		target_typmod;
+	Oid			source_collation;
+	Oid			target_collation;
 } LoadColumn;
 
 static bool
@@ -388,7 +393,10 @@ typedef struct PlanBuild
 	bool		citus_source;	/* the source is a Citus table */
 	bool		citus_target;	/* the target is a Citus table */
 	char	   *merge_head;		/* MERGE INTO t USING (SELECT ... WHERE, or NULL */
-	char	   *merge_tail;		/* ) AS s ON ... WHEN ... */
+	char	   *merge_on;		/* ) AS s ON ... (the key's match) */
+	char	   *merge_tail;		/* WHEN ... */
+	const char *bound_col;		/* the key's first column, quoted, if bounded */
+	HwmValueType bound_vt;		/* ... and its type */
 	char	   *twice_tail;		/* GROUP BY the key ..., or NULL (twice_statement) */
 	char	   *live;			/* " AND s.marker IS NOT TRUE" or "" (tombstones) */
 	char	   *slice_head;		/* SELECT DISTINCT ON (keys) s.cols, tombstone FROM s */
@@ -552,6 +560,8 @@ walk_columns(PlanBuild *b)
 		c->source_type = satt->atttypid;
 		c->target_type = tatt->atttypid;
 		c->target_typmod = tatt->atttypmod;
+		c->source_collation = satt->attcollation;
+		c->target_collation = tatt->attcollation;
 		b->cols = lappend(b->cols, c);
 		b->plan->load_columns = lappend(b->plan->load_columns, pstrdup(NameStr(tatt->attname)));
 		b->plan->source_columns = lappend_int(b->plan->source_columns, sattno);
@@ -787,6 +797,9 @@ conflict_clause(PlanBuild *b)
 		appendStringInfoString(&keymatch, " AND ");
 		append_source_key(&keymatch, c);
 		appendStringInfo(&keymatch, " %s t.%s", hwm_operator_sql(tc->eq_opr), c->name);
+		/* keys equal as the target's unique index has them equal */
+		if (c->source_collation != c->target_collation && OidIsValid(c->target_collation))
+			appendStringInfo(&keymatch, " COLLATE %s", generate_collation_name(c->target_collation));
 	}
 	b->conflict = conflict.data;
 	b->keymatch = keymatch.data;
@@ -832,6 +845,55 @@ merge_refusal(PlanBuild *b)
 	return NULL;
 }
 
+/* Whether pg_catalog.min and max take exactly type (one pass over the slice) */
+static bool
+has_min_max(Oid type)
+{
+	return OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"), makeString("min")),
+									 1, &type, true)) &&
+		OidIsValid(LookupFuncName(list_make2(makeString("pg_catalog"), makeString("max")),
+								  1, &type, true));
+}
+
+/*
+ * The MERGE's key bounds (see HwmPlan.merge_bound_type): the target's side
+ * of the ON clause limited to [least, greatest] of the slice's values of
+ * the key's first column, so that the planner weighs a merge join along the
+ * target's key index by the part of the index it would read (the slice's
+ * range), not by the whole index: a slice whose keys are spread out keeps
+ * its index probes, one whose keys lie together is merged in one pass.
+ * The bounds change no row's match: each key of the slice lies within
+ * them, by the same type's ordering (and collation: none is built when the
+ * column's collation differs between source and target, or when min and
+ * max do not take its type: load.c then keeps the MERGE to index probes,
+ * since a merge join unbounded reads the target's whole index).  A row that
+ * commits into the source between the bounds' statement and the MERGE may
+ * lie outside them; the MERGE then inserts it as new, and a key already in
+ * the target fails the MERGE with unique_violation (the upsert then runs).
+ */
+static void
+merge_bounds(PlanBuild *b)
+{
+	const char *name = linitial(b->spec->unique_key);
+	const char *quoted = quote_identifier(name);
+	ListCell   *lc;
+
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (strcmp(c->name, quoted) != 0)
+			continue;
+		if (c->source_type != c->target_type || c->source_collation != c->target_collation ||
+			!has_min_max(getBaseType(c->target_type)))
+			return;
+		value_type_init(&b->bound_vt, c->target_type, c->target_typmod, c->target_collation,
+						name, b->tgtname);
+		b->bound_col = c->name;
+		b->plan->merge_bound_type = c->target_type;
+	}
+}
+
 /*
  * The fast path of a slice, when merge_refusal allows one: MERGE INTO the
  * target USING the slice ON the key, inserting the new keys as a plain
@@ -854,9 +916,10 @@ merge_statement(PlanBuild *b)
 		return;
 	b->merge_head = psprintf("MERGE INTO %s AS t USING (SELECT %s FROM %s AS s",
 							 b->tgtname, column_list(b->cols, "s."), b->srcname);
-	initStringInfo(&tail);
 	/* keymatch is " AND s.k = t.k ..." */
-	appendStringInfo(&tail, ") AS s ON %s", b->keymatch + strlen(" AND "));
+	b->merge_on = psprintf(") AS s ON %s", b->keymatch + strlen(" AND "));
+	merge_bounds(b);
+	initStringInfo(&tail);
 	if (b->has_nonkey)
 	{
 		appendStringInfoString(&tail, " WHEN MATCHED AND ");
@@ -958,7 +1021,8 @@ typedef enum WmForm
 	WM_UPSERT,					/* the upsert */
 	WM_PLAIN,					/* the fast path's plain INSERT */
 	WM_MERGE,					/* the fast path's MERGE */
-	WM_TWICE					/* a key twice in the MERGE's slice */
+	WM_TWICE,					/* a key twice in the MERGE's slice */
+	WM_KEYS						/* the MERGE's key bounds */
 } WmForm;
 
 /*
@@ -985,6 +1049,8 @@ static const struct
 	{HWM_WM_MERGE_UPTO, WM_MERGE, "le", false, false},
 	{HWM_WM_TWICE, WM_TWICE, NULL, false, false},
 	{HWM_WM_TWICE_UPTO, WM_TWICE, "le", false, false},
+	{HWM_WM_KEYS, WM_KEYS, NULL, false, false},
+	{HWM_WM_KEYS_UPTO, WM_KEYS, "le", false, false},
 };
 
 /*
@@ -1057,6 +1123,8 @@ wm_statement_built(const PlanBuild *b, int i)
 			return b->merge_head != NULL;
 		case WM_TWICE:
 			return b->twice_tail != NULL;
+		case WM_KEYS:
+			return b->merge_head != NULL && b->bound_col != NULL;
 	}
 	return false;
 }
@@ -1088,6 +1156,10 @@ wm_statement_head(const PlanBuild *b, int i, StringInfo buf)
 		case WM_TWICE:
 			appendStringInfo(buf, "SELECT 1 FROM %s AS s WHERE ", b->srcname);
 			break;
+		case WM_KEYS:
+			appendStringInfo(buf, "SELECT pg_catalog.min(s.%s), pg_catalog.max(s.%s) FROM %s AS s WHERE ",
+							 b->bound_col, b->bound_col, b->srcname);
+			break;
 	}
 }
 
@@ -1114,10 +1186,22 @@ wm_statement_tail(const PlanBuild *b, int i, int argno, StringInfo buf)
 		case WM_PLAIN:
 			break;
 		case WM_MERGE:
+			appendStringInfoString(buf, b->merge_on);
+			if (b->bound_col != NULL)
+			{
+				/* the bounds follow the statement's own argument */
+				int			lo = argno + (wm_statements[i].arg_op != NULL);
+
+				appendStringInfo(buf, " AND t.%s %s $%d AND t.%s %s $%d",
+								 b->bound_col, b->bound_vt.ge, lo,
+								 b->bound_col, b->bound_vt.le, lo + 1);
+			}
 			appendStringInfoString(buf, b->merge_tail);
 			break;
 		case WM_TWICE:
 			appendStringInfoString(buf, b->twice_tail);
+			break;
+		case WM_KEYS:
 			break;
 	}
 }

@@ -64,6 +64,8 @@ typedef enum HwmWmStatement
 	HWM_WM_MERGE_UPTO,			/* HWM_WM_UPSERT_UPTO likewise */
 	HWM_WM_TWICE,				/* a row if HWM_WM_MERGE's slice holds a key twice */
 	HWM_WM_TWICE_UPTO,			/* HWM_WM_MERGE_UPTO's likewise */
+	HWM_WM_KEYS,				/* min and max of the key's first column in HWM_WM_MERGE's slice */
+	HWM_WM_KEYS_UPTO,			/* HWM_WM_MERGE_UPTO's likewise */
 	HWM_WM_NSTATEMENTS
 } HwmWmStatement;
 
@@ -71,7 +73,8 @@ typedef enum HwmWmStatement
 	((stmt) == HWM_WM_BATCH_END || (stmt) == HWM_WM_UPSERT || (stmt) == HWM_WM_UPSERT_UPTO || \
 	 (stmt) == HWM_WM_INSERT || (stmt) == HWM_WM_INSERT_UPTO || \
 	 (stmt) == HWM_WM_MERGE || (stmt) == HWM_WM_MERGE_UPTO || \
-	 (stmt) == HWM_WM_TWICE || (stmt) == HWM_WM_TWICE_UPTO)
+	 (stmt) == HWM_WM_TWICE || (stmt) == HWM_WM_TWICE_UPTO || \
+	 (stmt) == HWM_WM_KEYS || (stmt) == HWM_WM_KEYS_UPTO)
 
 /* Statements and types for one run, built once from the catalog. */
 typedef struct HwmPlan
@@ -99,6 +102,17 @@ typedef struct HwmPlan
 	 * statements: a plain insert already, no key; see load.c).
 	 */
 	const char *merge_refused;
+
+	/*
+	 * The MERGE's key bounds (HWM_WM_KEYS*, the least and greatest value of
+	 * the key's first column in the slice): the type of that column, whose
+	 * bounds follow the MERGE's own arguments as two more ($n, $n+1) that
+	 * limit the target's side of its ON to the slice's key range; InvalidOid
+	 * when the MERGE has none (a collation differs between the tables, or
+	 * pg_catalog.min and max do not take the type), and is then kept to
+	 * nested loops (load.c).
+	 */
+	Oid			merge_bound_type;
 	/* the number of source rows whose watermark column is NULL */
 	char	   *wm_null_count_sql;
 
