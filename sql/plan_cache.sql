@@ -29,6 +29,17 @@ INSERT INTO src VALUES (3, next_ts(), 30, 'b3');
 SELECT rows_upserted FROM hwm.run('pc');
 SELECT * FROM tgt ORDER BY id;
 
+-- a column added in a transaction that a run uses, then rolled back: the
+-- plan built inside it is stale after the rollback
+BEGIN;
+ALTER TABLE src ADD COLUMN z int;
+ALTER TABLE tgt ADD COLUMN z int;
+SELECT rows_upserted FROM hwm.run('pc');
+ROLLBACK;
+INSERT INTO src VALUES (9, next_ts(), 90, 'b9');
+SELECT rows_upserted FROM hwm.run('pc');
+DELETE FROM tgt WHERE id = 9;
+
 -- a column dropped from both: no longer named
 ALTER TABLE src DROP COLUMN a;
 ALTER TABLE tgt DROP COLUMN a;
