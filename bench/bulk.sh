@@ -51,12 +51,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 N=${N:-500000}
 ROUNDS=${ROUNDS:-3}
 CASES=${CASES:-new half changed}
+BATCH=${BATCH:-50000}
 CONTENDERS=${CONTENDERS:-bare upsert hwm split split_oc merge dbt_merge dbt_di}
 bench_cluster bulk "autovacuum = off" "hwm.allow_superuser_pipelines = on" \
     "shared_buffers = 1GB" "max_wal_size = 8GB" "checkpoint_timeout = 1h"
 
 half=$((N / 2))
-hwm_psql -q -v n="$N" -v half="$half" <<'SQL' >>"$LOG" 2>&1
+hwm_psql -q -v n="$N" -v half="$half" -v batch="$BATCH" <<'SQL' >>"$LOG" 2>&1
 CREATE EXTENSION hwm;
 -- the target: keys 1..N
 CREATE TABLE t (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, a int, b text, c numeric);
@@ -89,6 +90,8 @@ INSERT INTO src_first SELECT * FROM t;
 SELECT hwm.create_pipeline('first', 'src_first', 't0', '{id}', 'updated_at');
 SELECT hwm.create_pipeline('new', 'src_new', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_new WHERE id = :n));
+SELECT hwm.create_pipeline('backlog', 'src_new', 't', '{id}', 'updated_at', batch_size => :batch,
+  initial_watermark => (SELECT updated_at::text FROM src_new WHERE id = :n));
 SELECT hwm.create_pipeline('half', 'src_half', 't', '{id}', 'updated_at',
   initial_watermark => (SELECT updated_at::text FROM src_half WHERE id = :half));
 SELECT hwm.create_pipeline('changed', 'src_changed', 't', '{id}', 'updated_at',
@@ -104,6 +107,7 @@ SQL
 # the statement of contender $1 for case $2
 statement() {
     local s=src_$2 lo floor
+    [[ $2 == backlog ]] && s=src_new
     lo="(SELECT w FROM wm WHERE name = '$2')"
     # bare: the new keys only (above N in every case)
     floor="(SELECT updated_at FROM ${s%nk} WHERE id = $N)"
@@ -125,7 +129,7 @@ statement() {
     case $1 in
     bare) echo "INSERT INTO t AS t SELECT s.id, s.updated_at, s.a, s.b, s.c FROM $s AS s WHERE s.updated_at > $floor" ;;
     upsert) echo "INSERT INTO t AS t $slice ON CONFLICT (id) DO UPDATE SET $set WHERE $changed" ;;
-    hwm) echo "SELECT * FROM hwm.run('$2')" ;;
+    hwm) if [[ $2 == backlog ]]; then echo "CALL hwm.catch_up('$2')"; else echo "SELECT * FROM hwm.run('$2')"; fi ;;
     split) echo "WITH u AS ($upd RETURNING 1) INSERT INTO t AS t $slice AND NOT EXISTS (SELECT FROM t AS t2 WHERE t2.id = s.id)" ;;
     split_oc) echo "WITH u AS ($upd RETURNING 1) INSERT INTO t AS t $slice AND NOT EXISTS (SELECT FROM t AS t2 WHERE t2.id = s.id) ON CONFLICT (id) DO UPDATE SET $set WHERE $changed" ;;
     merge) echo "MERGE INTO t USING ($slice) AS s ON t.id = s.id WHEN MATCHED AND $changed_s THEN UPDATE SET updated_at = s.updated_at, a = s.a, b = s.b, c = s.c WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.updated_at, s.a, s.b, s.c)" ;;

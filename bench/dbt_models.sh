@@ -6,7 +6,12 @@
 #   bash bench/dbt_models.sh            # N=500000 rows, slices of 50000, 3 repetitions
 #   N=... SLICE=... REPS=... bash bench/dbt_models.sh
 #
-# Two kinds of slice, each repetition loading one of each into all three
+# First, REPS first runs of three models over the N source rows (kind
+# `first`: each model dropped, then `dbt run --select` it; rotating order):
+# the hwm model (its first run: create the table with its key, the
+# pipeline, load), dbt's `table` model (tbl: CREATE TABLE AS, no key) and
+# its incremental merge model (its first run is CREATE TABLE AS too).
+# Then two kinds of slice, each repetition loading one of each into all three
 # models, in rotating order:
 #   fresh   SLICE new rows;
 #   resent  SLICE new rows of which the first half is already in every
@@ -91,13 +96,16 @@ cp -r "$BENCH/../dbt/hwm" "$WORK/repo/dbt/"
 project=$WORK/repo/bench/dbt_models
 dbt_cmd() { (cd "$project" && "$venv/bin/dbt" "$@") >>"$WORK/dbt.log" 2>&1; }
 dbt_cmd deps
-hwm_log "initial load of the three models ($N rows)"
-dbt_cmd run
-# dbt's models get what a user would give them: an index for their max()
-# filter and the key (hwm's has its primary key)
-hwm_psql -q -o /dev/null -c "CREATE INDEX ON dw.inc_merge (updated_at)" -c "CREATE INDEX ON dw.inc_delete_insert (updated_at)" \
-    -c "ALTER TABLE dw.inc_merge ADD PRIMARY KEY (id)" -c "ALTER TABLE dw.inc_delete_insert ADD PRIMARY KEY (id)" -c "VACUUM (ANALYZE)"
-
+# drop MODEL, so that its next dbt run is a first run (the hwm model's
+# pipeline and helper relations with it)
+drop_model() {
+    if [[ $1 == hwm ]]; then
+        hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "SELECT hwm.drop_pipeline('dw.hwm') FROM hwm.state WHERE pipeline = 'dw.hwm'" \
+            -c "DROP VIEW IF EXISTS dw.hwm__hwm_src" -c "DROP FUNCTION IF EXISTS dw.hwm__hwm_fn()"
+    fi
+    hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS dw.$1" -c "CHECKPOINT"
+}
+first_models=(hwm tbl inc_merge)
 models=(hwm inc_merge inc_delete_insert)
 next_id=$((N + 1))
 # slice REP KIND: insert the slice into bench.src (updated_at in the past,
@@ -122,16 +130,36 @@ SQL
 timed() {
     local rep=$1 kind=$2 m=$3 vars="{}" t0 t1 model_ms written0 written1
     [[ $kind == resent && $m != hwm ]] && vars="{lookback: '1 day'}"
-    written0=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
+    # (a first run: the rows the table holds, since hwm may build them aside)
+    written0=0
+    [[ $kind != first ]] && written0=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
     t0=$(date +%s%N)
     dbt_cmd run --select "$m" --vars "$vars"
     t1=$(date +%s%N)
     model_ms=$("$venv/bin/python" -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["results"][0]["execution_time"] * 1000))' "$WORK/target/run_results.json")
     sleep 0.6   # (the session's statistics reach pg_stat_user_tables)
-    written1=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
+    if [[ $kind == first ]]; then
+        written1=$(hwm_psql -qAt -c "SELECT count(*) FROM dw.$m")
+    else
+        written1=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
+    fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$rep" "$m" "$(((t1 - t0) / 1000000))" "$model_ms" "$((written1 - written0))" >>"$RAW"
     hwm_log "rep $rep $kind $m: $(((t1 - t0) / 1000000)) ms wall, $model_ms ms model, $((written1 - written0)) row versions written"
 }
+hwm_log "first runs of hwm, tbl and inc_merge ($N rows), then inc_delete_insert's (untimed)"
+for ((rep = 1; rep <= REPS; rep++)); do
+    for ((i = 0; i < 3; i++)); do
+        m=${first_models[$(((i + rep) % 3))]}
+        drop_model "$m"
+        timed "$rep" first "$m"
+    done
+done
+dbt_cmd run --select inc_delete_insert
+# dbt's models get what a user would give them: an index for their max()
+# filter and the key (hwm's has its primary key)
+hwm_psql -q -o /dev/null -c "CREATE INDEX ON dw.inc_merge (updated_at)" -c "CREATE INDEX ON dw.inc_delete_insert (updated_at)" \
+    -c "ALTER TABLE dw.inc_merge ADD PRIMARY KEY (id)" -c "ALTER TABLE dw.inc_delete_insert ADD PRIMARY KEY (id)" -c "VACUUM (ANALYZE)"
+
 for ((rep = 1; rep <= REPS; rep++)); do
     for kind in fresh resent; do
         slice "$rep" "$kind"
@@ -153,15 +181,17 @@ def med(kind, model, col):
     return statistics.median(float(r[col]) for r in rows if r[0] == kind and r[2] == model)
 lines = ["# materialized='hwm' against dbt's incremental models", "",
          f"Command: `{command}` ({datetime.date.today()}, {pg}, {machine}, dbt-core 1.10.15, dbt-postgres 1.9.1).", "",
+         "`first`: the first run of each model over the whole source (each dropped before), hwm's with its",
+         "primary key, dbt's `table` (tbl) and incremental merge models as CREATE TABLE AS without one.", "",
          "Each repetition loads two slices into three models of the same source: `fresh` (new rows only) and",
          "`resent` (half of the slice already in every target: dbt's models re-read a day below their newest row,",
          "hwm reads from its watermark, so both read the whole slice). Medians of the repetitions; a ratio above 1",
          "means dbt's model took longer than the hwm model.", "",
          "| slice | model | `dbt run` wall ms | model ms | row versions written | wall / hwm | model / hwm |",
          "|---|---|---|---|---|---|---|"]
-for kind in ("fresh", "resent"):
+for kind in ("first", "fresh", "resent"):
     hw, hm = med(kind, "hwm", 3), med(kind, "hwm", 4)
-    for m in ("hwm", "inc_merge", "inc_delete_insert"):
+    for m in (("hwm", "tbl", "inc_merge") if kind == "first" else ("hwm", "inc_merge", "inc_delete_insert")):
         w, mm, wr = med(kind, m, 3), med(kind, m, 4), med(kind, m, 5)
         lines.append(f"| {kind} | {m} | {w:.0f} | {mm:.0f} | {wr:.0f} | {w / hw:.2f} | {mm / hm:.2f} |")
 lines += ["", f"Rows of the source missing from each model at the end: {check}.", "",

@@ -3,9 +3,11 @@
  *		Partition exchange: when the target is declaratively partitioned and
  *		an overwrite range covers whole partitions, build each covered
  *		partition's new contents aside and exchange them in, instead of
- *		deleting and upserting row by row.  Called by range.c only, which
+ *		deleting and upserting row by row.  Called by range.c, which
  *		overwrites what the range leaves of a partition (a range that cuts
- *		through it) by the diff, in the same transaction.
+ *		through it) by the diff, in the same transaction; and by load.c for
+ *		a first load into an empty target, which takes the same path for
+ *		the whole target (hwm_aside_load, at the end of this file).
  *
  * For each covered leaf partition L (hwm_exchange_build builds every L
  * before range.c diffs the rest of the range, and only then does
@@ -60,6 +62,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -127,6 +130,8 @@ typedef struct Partitioning
 
 /* Set just before a refusal found inside the subtransaction is raised */
 static const char *refusal = NULL;
+
+static void refuse(const char *why);
 
 /*
  * The smallest value above v of a type whose values are discrete (integers,
@@ -444,7 +449,7 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 		return "it is not an ordinary table";
 	if (leaf->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
 		return "it is a temporary table";
-	if (PartitionHasPendingDetach(relid))
+	if (leaf->rd_rel->relispartition && PartitionHasPendingDetach(relid))
 		return "it is being detached";
 	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
 		return psprintf("role %s does not own it",
@@ -662,6 +667,38 @@ fill_aside(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 }
 
 /*
+ * Create the table aside for lf->relid (see create_aside), named
+ * hwm_exchange_<its oid> in its schema; sets lf->newqual and lf->newoid.
+ */
+static void
+start_aside(CoveredLeaf *lf)
+{
+	Oid			nsp = get_rel_namespace(lf->relid);
+	char	   *newname = psprintf("hwm_exchange_%u", lf->relid);
+
+	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
+	if (OidIsValid(get_relname_relid(newname, nsp)))
+		refuse(psprintf("a table named %s is in the way", lf->newqual));
+	create_aside(lf, newname, nsp);
+}
+
+/*
+ * The indexes of lf->relid (and the constraints they carry), built on the
+ * table aside now that its rows are all there: a sorted build takes about
+ * half the time of inserting every row into every index.  They are cloned
+ * the way CREATE TABLE ... (LIKE ... INCLUDING INDEXES) clones them, so
+ * that trade_in pairs them with the original's.  A key twice among the rows
+ * fails the build of a unique index with unique_violation.
+ */
+static void
+index_aside(CoveredLeaf *lf)
+{
+	Oid			nsp = get_rel_namespace(lf->newoid);
+
+	clone_indexes(lf->relid, lf->newoid, get_namespace_name(nsp), get_rel_name(lf->newoid));
+}
+
+/*
  * Step 1 for one covered leaf: build its new contents in a table aside
  * (see the file header), and count the rows that will go.  Runs inside
  * exchange_guarded's subtransaction, as the role that runs the overwrite.
@@ -669,24 +706,11 @@ fill_aside(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 static void
 build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 {
-	Oid			nsp = get_rel_namespace(lf->relid);
-	char	   *newname = psprintf("hwm_exchange_%u", lf->relid);
 	bool		isnull;
 
-	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
-	if (OidIsValid(get_relname_relid(newname, nsp)))
-		refuse(psprintf("a table named %s is in the way", lf->newqual));
-	create_aside(lf, newname, nsp);
+	start_aside(lf);
 	fill_aside(plan, pt, lf);
-
-	/*
-	 * The leaf's indexes (and the constraints they carry), built on the rows
-	 * now that they are all there: a sorted build takes about half the time
-	 * of inserting every row into every index.  They are cloned the way
-	 * CREATE TABLE ... (LIKE ... INCLUDING INDEXES) clones them, so that
-	 * swap_leaf pairs them with the leaf's.
-	 */
-	clone_indexes(lf->relid, lf->newoid, get_namespace_name(nsp), newname);
+	index_aside(lf);
 
 	/* the rows that go, counted now so readers wait less */
 	hwm_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", lf->name),
@@ -695,27 +719,19 @@ build_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 }
 
 /*
- * Steps 2 and 3 for one built leaf: lock it, check everything again under
- * the lock, trade storage and drop the table that now holds the old rows.
- * Runs inside exchange_guarded's subtransaction.
+ * Step 3 for a table whose new contents lf built aside (a leaf, or load.c's
+ * whole target), locked ACCESS EXCLUSIVE and checked again under the lock:
+ * check that the copy has its storage layout, trade storage, and drop the
+ * table aside, which now holds the old rows.
  */
 static void
-swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+trade_in(CoveredLeaf *lf)
 {
-	Relation	leaf;
-	Relation	tgt;
+	Relation	leaf = table_open(lf->relid, NoLock);
 	Relation	newrel;
-	const char *why;
 	List	   *pairs;
 	ListCell   *lc;
 
-	hwm_lock_within(lf->relid, hwm_exchange_lock_timeout, lf->name, NULL, NULL);
-	leaf = table_open(lf->relid, NoLock);
-	tgt = table_open(plan->target, AccessShareLock);
-	why = leaf_refusal(plan, leaf, tgt);
-	table_close(tgt, NoLock);
-	if (why)
-		refuse(why);
 	if (leaf->rd_refcnt != 1 || AfterTriggerPendingOnRel(lf->relid))
 		refuse("it is in use by this session");
 	newrel = table_open(lf->newoid, AccessExclusiveLock);
@@ -751,7 +767,7 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		storage_now_new(lfirst_oid(lc), lfirst_oid(lnext(pairs, lc)));
 
-	/* the partition's activity counters: as TRUNCATE and INSERT would leave them */
+	/* the table's activity counters: as TRUNCATE and INSERT would leave them */
 	leaf = table_open(lf->relid, NoLock);
 	pgstat_count_truncate(leaf);
 	pgstat_count_heap_insert(leaf, lf->new_rows);
@@ -762,13 +778,59 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 }
 
 /*
+ * Steps 2 and 3 for one built leaf: lock it, check everything again under
+ * the lock, trade storage and drop the table that now holds the old rows.
+ * Runs inside exchange_guarded's subtransaction.
+ */
+static void
+swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
+{
+	Relation	leaf;
+	Relation	tgt;
+	const char *why;
+
+	hwm_lock_within(lf->relid, hwm_exchange_lock_timeout, lf->name, NULL, NULL);
+	leaf = table_open(lf->relid, NoLock);
+	tgt = table_open(plan->target, AccessShareLock);
+	why = leaf_refusal(plan, leaf, tgt);
+	table_close(tgt, NoLock);
+	table_close(leaf, NoLock);
+	if (why)
+		refuse(why);
+	trade_in(lf);
+}
+
+/*
+ * Why a build or a trade that raised edata gave up (a refusal, the lock not
+ * granted in time, a deadlock, a missing privilege, a row that breaks a
+ * constraint or a value out of range), or NULL when the error must be
+ * raised again (a cancel, say).  The row-by-row path that runs instead
+ * raises a bad row's error again, in the target's terms.
+ */
+static const char *
+gave_up(const ErrorData *edata)
+{
+	if (refusal)
+		return refusal;
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		return psprintf("its lock was not granted within hwm.exchange_lock_timeout (%d ms)",
+						hwm_exchange_lock_timeout);
+	if (edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
+		edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
+		return psprintf("%s", edata->message);
+	if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_DATA_EXCEPTION)
+		return psprintf("building its new contents failed with SQLSTATE %s",
+						unpack_sql_state(edata->sqlerrcode));
+	return NULL;
+}
+
+/*
  * Run build_leaf (swap false) or swap_leaf (swap true) in a subtransaction.
- * Returns false, with the reason, when the exchange gave up (a refusal, the
- * lock not granted in time, a deadlock, a missing privilege, a row that
- * breaks a constraint or a value out of range): the subtransaction is rolled
- * back, so nothing of that step remains, and the caller overwrites the
- * partition row by row, which raises a bad row's error again in the target's
- * terms.  Any other error (a cancel, say) is raised again at once.
+ * Returns false, with the reason, when the exchange gave up (gave_up): the
+ * subtransaction is rolled back, so nothing of that step remains, and the
+ * caller overwrites the partition row by row.  Any other error is raised
+ * again at once.
  */
 static bool
 exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
@@ -802,22 +864,7 @@ exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-		if (refusal)
-			*why = refusal;
-		else if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
-			*why = psprintf("its lock was not granted within hwm.exchange_lock_timeout (%d ms)",
-							hwm_exchange_lock_timeout);
-		else if (edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED ||
-				 edata->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
-			*why = psprintf("%s", edata->message);
-		else if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
-				 ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_DATA_EXCEPTION)
-		{
-			/* let the row-by-row overwrite report it, with the target's names */
-			*why = psprintf("building its new contents failed with SQLSTATE %s",
-							unpack_sql_state(edata->sqlerrcode));
-		}
-		else
+		if ((*why = gave_up(edata)) == NULL)
 			ReThrowError(edata);
 	}
 	PG_END_TRY();
@@ -995,4 +1042,97 @@ hwm_exchange_finish(HwmExchange *x, int64 *deleted, int64 *inserted, List **left
 			*leftover = lappend(*leftover, make_range(lf->lo, true, lf->hi, false));
 	}
 	return exchanged;
+}
+
+/*
+ * The first load built aside (load.c): a whole target that is an ordinary
+ * table without partitions, with no block yet (never written, or
+ * truncated), takes the run's slice as a leaf takes its new contents: a
+ * table aside made LIKE it, filled, its indexes built, then storage traded
+ * under the lock and the table aside dropped.  No snapshot can see a row
+ * in a target without blocks, so trading its storage hides nothing from
+ * anyone; the new rows are the run's, visible when it commits.  It is
+ * refused for what refuses a leaf (leaf_refusal), and for a target that is
+ * a partition, when wal_level is minimal (storage made in this transaction
+ * is not WAL-logged there) and for a target whose storage is new in this
+ * transaction.
+ */
+static const char *
+target_refusal(const HwmPlan *plan, Relation tgt)
+{
+	if (tgt->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		return "it is partitioned";
+	if (tgt->rd_rel->relkind != RELKIND_RELATION)
+		return "it is not an ordinary table";
+	if (tgt->rd_rel->relispartition)
+		return "it is a partition";
+	if (!XLogIsNeeded())
+		return "wal_level is minimal";
+	if (tgt->rd_createSubid != InvalidSubTransactionId ||
+		tgt->rd_firstRelfilelocatorSubid != InvalidSubTransactionId)
+		return "its storage is new in this transaction";
+	if (tgt->rd_refcnt != 1 || AfterTriggerPendingOnRel(RelationGetRelid(tgt)))
+		return "it is in use by this session";
+	return leaf_refusal(plan, tgt, tgt);
+}
+
+/* See exchange.h */
+const char *
+hwm_aside_refusal(const HwmPlan *plan, bool *empty)
+{
+	Relation	tgt = table_open(plan->target, AccessShareLock);
+	const char *why = NULL;
+
+	*empty = !RELKIND_HAS_STORAGE(tgt->rd_rel->relkind) ||
+		RelationGetNumberOfBlocks(tgt) == 0;
+	if (*empty)
+		why = target_refusal(plan, tgt);
+	table_close(tgt, NoLock);
+	return why;
+}
+
+/* See exchange.h; runs inside the caller's subtransaction */
+int64
+hwm_aside_load(const HwmPlan *plan, int64 (*fill) (const char *table, void *arg), void *arg)
+{
+	CoveredLeaf lf = {0};
+	Relation	tgt;
+	const char *why;
+	int			nest = NewGUCNestLevel();
+
+	/*
+	 * The table aside is hwm's own: its DDL's debug messages (index builds,
+	 * event trigger calls, with OIDs) go to the server log only, so that
+	 * DEBUG1 at the client shows the run's path (load.c) and not them.
+	 */
+	if (client_min_messages < NOTICE)
+		(void) set_config_option("client_min_messages", "notice", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	refusal = NULL;
+	lf.relid = plan->target;
+	lf.name = hwm_qualified_name(plan->target);
+	start_aside(&lf);
+	lf.new_rows = fill(lf.newqual, arg);
+	index_aside(&lf);
+
+	hwm_lock_within(lf.relid, hwm_exchange_lock_timeout, lf.name, NULL, NULL);
+	tgt = table_open(lf.relid, NoLock);
+	why = RelationGetNumberOfBlocks(tgt) != 0 ? "it is no longer empty" :
+		target_refusal(plan, tgt);
+	table_close(tgt, NoLock);
+	if (why)
+		refuse(why);
+	trade_in(&lf);
+	AtEOXact_GUC(true, nest);
+	return lf.new_rows;
+}
+
+/* See exchange.h */
+const char *
+hwm_aside_gave_up(const ErrorData *edata)
+{
+	const char *why = gave_up(edata);
+
+	refusal = NULL;
+	return why;
 }

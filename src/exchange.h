@@ -1,8 +1,9 @@
 /*
  * exchange.h
- *		Partition exchange (exchange.c), for range.c only: build the new
- *		contents of the partitions a range covers aside, then trade them in.
- *		What the exchange leaves of the range, range.c overwrites by the diff.
+ *		Partition exchange (exchange.c), for range.c: build the new contents
+ *		of the partitions a range covers aside, then trade them in.  What the
+ *		exchange leaves of the range, range.c overwrites by the diff.  And,
+ *		for load.c, the same for a whole empty target: its first load.
  */
 #ifndef HWM_EXCHANGE_H
 #define HWM_EXCHANGE_H
@@ -37,5 +38,25 @@ extern List *hwm_exchange_gaps(const HwmExchange *x);
  */
 extern int	hwm_exchange_finish(HwmExchange *x, int64 *deleted, int64 *inserted,
 								List **leftover);
+
+/*
+ * The first load built aside (load.c): the whole target, when it is empty,
+ * built aside and traded in as a leaf is (see exchange.c).
+ *
+ * hwm_aside_refusal: *empty when the target has no block (or no storage of
+ * its own); then why it cannot take its slice built aside, or NULL.
+ *
+ * hwm_aside_load: create the table aside, fill(its quoted name, arg) it
+ * (returning the rows filled), build its indexes, lock the target within
+ * hwm.exchange_lock_timeout, check again under the lock that it is empty
+ * and refuses nothing, trade storage and drop the table aside.  Returns the
+ * rows loaded.  To be run in a subtransaction: on an error, ask
+ * hwm_aside_gave_up why it gave up (NULL: raise the error again), roll back
+ * and load the slice another way.
+ */
+extern const char *hwm_aside_refusal(const HwmPlan *plan, bool *empty);
+extern int64 hwm_aside_load(const HwmPlan *plan,
+							int64 (*fill) (const char *table, void *arg), void *arg);
+extern const char *hwm_aside_gave_up(const ErrorData *edata);
 
 #endif							/* HWM_EXCHANGE_H */

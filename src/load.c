@@ -12,7 +12,8 @@
  *	   below that (at most W0);
  *	3. load: upsert every visible row above the old watermark (up to the
  *	   batch's end) on the business key, skipping rows whose values did not
- *	   change;
+ *	   change; into an empty target, by building the slice aside and
+ *	   trading storage (exchange.c), else by a fast path or the upsert;
  *	4. the lookback: overwrite the lookback newest partitions (range.c) to
  *	   catch late rows;
  *	5. record the new watermark and the run's facts, in the same
@@ -26,6 +27,7 @@
 
 #include "catalog.h"
 #include "command.h"
+#include "exchange.h"
 #include "interval.h"
 #include "load.h"
 #include "pipeline.h"
@@ -79,11 +81,13 @@ typedef struct LoadRun
 static int64 serving_run_id = 0;
 
 /*
- * Run a watermark statement in its first-run or later-run form (see
- * HwmWmStatement), with the statement's own argument when argtype is valid.
+ * Run sql with the parameters of watermark statement stmt in its first-run
+ * or later-run form (see HwmWmStatement), with the statement's own argument
+ * when argtype is valid.
  */
 static void
-wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
+wm_exec_sql(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
+			int expected)
 {
 	Oid			argtypes[3];
 	Datum		args[3];
@@ -108,7 +112,15 @@ wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expec
 		argtypes[nargs] = argtype;
 		args[nargs++] = arg;
 	}
-	hwm_spi_exec(r->plan->wm_sql[stmt][later], nargs, argtypes, args, nulls, expected);
+	hwm_spi_exec(sql, nargs, argtypes, args, nulls, expected);
+}
+
+/* wm_exec_sql of the statement itself */
+static void
+wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
+{
+	wm_exec_sql(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, arg,
+				expected);
 }
 
 /* The value a watermark SELECT returned, copied; false when none */
@@ -177,14 +189,27 @@ settle_watermark(LoadRun *r)
  * The fast paths of step 3, each in a subtransaction (load_slice), each
  * taken only where its result is the upsert's (pipeline.c, merge_refusal):
  *
+ * - into an empty target (no block: never written, or truncated), the
+ *   slice built aside and traded in (exchange.c, hwm_aside_load): a table
+ *   LIKE the target filled with the rows the plain INSERT below would
+ *   insert, with the same parameters, its indexes built after the rows are
+ *   in, then storage traded under the target's lock.  A key twice fails
+ *   the unique index's build (unique_violation); a refusal found under the
+ *   lock, or the lock not granted within hwm.exchange_lock_timeout, gives
+ *   it up too (hwm_aside_gave_up says why): the subtransaction takes the
+ *   table aside with it and the plain INSERT runs.  No snapshot sees a row
+ *   in a target without blocks, so trading its storage hides none;
  * - the slice by a plain INSERT (HWM_WM_INSERT): when every key is new, the
  *   upsert inserts every row too, and this is all it does, without the
  *   upsert's speculative insertion; a key already in the target raises
  *   unique_violation;
  * - one MERGE (HWM_WM_MERGE) that inserts the new keys as a plain INSERT
  *   does, updates the rows that changed and leaves the others alone (not
- *   even locked), planned with nested loops: its hash join measured slower
- *   than the upsert (bench/bulk.sh).  A key that a concurrent writer
+ *   even locked), planned without a hash join: the hash join of the slice
+ *   with the whole target measured slower than the upsert, where index
+ *   probes (nested loops, a small slice) and a merge join along the key's
+ *   index (a big slice, most of its keys in the target) are faster than
+ *   either; the planner picks between those two (bench/bulk.sh).  A key that a concurrent writer
  *   inserted after the MERGE's snapshot (or a new key twice in the slice)
  *   raises unique_violation; a row updated twice, cardinality_violation.
  *   An existing key twice, of which at most one row changed, raises
@@ -212,6 +237,30 @@ insert_slice(void *arg)
 	r->upserted = (int64) SPI_processed;
 }
 
+/* Fill the first load's table aside (hwm_aside_load) as insert_slice fills the target */
+static int64
+fill_aside(const char *table, void *arg)
+{
+	LoadRun    *r = arg;
+	const char *sql = hwm_plan_slice_fill_sql(r->plan, table, r->upto,
+											  r->p->watermark != NULL);
+
+	if (r->upto)
+		wm_exec_sql(r, sql, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
+	else
+		wm_exec_sql(r, sql, HWM_WM_INSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
+	return (int64) SPI_processed;
+}
+
+/* The first load, built aside and traded in (see above) */
+static void
+aside_slice(void *arg)
+{
+	LoadRun    *r = arg;
+
+	r->upserted = hwm_aside_load(r->plan, fill_aside, r);
+}
+
 /* The MERGE, then the check for an existing key twice (see above) */
 static void
 merge_slice(void *arg)
@@ -220,8 +269,6 @@ merge_slice(void *arg)
 	int			nest = NewGUCNestLevel();
 
 	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (r->upto)
 		wm_exec(r, HWM_WM_MERGE_UPTO, r->plan->wm.type, r->w0, SPI_OK_MERGE);
@@ -254,6 +301,18 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 								 r->p->name, what)));
 		return true;
 	}
+	if (fn == aside_slice)
+	{
+		const char *why = hwm_aside_gave_up(edata);
+
+		if (why == NULL)
+			ReThrowError(edata);
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the first load is not built aside: %s",
+								 r->p->name, why)));
+		FreeErrorData(edata);
+		return false;
+	}
 	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION &&
 		edata->sqlerrcode != ERRCODE_CARDINALITY_VIOLATION)
 		ReThrowError(edata);
@@ -262,6 +321,31 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 							 r->p->name, what, edata->message)));
 	FreeErrorData(edata);
 	return false;
+}
+
+/*
+ * The first load built aside (aside_slice), when the target is empty and
+ * nothing refuses it (exchange.c); false when the plain insert must run.
+ * A target with blocks is not empty, even when no row in it is live (its
+ * dead rows may be what an older snapshot sees): it is no candidate, and
+ * says nothing.
+ */
+static bool
+first_load_aside(LoadRun *r)
+{
+	bool		empty;
+	const char *why = hwm_aside_refusal(r->plan, &empty);
+
+	if (!empty)
+		return false;
+	if (why)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("hwm: pipeline \"%s\": the first load is not built aside: %s",
+								 r->p->name, why)));
+		return false;
+	}
+	return fast_path(r, aside_slice, "building it aside");
 }
 
 /*
@@ -284,7 +368,8 @@ load_slice(LoadRun *r)
 	r->upto = r->capped || (r->p->watermark == NULL && r->has_reread);
 	if (r->plan->wm_sql[HWM_WM_MERGE][0] != NULL)
 	{
-		if (fast_path(r, insert_slice, "plain insert") ||
+		if (first_load_aside(r) ||
+			fast_path(r, insert_slice, "plain insert") ||
 			fast_path(r, merge_slice, "merge"))
 			return;
 		ereport(DEBUG1,

@@ -1151,8 +1151,11 @@ watermark_statements(PlanBuild *b)
 			bool		reads = HWM_WM_READS(wm_statements[i].stmt);
 			int			argno = later + reads + 1;
 
+			int			head_len;
+
 			initStringInfo(&buf);
 			wm_statement_head(b, i, &buf);
+			head_len = buf.len;
 			if (reads && later)
 				appendStringInfo(&buf, "s.%s %s $1 AND s.%s %s $2", wm, plan->wm.gt,
 								 wm, plan->wm.ge);
@@ -1169,6 +1172,9 @@ watermark_statements(PlanBuild *b)
 								 plan->wm.lt : plan->wm.le, argno);
 			wm_statement_tail(b, i, argno, &buf);
 			plan->wm_sql[wm_statements[i].stmt][later] = buf.data;
+			/* the plain INSERT's WHERE, for hwm_plan_slice_fill_sql */
+			if (wm_statements[i].form == WM_PLAIN)
+				plan->slice_where[wm_statements[i].arg_op != NULL][later] = buf.data + head_len;
 		}
 	}
 	plan->wm_null_count_sql = psprintf("SELECT pg_catalog.count(*) FROM %s AS s WHERE s.%s IS NULL",
@@ -1375,6 +1381,22 @@ hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list)
 	}
 	return psprintf("INSERT INTO %s %s WHERE s.%s %s $1 AND s.%s %s $2%s", table, plan->copy_sql,
 					p, plan->part.ge, p, plan->part.lt, plan->live_filter);
+}
+
+/*
+ * INSERT INTO table (the loaded columns) the slice's rows, as
+ * HWM_WM_INSERT (upto: HWM_WM_INSERT_UPTO) in its first-run or later-run
+ * form inserts them into the target, with the same $n: the first load
+ * built aside by load.c and exchange.c.  NULL when the plan has no plain
+ * INSERT (no fast path).
+ */
+char *
+hwm_plan_slice_fill_sql(const HwmPlan *plan, const char *table, bool upto, bool later)
+{
+	if (plan->slice_where[upto][later] == NULL)
+		return NULL;
+	return psprintf("INSERT INTO %s %s WHERE %s", table, plan->copy_sql,
+					plan->slice_where[upto][later]);
 }
 
 /*

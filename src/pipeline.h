@@ -133,6 +133,8 @@ typedef struct HwmPlan
 
 	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
 	char	   *copy_sql;
+	/* HWM_WM_INSERT[_UPTO]'s WHERE, [upto][later], for hwm_plan_slice_fill_sql */
+	const char *slice_where[2][2];
 
 	/*
 	 * Tombstones (a delete marker): the test that a source row s is deleted,
@@ -165,6 +167,8 @@ struct HwmPipeline;
 extern void hwm_spec_for(const struct HwmPipeline *p, bool with_watermark,
 						 bool with_partition, HwmPlanSpec *spec);
 extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
+extern char *hwm_plan_slice_fill_sql(const HwmPlan *plan, const char *table, bool upto,
+									 bool later);
 extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
 								Oid collation, const char *colname,
 								const char *relname);
