@@ -19,13 +19,22 @@
 #
 #   DURATION=10 ROUNDS=3 bash bench/noop.sh
 #   HWM_BENCH_PGBIN=/path/to/bin bash bench/noop.sh    # another PostgreSQL
+#   NOOP_SETTINGS="fsync = off" bash bench/noop.sh       # extra server settings
+#
+# NOOP_SETTINGS: settings appended to the cluster's postgresql.conf, one per
+# line (e.g. "fsync = off" to measure the CPU alone: with fsync on, a commit's
+# flush of the WAL dominates both sides).
 set -euo pipefail
 
 # shellcheck source=bench/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
-bench_cluster noop "autovacuum = off" "hwm.allow_superuser_pipelines = on"
+extra=()
+if [[ -n ${NOOP_SETTINGS:-} ]]; then
+    mapfile -t extra <<<"$NOOP_SETTINGS"
+fi
+bench_cluster noop "autovacuum = off" "hwm.allow_superuser_pipelines = on" "${extra[@]}"
 
 hwm_psql -q <<'SQL' >>"$LOG" 2>&1
 CREATE EXTENSION hwm;
@@ -80,6 +89,6 @@ sc=$(median "${S[@]}")
 ratio=$(awk -v h="$h" -v b="$b" 'BEGIN {printf "%.2f", h / b}')
 ratio_s=$(awk -v h="$h" -v b="$sc" 'BEGIN {printf "%.2f", h / b}')
 version=$("$PGBIN/postgres" --version | awk '{print $3}')
-hwm_log "no-op run, median of $ROUNDS x ${DURATION}s: hwm.run $h ms, bare statement $b ms (ratio $ratio), script $sc ms (ratio $ratio_s) (PostgreSQL $version)"
+hwm_log "no-op run, median of $ROUNDS x ${DURATION}s: hwm.run $h ms, bare statement $b ms (ratio $ratio), script $sc ms (ratio $ratio_s) (PostgreSQL $version${NOOP_SETTINGS:+, $NOOP_SETTINGS})"
 printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$version" "$h" "$b" "$ratio" "$sc" "$ratio_s" \
     "$(git -C "$BENCH/.." rev-parse --short HEAD)" >>"$WORK/noop.tsv"

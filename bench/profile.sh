@@ -8,11 +8,19 @@
 # (Debian: linux-perf) and perf_event_paranoid <= 2.
 #
 #   HWM_BENCH_PGBIN=/path/to/bin bash bench/profile.sh
+#   PROFILE_SETTINGS="fsync = off" bash bench/profile.sh   # extra server settings
+#
+# PROFILE_SETTINGS: settings appended to the cluster's postgresql.conf, one
+# per line, as bench/noop.sh's NOOP_SETTINGS.
 set -euo pipefail
 # shellcheck source=bench/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 command -v perf >/dev/null || hwm_apt_install linux-perf
-bench_cluster profile "autovacuum = off"
+extra=()
+if [[ -n ${PROFILE_SETTINGS:-} ]]; then
+    mapfile -t extra <<<"$PROFILE_SETTINGS"
+fi
+bench_cluster profile "autovacuum = off" "${extra[@]}"
 hwm_psql -q <<'SQL' >>"$LOG" 2>&1
 CREATE EXTENSION hwm;
 CREATE ROLE bench LOGIN;
@@ -37,7 +45,7 @@ wait
 grep "latency average" "$WORK/profile-pgbench.txt"
 perf report -i "$WORK/profile.data" --children --sort symbol --stdio 2>/dev/null |
     grep -E "^ +[0-9]" >"$WORK/profile.txt"
-for s in exec_simple_query hwm_run hwm_pipeline_fetch_extended hwm_plan_build hwm_record_run \
+for s in exec_simple_query hwm_run hwm_pipeline_fetch_extended hwm_plan_cached hwm_plan_build hwm_record_run \
     hwm_prune_runs hwm_update_state_after_run raw_parser parse_analyze_fixedparams \
     pg_plan_queries standard_planner CommitTransaction SPI_execute_with_args SPI_execute_plan; do
     printf '%-32s %s\n' "$s" "$(grep -E " \[.\] $s( |$)" "$WORK/profile.txt" | awk '{print $1}' | head -n 1)"

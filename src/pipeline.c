@@ -4,12 +4,13 @@
  *		quoted SQL statements of one run, and converting watermark and
  *		partition values between text and their columns' types.
  *
- * Everything a run executes is built here, once per run, from the relations'
- * current descriptors: every identifier goes through quote_identifier, every
- * user relation and type is schema-qualified, every operator is spelled
- * OPERATOR(schema.op) after looking it up in the column type's default btree
- * operator family, and every value is a $n parameter.  So a run never
- * resolves anything through search_path, and a table named
+ * Everything a run executes is built here from the relations' current
+ * descriptors (and kept between runs until those change, plancache.c):
+ * every identifier goes through quote_identifier, every user relation and
+ * type is schema-qualified, every operator is spelled OPERATOR(schema.op)
+ * after looking it up in the column type's default btree operator family,
+ * and every value is a $n parameter.  So a run never resolves anything
+ * through search_path, and a table named
  * x"; DROP TABLE t; -- is just a name.
  *
  * The same descriptors are what create_pipeline validates, so a pipeline
@@ -1409,6 +1410,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 	foreach(lc, spec->unique_key)
 		(void) column_of(spec, b.tgt, (char *) lfirst(lc), "unique key", b.tgtname);
 	citus_layout(&b);
+	plan->citus = b.citus_source || b.citus_target;
 	if (spec->unique_key != NIL)
 		check_unique_index(b.tgt, spec->unique_key, b.tgtname);
 

@@ -83,6 +83,7 @@ typedef struct HwmPlan
 	HwmValueType part;
 	bool		has_wm;
 	bool		has_part;
+	bool		citus;			/* the source or the target is a Citus table */
 	Oid			source;
 	Oid			target;
 	const char *partition_column;	/* unquoted; NULL without one */
@@ -173,6 +174,8 @@ typedef struct HwmRange
 
 
 extern HwmPlan *hwm_plan_build(const HwmPlanSpec *spec);
+/* a stored pipeline's plan, kept between runs (plancache.c) */
+extern HwmPlan *hwm_plan_cached(const HwmPlanSpec *spec, Oid owner);
 /* what to build a stored pipeline's plan from (struct HwmPipeline, catalog.h) */
 struct HwmPipeline;
 extern void hwm_spec_for(const struct HwmPipeline *p, bool with_watermark,

@@ -206,9 +206,10 @@ hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
 }
 
 /*
- * A stored pipeline's plan, built as its owner, who stays current (with
- * search_path pinned, in a security-restricted operation) until the
- * caller's hwm_unbecome; with check_privileges, the owner's rights on the
+ * A stored pipeline's plan, built as its owner (or kept from an earlier
+ * run, plancache.c), who stays current (with search_path pinned, in a
+ * security-restricted operation) until the caller's hwm_unbecome; with
+ * check_privileges, the owner's rights on the
  * tables are checked too, as every run does.
  */
 HwmPlan *
@@ -220,7 +221,7 @@ hwm_plan_as_owner(const HwmPipeline *p, bool with_watermark, bool with_partition
 
 	hwm_spec_for(p, with_watermark, with_partition, &spec);
 	hwm_become(p->owner, true, sw);
-	plan = hwm_plan_build(&spec);
+	plan = hwm_plan_cached(&spec, p->owner);
 	if (check_privileges)
 		hwm_check_privileges(p->owner, &spec, plan);
 	return plan;
