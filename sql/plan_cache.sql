@@ -129,6 +129,25 @@ SELECT * FROM other_tgt ORDER BY id;
 ALTER TABLE other_src DROP COLUMN ts;
 SELECT rows_upserted FROM hwm.run('pc');
 
+-- a key collated differently in the target: its match names the target's
+-- collation, so renaming that collation makes the kept plan stale
+CREATE COLLATION pc_coll FROM "C";
+CREATE TABLE coll_src (k text COLLATE "POSIX" PRIMARY KEY, ts timestamptz NOT NULL, v int);
+CREATE TABLE coll_tgt (k text COLLATE pc_coll PRIMARY KEY, ts timestamptz, v int);
+INSERT INTO coll_src VALUES ('a', '2026-01-01 00:00', 1), ('b', '2026-01-01 00:00', 2);
+SELECT hwm.create_pipeline('pc_coll', 'coll_src', 'coll_tgt', '{k}', 'ts');
+SELECT rows_upserted FROM hwm.run('pc_coll');
+UPDATE coll_src SET v = 10, ts = '2026-01-02 00:00' WHERE k = 'a';
+INSERT INTO coll_src VALUES ('c', '2026-01-02 00:00', 3);
+SELECT rows_upserted FROM hwm.run('pc_coll');
+ALTER COLLATION pc_coll RENAME TO pc_coll2;
+UPDATE coll_src SET v = 20, ts = '2026-01-03 00:00' WHERE k = 'b';
+INSERT INTO coll_src VALUES ('d', '2026-01-03 00:00', 4);
+SELECT rows_upserted FROM hwm.run('pc_coll');
+SELECT k, v FROM coll_tgt ORDER BY k;
+SELECT hwm.drop_pipeline('pc_coll');
+DELETE FROM hwm.runs WHERE pipeline = 'pc_coll';
+
 SELECT hwm.drop_pipeline('pc');
 DELETE FROM hwm.runs WHERE pipeline = 'pc';
 DROP SCHEMA pc2 CASCADE;

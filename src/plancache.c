@@ -17,10 +17,12 @@
  * source or the target (any ALTER TABLE, CREATE INDEX, CREATE TRIGGER,
  * CREATE RULE, ENABLE ROW LEVEL SECURITY, owner or privilege change, drop)
  * marks the entries on that relation stale; a change to any schema, type,
- * operator, operator class or operator family member marks them all stale
- * (renames are rare, and the texts spell those names).  Before looking, the
- * caller's run locks the source and the target as the build did, which
- * reads the invalidations of whatever DDL committed before it got the locks.
+ * operator, operator class or operator family member, or collation marks
+ * them all stale (renames are rare, and the texts spell those names: a
+ * key's match names the target's collation when the source's differs).
+ * Before looking, the caller's run locks the source and the target as the
+ * build did, which reads the invalidations of whatever DDL committed
+ * before it got the locks.
  *
  * Plans of Citus tables are not kept: their layout is in Citus's metadata.
  * A stale entry is not freed where the callback marks it (a run may be
@@ -73,7 +75,7 @@ plan_cache_relcache_cb(Datum arg, Oid relid)
 	}
 }
 
-/* syscache callback (schemas, types, operators, opclasses): all stale */
+/* syscache callback (schemas, types, operators, opclasses, collations): all stale */
 static void
 plan_cache_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
 {
@@ -168,6 +170,7 @@ hwm_plan_cached(const HwmPlanSpec *spec, Oid owner)
 		CacheRegisterSyscacheCallback(OPEROID, plan_cache_syscache_cb, (Datum) 0);
 		CacheRegisterSyscacheCallback(CLAOID, plan_cache_syscache_cb, (Datum) 0);
 		CacheRegisterSyscacheCallback(AMOPSTRATEGY, plan_cache_syscache_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(COLLOID, plan_cache_syscache_cb, (Datum) 0);
 		callbacks_registered = true;
 	}
 
