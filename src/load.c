@@ -238,8 +238,11 @@ settle_watermark(LoadRun *r)
  *   with the whole target measured slower than the upsert, where index
  *   probes (nested loops, a small slice) and a merge join along the key's
  *   index (a big slice, most of its keys in the target) are faster than
- *   either; the planner picks between those two (bench/bulk.sh).  A key that a concurrent writer
- *   inserted after the MERGE's snapshot (or a new key twice in the slice)
+ *   either.  The planner picks between those two, the target's side of the
+ *   ON limited to the slice's key range (HWM_WM_KEYS, merge_key_bounds:
+ *   see pipeline.c, merge_bounds); without bounds, index probes only
+ *   (bench/bulk.sh).  A key that a concurrent writer inserted after the
+ *   MERGE's snapshot (or a new key twice in the slice)
  *   raises unique_violation; a row updated twice, cardinality_violation.
  *   An existing key twice, of which at most one row changed, raises
  *   neither: HWM_WM_TWICE finds it and fails the MERGE with
