@@ -89,28 +89,15 @@ typedef struct KeyBounds
 	bool		isnull[2];
 } KeyBounds;
 
-static void wm_exec_extra(const LoadRun *r, const char *sql, HwmWmStatement stmt,
-						  Oid argtype, Datum arg, const KeyBounds *bounds, int expected);
-
 /*
  * Run sql with the parameters of watermark statement stmt in its first-run
  * or later-run form (see HwmWmStatement), with the statement's own argument
- * when argtype is valid.
+ * when argtype is valid, then the two arguments of the MERGE's key bounds
+ * when bounds is not NULL (see HwmPlan.merge_bound_type).
  */
 static void
 wm_exec_sql(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
-			int expected)
-{
-	wm_exec_extra(r, sql, stmt, argtype, arg, NULL, expected);
-}
-
-/*
- * wm_exec_sql, then the two arguments of the MERGE's key bounds when
- * bounds is not NULL (see HwmPlan.merge_bound_type).
- */
-static void
-wm_exec_extra(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
-			  const KeyBounds *bounds, int expected)
+			const KeyBounds *bounds, int expected)
 {
 	Oid			argtypes[5];
 	Datum		args[5];
@@ -144,12 +131,12 @@ wm_exec_extra(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtyp
 	hwm_spi_exec(sql, nargs, argtypes, args, nulls, expected);
 }
 
-/* wm_exec_sql of the statement itself */
+/* wm_exec_sql of the statement itself, without key bounds */
 static void
 wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
 {
 	wm_exec_sql(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, arg,
-				expected);
+				NULL, expected);
 }
 
 /* The value a watermark SELECT returned, copied; false when none */
@@ -278,9 +265,9 @@ fill_aside(const char *table, void *arg)
 											  r->p->watermark != NULL);
 
 	if (r->upto)
-		wm_exec_sql(r, sql, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
+		wm_exec_sql(r, sql, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, NULL, SPI_OK_INSERT);
 	else
-		wm_exec_sql(r, sql, HWM_WM_INSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
+		wm_exec_sql(r, sql, HWM_WM_INSERT, InvalidOid, (Datum) 0, NULL, SPI_OK_INSERT);
 	return (int64) SPI_processed;
 }
 
@@ -343,8 +330,8 @@ merge_slice(void *arg)
 	if (bounds == NULL)
 		(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-	wm_exec_extra(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, stmt_arg,
-				  bounds, SPI_OK_MERGE);
+	wm_exec_sql(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, stmt_arg,
+				bounds, SPI_OK_MERGE);
 	r->upserted = (int64) SPI_processed;
 	AtEOXact_GUC(true, nest);
 	if (r->plan->wm_sql[HWM_WM_TWICE][0] == NULL)

@@ -892,6 +892,7 @@ merge_bounds(PlanBuild *b)
 						name, b->tgtname);
 		b->bound_col = c->name;
 		b->plan->merge_bound_type = c->target_type;
+		return;
 	}
 }
 
