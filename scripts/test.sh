@@ -131,6 +131,33 @@ count_suite() {
 
 provide() { hwm_pg_provide "$1" >"$2"; }
 
+# tap_failures TAG LOG LOGDIR: for the report at the end (CI keeps only the
+# output's tail), each failing TAP line of LOG with the script it belongs to
+# and the diagnostics after it, then the last lines of that script's own log
+# (LOGDIR/regress_log_NAME) when there is one.
+tap_failures() {
+    local tag=$1 log=$2 dir=$3 script
+    [[ -f $log ]] || return 0
+    awk -v tag="$tag" '
+        /^t\/[^ ]+\.pl \.\./ { script = $1; next }
+        /^not ok [0-9]+/ && !/# *TODO/ { print "===== [" tag "] " script ": " $0; diag = 12; next }
+        /Parse errors: No plan found|Dubious, test returned/ { print "===== [" tag "] " script ": " $0; next }
+        diag > 0 && /^ *#/ { print "    " $0; diag--; next }
+        { diag = 0 }
+    ' "$log"
+    [[ -n $dir ]] || return 0
+    awk '/^t\/[^ ]+\.pl \.\./ { script = $1 }
+         (/^not ok [0-9]+/ && !/# *TODO/) || /Parse errors: No plan found|Dubious, test returned/ { print script }' "$log" |
+        sort -u | while read -r script; do
+            script=${script#t/}
+            local f=$dir/regress_log_${script%.pl}
+            if [[ -f $f ]]; then
+                echo "----- [$tag] last lines of ${f##*/} -----"
+                tail -n 60 "$f"
+            fi
+        done
+}
+
 # guard_logs STEP LOG...: the log guard (scripts/log_guard.sh) over the
 # server logs a step wrote: each log that shows a process terminated by a
 # signal the test did not declare, a failed assertion (TRAP:) or a PANIC
@@ -301,6 +328,10 @@ if ((${#failed_steps[@]} > 0)); then
             fi
         done
     done
+    for v in "${tested[@]}"; do
+        tap_failures "pg$v" "$tmp/pg$v/tap.log" "$tmp/pg$v/repo/tmp_check/log"
+    done
+    [[ -f $tmp/dbt.log ]] && tap_failures dbt "$tmp/dbt.log" ""
     echo "failed steps: ${failed_steps[*]}"
 fi
 echo "tests: $passed passed, $failed failed"
