@@ -139,17 +139,17 @@ tap_failures() {
     local tag=$1 log=$2 dir=$3 script
     [[ -f $log ]] || return 0
     awk -v tag="$tag" '
-        /^t\/[^ ]+\.pl \.\./ { script = $1; next }
+        /^[^ ]*t\/[^ ]+\.pl \.\./ { script = $1; next }
         /^not ok [0-9]+/ && !/# *TODO/ { print "===== [" tag "] " script ": " $0; diag = 12; next }
         /Parse errors: No plan found|Dubious, test returned/ { print "===== [" tag "] " script ": " $0; next }
         diag > 0 && /^ *#/ { print "    " $0; diag--; next }
         { diag = 0 }
     ' "$log"
     [[ -n $dir ]] || return 0
-    awk '/^t\/[^ ]+\.pl \.\./ { script = $1 }
+    awk '/^[^ ]*t\/[^ ]+\.pl \.\./ { script = $1 }
          (/^not ok [0-9]+/ && !/# *TODO/) || /Parse errors: No plan found|Dubious, test returned/ { print script }' "$log" |
         sort -u | while read -r script; do
-            script=${script#t/}
+            script=${script##*/}
             local f=$dir/regress_log_${script%.pl}
             if [[ -f $f ]]; then
                 echo "----- [$tag] last lines of ${f##*/} -----"
