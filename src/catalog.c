@@ -1019,9 +1019,15 @@ hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
  * new owner or a drop committed since the claim wins over the claim.  The
  * row is read once before the lock too, so that a worker whose role no
  * longer owns the pipeline never takes its lock.
+ *
+ * *checked_at is the time just before the read under the lock: the run's
+ * start (hwm.runs.started_at).  A pause committed after it either shows in
+ * that read (the run is skipped) or committed after the read's snapshot,
+ * after the run started: a run never starts after its pause committed.
  */
 const char *
-hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner)
+hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
+					  TimestampTz *checked_at)
 {
 	const char *why = NULL;
 
@@ -1041,6 +1047,7 @@ hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner)
 
 		if (pass == 1)
 			pipeline_lock(pipeline, true);
+		*checked_at = GetCurrentTimestamp();
 		hwm_catalog_exec(psprintf("SELECT s.enabled, s.schedule IS NOT NULL, %s, %s, s.owner::pg_catalog.oid"
 								  " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
 								  v12 ? "NOT EXISTS (SELECT FROM hwm.homes AS h"

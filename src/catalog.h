@@ -137,7 +137,8 @@ extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 extern void hwm_state_select_due(int limit, TimestampTz now);
 extern TimestampTz hwm_state_next_due(void);
 extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
-extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner);
+extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
+										  TimestampTz *checked_at);
 extern bool hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
 							const char *error, char **pipeline, TimestampTz *finished);
 extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);

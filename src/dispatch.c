@@ -1055,10 +1055,11 @@ notify_success(void)
 
 /*
  * SELECT * FROM hwm.run(pipeline, nowait => true) under the run's time
- * limit; hwm.run records the run itself, so the 'running' row goes.
+ * limit, started at started_at (the claim check's time); hwm.run records
+ * the run itself, so the 'running' row goes.
  */
 static void
-run_pipeline(const char *pipeline)
+run_pipeline(const char *pipeline, TimestampTz started_at)
 {
 	int			timeout_ms = worker_timeout_ms();
 
@@ -1068,7 +1069,7 @@ run_pipeline(const char *pipeline)
 	if (timeout_ms > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
 	/* hwm.run records itself in this run's 'running' row: one run id */
-	hwm_load_scheduled(pipeline, my_run_ids[my_current]);
+	hwm_load_scheduled(pipeline, my_run_ids[my_current], started_at);
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	/* a timeout that fired as the run ended cancels nothing after it */
@@ -1232,11 +1233,13 @@ reset_session(void)
 static void
 serve_claim(const char *pipeline)
 {
-	const char *why = hwm_state_claim_check(pipeline, my_run_ids[my_current], my_args.owner);
+	TimestampTz checked_at;
+	const char *why = hwm_state_claim_check(pipeline, my_run_ids[my_current], my_args.owner,
+											&checked_at);
 
 	if (why == NULL)
 	{
-		run_pipeline(pipeline);
+		run_pipeline(pipeline, checked_at);
 		my_loaded = true;
 		return;
 	}

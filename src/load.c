@@ -77,10 +77,12 @@ typedef struct LoadRun
 
 /*
  * While hwm_load_scheduled's SQL call of hwm.run runs: the scheduled run's
- * 'running' row, which the run records itself in (0: a run by hand).  The
- * one value that crosses that SQL call, set and cleared around it here.
+ * 'running' row, which the run records itself in (0: a run by hand), and
+ * its start, the time of the claim check that let it go.  The values that
+ * cross that SQL call, set and cleared around it here.
  */
 static int64 serving_run_id = 0;
+static TimestampTz serving_started_at = 0;
 
 /* The least and greatest key of a MERGE's slice (HWM_WM_KEYS) */
 typedef struct KeyBounds
@@ -709,7 +711,14 @@ hwm_run(PG_FUNCTION_ARGS)
 				 errdetail("Such a transaction reads with the snapshot of its first statement, so rows committed after it would be skipped for good once the watermark moved past them."),
 				 errhint("Call hwm.run in a READ COMMITTED transaction (the default), or on its own.")));
 
+	/*
+	 * A scheduled run started when its claim check let it go.  Taken once:
+	 * an hwm.run the run itself calls (a command's) is a run of its own.
+	 */
 	r.scheduled_run_id = serving_run_id;
+	if (serving_run_id != 0)
+		started_at = serving_started_at;
+	serving_run_id = 0;
 	SPI_connect();
 	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
 	/* the run owns its pipeline until it ends (running.c) */
@@ -735,16 +744,18 @@ hwm_run(PG_FUNCTION_ARGS)
  * A scheduled run (the scheduler's worker, dispatch.c): SELECT * FROM
  * hwm.run(pipeline, nowait => true), which records the run in its
  * 'running' row run_id of hwm.runs rather than a row of its own (when that
- * row is still 'running' and the pipeline's).  hwm.run's result is left in
+ * row is still 'running' and the pipeline's), started at started_at (the
+ * claim check's time, dispatch.c).  hwm.run's result is left in
  * SPI_tuptable.
  */
 void
-hwm_load_scheduled(const char *pipeline, int64 run_id)
+hwm_load_scheduled(const char *pipeline, int64 run_id, TimestampTz started_at)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(pipeline)};
 
 	serving_run_id = run_id;
+	serving_started_at = started_at;
 	PG_TRY();
 	{
 		hwm_spi_exec("SELECT * FROM hwm.run($1, true)",

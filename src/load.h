@@ -10,6 +10,6 @@
 #include "postgres.h"
 
 /* SELECT * FROM hwm.run(pipeline, nowait => true), its row run_id; the result in SPI_tuptable */
-extern void hwm_load_scheduled(const char *pipeline, int64 run_id);
+extern void hwm_load_scheduled(const char *pipeline, int64 run_id, TimestampTz started_at);
 
 #endif							/* HWM_LOAD_H */
