@@ -165,10 +165,15 @@ BEGIN
 END $$;
 RESET ROLE;
 GRANT SELECT ON src TO mallory;
--- each of mallory's runs made slow by its source (2 ms a row read), so that
--- her 300 pipelines keep a backlog however fast the scheduler is
+-- each of mallory's runs made slow by its source (10 ms a row read; a run
+-- reads the 5 rows at least twice, so 100 ms or more), so that her 300
+-- pipelines keep a backlog however fast the machine is: two workers run at
+-- most 20 of them a second where 300 are due, so at any time at least 240 are
+-- more than 3 seconds overdue.  (At 2 ms a row a fast machine ran up to 95 a
+-- second, and the check below, "more than 100 overdue by 2 seconds", could
+-- fail.)
 CREATE FUNCTION public.slow(x bigint) RETURNS bigint LANGUAGE plpgsql AS $f$
-BEGIN PERFORM pg_catalog.pg_sleep(0.002); RETURN x; END $f$;
+BEGIN PERFORM pg_catalog.pg_sleep(0.01); RETURN x; END $f$;
 CREATE VIEW slow_src AS SELECT public.slow(id) AS id, v FROM src;
 GRANT SELECT ON slow_src TO mallory;
 SET ROLE mallory;
