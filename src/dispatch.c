@@ -90,6 +90,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
@@ -104,7 +105,11 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-/* Settings of the per-database processes (defined in hwm.c) */
+/*
+ * Settings of the per-database processes (defined in hwm.c); hwm.enabled
+ * the launcher reads too
+ */
+bool		hwm_enabled = true;
 char	   *hwm_notify_channel = NULL;
 int			hwm_queue_budget = 1000;
 int			hwm_scheduled_timeout = 0;
@@ -1352,14 +1357,15 @@ serve_run(MemoryContext workcxt)
 }
 
 /*
- * The worker's turn at its queue is over (hwm.queue_budget spent): the runs
- * it has not started are handed back, their 'running' rows released and
- * their pipelines due again, for the next dispatch to share out (to this
- * owner again when that is fair).  Nothing is recorded for them.  Should
- * that fail, they stay in the slot, which the next dispatcher records.
+ * The worker's turn at its queue is over (hwm.queue_budget spent, or
+ * hwm.enabled turned off; why says which): the runs it has not started are
+ * handed back, their 'running' rows released and their pipelines due again,
+ * for the next dispatch to share out (to this owner again when that is
+ * fair).  Nothing is recorded for them.  Should that fail, they stay in the
+ * slot, which the next dispatcher records.
  */
 static void
-hand_back_rest(int from)
+hand_back_rest(int from, const char *why)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	Datum	   *ids = palloc(sizeof(Datum) * (my_nruns - from + 1));
@@ -1378,8 +1384,8 @@ hand_back_rest(int from)
 		hwm_bgw_commit();
 		my_recorded += n;
 		ereport(DEBUG1,
-				(errmsg("hwm: worker handed back " INT64_FORMAT " of its queue's runs: its turn of %d ms is over",
-						released, hwm_queue_budget)));
+				(errmsg("hwm: worker handed back " INT64_FORMAT " of its queue's runs: %s",
+						released, why)));
 	}
 	PG_CATCH();
 	{
@@ -1401,6 +1407,7 @@ hwm_worker_main(Datum main_arg)
 	memcpy(&my_args, MyBgworkerEntry->bgw_extra, sizeof(my_args));
 	my_slotno = DatumGetInt32(main_arg);
 
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
@@ -1421,12 +1428,26 @@ hwm_worker_main(Datum main_arg)
 	turn_started = GetCurrentTimestamp();
 	for (my_current = 0; my_current < my_nruns; my_current++)
 	{
+		/*
+		 * hwm.enabled turned off since the runs were claimed: none starts
+		 * now (a run in progress when it turned off has finished)
+		 */
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (!hwm_enabled)
+		{
+			hand_back_rest(my_current, "hwm.enabled is off");
+			break;
+		}
 		if (my_current > 0)
 		{
 			/* a run ended past the budget: the rest goes back */
 			if (TimestampDifferenceExceeds(turn_started, GetCurrentTimestamp(), hwm_queue_budget))
 			{
-				hand_back_rest(my_current);
+				hand_back_rest(my_current, psprintf("its turn of %d ms is over", hwm_queue_budget));
 				break;
 			}
 			reset_session();

@@ -12,6 +12,9 @@
 
 #include "utils/guc.h"
 
+/* hwm.enabled: scheduled runs start (the launcher claims, a worker serves) */
+extern bool hwm_enabled;
+
 /* hwm.notify_channel */
 extern char *hwm_notify_channel;
 

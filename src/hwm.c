@@ -160,7 +160,7 @@ _PG_init(void)
 								   hwm_database_check, NULL, NULL);
 	DefineCustomBoolVariable("hwm.enabled",
 							 "Whether the background scheduler starts scheduled runs.",
-							 "Off: no new scheduled run starts (runs in progress finish); hwm.run still works by hand.",
+							 "Off: no new scheduled run starts (runs in progress finish, runs claimed and not started are handed back); hwm.run still works by hand.",
 							 &hwm_enabled,
 							 true,
 							 PGC_SIGHUP, 0,

@@ -51,6 +51,7 @@
  */
 #include "postgres.h"
 
+#include "dispatch.h"
 #include "launcher.h"
 #include "slots.h"
 #include "wakeup.h"
@@ -75,8 +76,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-/* Settings of the launcher (defined in hwm.c; hwm.database is wakeup.c's) */
-bool		hwm_enabled = true;
+/*
+ * Settings of the launcher (defined in hwm.c; hwm.database is wakeup.c's,
+ * hwm.enabled dispatch.c's)
+ */
 int			hwm_max_workers = 2;
 
 /* How long the launcher sleeps at most, and between retries */

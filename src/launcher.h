@@ -11,8 +11,7 @@
 
 #include "postgres.h"
 
-/* hwm.enabled, hwm.max_workers */
-extern bool hwm_enabled;
+/* hwm.max_workers */
 extern int	hwm_max_workers;
 
 /* from _PG_init: while preloading, register the launcher (true: registered) */

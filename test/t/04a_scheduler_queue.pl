@@ -118,5 +118,48 @@ sql($node, 'postgres', q{SELECT hwm.schedule(pipeline, '1 hour') FROM hwm.state 
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM hwm.runs WHERE pipeline IN ('q2', 'q3') AND status = 'succeeded'}),
 	'and the pipelines run again');
 
+# --- 4. hwm.enabled turned off while a queue is in flight --------------------
+# The first run waits at a gate while scheduling is turned off: it finishes
+# (a run in progress does), and the two runs queued behind it are handed
+# back, not started, and run once scheduling is on again.
+sql($node, 'postgres', q{
+SELECT hwm.drop_pipeline(pipeline) FROM hwm.state; TRUNCATE hwm.runs, c.seen;
+SET ROLE carol;
+CREATE FUNCTION c.gate(p text) RETURNS void LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM pg_catalog.pg_advisory_xact_lock(4343);
+  INSERT INTO c.seen VALUES (p, pg_catalog.pg_backend_pid(), NULL, NULL, NULL);
+END $f$;
+RESET ROLE;
+});
+my $gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(4343)');
+declare('gate', 'look', 'look');
+ok($node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'hwm: q1' AND wait_event = 'advisory'}),
+	'the first run of the queue waits at the gate');
+$node->append_conf('postgresql.conf', "hwm.enabled = off\n");
+$node->reload;
+# a new session sees off once the postmaster has reloaded, which signals the
+# worker before that
+ok($node->poll_query_until('postgres', q{SELECT current_setting('hwm.enabled')}, 'off'),
+	'hwm.enabled is off');
+$gate->query_safe('SELECT pg_advisory_unlock(4343)');
+$gate->quit;
+ok($node->poll_query_until('postgres', q{
+	SELECT (SELECT count(*) FROM hwm.runs WHERE status = 'running')
+	     + (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'hwm worker') = 0}),
+	'the worker ends, no run left running');
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs}),
+	'q1 succeeded', 'the run in progress finished; the two behind it did not start');
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline, ', ' ORDER BY pipeline) FROM hwm.state WHERE next_run_at <= now()}),
+	'q2, q3', '... they were handed back, due');
+$node->append_conf('postgresql.conf', "hwm.enabled = on\n");
+$node->reload;
+ok($node->poll_query_until('postgres', q{
+	SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs},
+	'q1 succeeded, q2 succeeded, q3 succeeded'),
+	'once scheduling is on again, they run');
+
 $node->stop;
 done_testing();
