@@ -27,11 +27,12 @@
 # majors listed in HWM_PG_CASSERT (default "18": CI runs the suite under
 # assertions on one version; set HWM_PG_CASSERT= for none, "17 18" for both).
 # Installed besides the core: contrib postgres_fdw, auto_explain,
-# pgstattuple, amcheck; pg_isolation_regress and the TAP Perl modules where
+# pgstattuple, amcheck, citext (a case-insensitive key type for the key
+# tests); pg_isolation_regress and the TAP Perl modules where
 # PGXS's installcheck and prove_installcheck look for them.
 
 HWM_PG_DEBIAN_MAJOR=15
-HWM_PG_CONTRIB=(postgres_fdw auto_explain pgstattuple amcheck)
+HWM_PG_CONTRIB=(postgres_fdw auto_explain pgstattuple amcheck citext)
 # Debian packages a source build needs.
 HWM_PG_BUILD_DEPS=(build-essential bison flex perl libreadline-dev zlib1g-dev
     libicu-dev pkg-config libipc-run-perl bzip2)
@@ -177,6 +178,15 @@ hwm_pg_provide() {
         { echo "$src is PostgreSQL $version, not $n" >&2; return 1; }
     prefix=$cache/pg-$n-$version
     _hwm_pg_cassert "$n" && prefix+=-cassert
+    # a cached build made before a contrib module joined the list is made
+    # again (each module leaves NAME.so in the package library folder)
+    local c
+    for c in "${HWM_PG_CONTRIB[@]}"; do
+        if [[ -f $prefix/.hwm-complete && ! -f $("$prefix/bin/pg_config" --pkglibdir)/$c.so ]]; then
+            hwm_log "$prefix has no contrib $c: building it again"
+            rm -f "$prefix/.hwm-complete"
+        fi
+    done
     if [[ ! -f $prefix/.hwm-complete ]]; then
         mkdir -p "$cache" || return 1
         chmod 755 "$cache" 2>/dev/null || true
