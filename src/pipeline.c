@@ -8,8 +8,9 @@
  * descriptors (and kept between runs until those change, plancache.c):
  * every identifier goes through quote_identifier, every user relation and
  * type is schema-qualified, every operator is spelled OPERATOR(schema.op)
- * after looking it up in the column type's default btree operator family,
- * and every value is a $n parameter.  So a run never resolves anything
+ * after looking it up in the column type's default btree operator family
+ * (a key's, in its unique index's family: key.c), and every value is a $n
+ * parameter.  So a run never resolves anything
  * through search_path, and a table named
  * x"; DROP TABLE t; -- is just a name.
  *
@@ -21,9 +22,11 @@
 
 #include "catalog.h"
 #include "citus.h"
+#include "key.h"
 #include "pipeline.h"
 #include "util.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -204,62 +207,6 @@ key_contains(List *keys, const char *name)
 	return false;
 }
 
-/*
- * Insist that a unique, immediate, non-partial index on plain columns of the
- * target covers exactly the key columns: that is what INSERT ... ON CONFLICT
- * (key) needs to find its arbiter.
- */
-static void
-check_unique_index(Relation target, List *keys, const char *tgtname)
-{
-	List	   *indexes = RelationGetIndexList(target);
-	ListCell   *lc;
-	int			nkeys = list_length(keys);
-	StringInfoData cols;
-
-	foreach(lc, indexes)
-	{
-		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
-		Form_pg_index idx;
-		bool		ok;
-		ListCell   *klc;
-
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for index %u", indexoid);
-		idx = (Form_pg_index) GETSTRUCT(tup);
-		ok = idx->indisunique && idx->indimmediate && idx->indisvalid &&
-			idx->indnkeyatts == nkeys &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
-		/* same number of columns, and every key column is one of them */
-		foreach(klc, keys)
-		{
-			AttrNumber	keyattno = get_attnum(RelationGetRelid(target), (char *) lfirst(klc));
-			bool		found = false;
-
-			for (int i = 0; ok && !found && i < idx->indnkeyatts; i++)
-				found = idx->indkey.values[i] == keyattno;
-			ok = ok && found;
-		}
-		ReleaseSysCache(tup);
-		if (ok)
-			return;
-	}
-
-	initStringInfo(&cols);
-	foreach(lc, keys)
-		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
-						 quote_identifier((char *) lfirst(lc)));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
-			 errmsg("no unique index on target %s covers exactly the unique key (%s)",
-					tgtname, cols.data),
-			 errdetail("hwm upserts with INSERT ... ON CONFLICT, which needs a unique, non-deferrable, non-partial index on exactly the key columns."),
-			 errhint("Add one with CREATE UNIQUE INDEX ON %s (%s), or name the columns of the primary key.",
-					 tgtname, cols.data)));
-}
-
 static Relation
 open_checked(Oid relid, const char *role, bool is_target)
 {
@@ -319,18 +266,6 @@ column_of(const HwmPlanSpec *spec, Relation rel, const char *colname,
 						 relname, spec->pipeline) :
 				 errhint("Name a column of %s; column names are case-sensitive.", relname)));
 	return attno;
-}
-
-/* s."col" or s."col"::target_type when the types differ */
-static void
-append_source_key(StringInfo buf, const LoadColumn *c)
-{
-	if (c->source_type == c->target_type)
-		appendStringInfo(buf, "s.%s", c->name);
-	else
-		appendStringInfo(buf, "CAST(s.%s AS %s)", c->name,
-						 format_type_extended(c->target_type, c->target_typmod,
-											  FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
 }
 
 /*
@@ -627,10 +562,12 @@ value_columns(PlanBuild *b)
 /*
  * What the partition statements ask of a source row s that they load, with
  * a delete marker m (live_op: "IS NULL" or "IS NOT TRUE"; dead_op, its
- * opposite): " AND s.m <live_op>", and no row of the same key in the source
- * carries the marker with a watermark value as new or newer (in an event
- * log, a key whose newest row is a tombstone stays deleted when its
- * partition is overwritten again).
+ * opposite): " AND s.m <live_op>", and no row of the same key (the key's
+ * one definition, key.c) in the source carries the marker with a watermark
+ * value as new or newer (in an event log, a key whose newest row is a
+ * tombstone stays deleted when its partition is overwritten again).  A
+ * NULL watermark value is older than any other: a tombstone outlives a
+ * live row without one.
  */
 static char *
 tombstone_live_test(PlanBuild *b, const char *m, const char *live_op, const char *dead_op)
@@ -638,10 +575,10 @@ tombstone_live_test(PlanBuild *b, const char *m, const char *live_op, const char
 	const char *order = b->spec->tombstone_order ? b->spec->tombstone_order :
 		b->spec->watermark_column;
 	StringInfoData buf;
-	ListCell   *lc;
 	AttrNumber	attno;
 	Form_pg_attribute att;
 	HwmValueType vt;
+	const char *o;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, " AND s.%s %s", quote_identifier(m), live_op);
@@ -650,26 +587,11 @@ tombstone_live_test(PlanBuild *b, const char *m, const char *live_op, const char
 	attno = column_of(b->spec, b->src, order, "watermark", b->srcname);
 	att = TupleDescAttr(RelationGetDescr(b->src), attno - 1);
 	value_type_init(&vt, att->atttypid, att->atttypmod, att->attcollation, order, b->srcname);
+	o = quote_identifier(order);
 	appendStringInfo(&buf, " AND NOT EXISTS (SELECT FROM %s AS hwm_d WHERE hwm_d.%s %s"
-					 " AND hwm_d.%s %s s.%s",
-					 b->srcname, quote_identifier(m), dead_op,
-					 quote_identifier(order), vt.ge, quote_identifier(order));
-	foreach(lc, b->cols)
-	{
-		LoadColumn *c = lfirst(lc);
-		TypeCacheEntry *tc;
-
-		if (!c->is_key)
-			continue;
-		tc = lookup_type_cache(getBaseType(c->source_type), TYPECACHE_EQ_OPR);
-		if (!OidIsValid(tc->eq_opr))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
-							c->name, b->srcname, format_type_be(c->source_type))));
-		appendStringInfo(&buf, " AND hwm_d.%s %s s.%s", c->name,
-						 hwm_operator_sql(tc->eq_opr), c->name);
-	}
+					 " AND (s.%s IS NULL OR hwm_d.%s %s s.%s)",
+					 b->srcname, quote_identifier(m), dead_op, o, o, vt.ge, o);
+	hwm_key_match(&buf, b->plan->key, "hwm_d", true, "s", true);
 	appendStringInfoChar(&buf, ')');
 	return buf.data;
 }
@@ -741,7 +663,8 @@ tombstone_column(PlanBuild *b)
  * loading the same rows again writes no new row versions.  The binary image
  * comparison (hwm.changed, see changed.c) works for every type, json
  * included, and treats two NULLs as equal.  Also the key match s.k = t.k of
- * the overwrite's anti-join.
+ * the overwrite's anti-join, the tombstones' DELETE and the MERGE, written
+ * from the key's one definition (key.c).
  */
 static void
 conflict_clause(PlanBuild *b)
@@ -782,26 +705,8 @@ conflict_clause(PlanBuild *b)
 		append_changed_test(&conflict, b->cols, "EXCLUDED");
 	}
 
-	foreach(lc, b->cols)
-	{
-		LoadColumn *c = lfirst(lc);
-		TypeCacheEntry *tc;
-
-		if (!c->is_key)
-			continue;
-		tc = lookup_type_cache(getBaseType(c->target_type), TYPECACHE_EQ_OPR);
-		if (!OidIsValid(tc->eq_opr))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
-							c->name, b->tgtname, format_type_be(c->target_type))));
-		appendStringInfoString(&keymatch, " AND ");
-		append_source_key(&keymatch, c);
-		appendStringInfo(&keymatch, " %s t.%s", hwm_operator_sql(tc->eq_opr), c->name);
-		/* keys equal as the target's unique index has them equal */
-		if (c->source_collation != c->target_collation && OidIsValid(c->target_collation))
-			appendStringInfo(&keymatch, " COLLATE %s", generate_collation_name(c->target_collation));
-	}
+	/* the key's match, as the target's unique index has keys equal (key.c) */
+	hwm_key_match(&keymatch, b->plan->key, "s", true, "t", false);
 	b->conflict = conflict.data;
 	b->keymatch = keymatch.data;
 }
@@ -843,6 +748,18 @@ merge_refusal(PlanBuild *b)
 							c->name, format_type_be(c->source_type),
 							format_type_be(c->target_type));
 	}
+	/* the MERGE, its key-twice check and its bounds compare keys as written */
+	for (int i = 0; i < b->plan->key->n; i++)
+	{
+		const HwmKeyColumn *k = &b->plan->key->cols[i];
+
+		if (k->source_cast)
+			return psprintf("key column %s has another typmod in the source than in the target",
+							k->name);
+		if (!k->default_opfamily)
+			return psprintf("the target's unique index compares key column %s with an operator class that is not its type's default",
+							k->name);
+	}
 	return NULL;
 }
 
@@ -859,41 +776,31 @@ has_min_max(Oid type)
 /*
  * The MERGE's key bounds (see HwmPlan.merge_bound_type): the target's side
  * of the ON clause limited to [least, greatest] of the slice's values of
- * the key's first column, so that the planner weighs a merge join along the
- * target's key index by the part of the index it would read (the slice's
+ * the first column of the key's index, so that the planner weighs a merge
+ * join along that index by the part of it it would read (the slice's
  * range), not by the whole index: a slice whose keys are spread out keeps
  * its index probes, one whose keys lie together is merged in one pass.
  * The bounds change no row's match: each key of the slice lies within
- * them, by the same type's ordering (and collation: none is built when the
- * column's collation differs between source and target, or when min and
- * max do not take its type: load.c then keeps the MERGE to index probes,
- * since a merge join unbounded reads the target's whole index).  A row that
- * commits into the source between the bounds' statement and the MERGE may
- * lie outside them; the MERGE then inserts it as new, and a key already in
- * the target fails the MERGE with unique_violation (the upsert then runs).
+ * them, by the same ordering (the MERGE runs only under the type's default
+ * ordering; none is built when the column's collation differs between the
+ * source, the target and its index, or when min and max do not take the
+ * type: load.c then keeps the MERGE to index probes, since a merge join
+ * unbounded reads the target's whole index).  A row that commits into the source between the bounds'
+ * statement and the MERGE may lie outside them; the MERGE then inserts it
+ * as new, and a key already in the target fails the MERGE with
+ * unique_violation (the upsert then runs).
  */
 static void
 merge_bounds(PlanBuild *b)
 {
-	const char *name = linitial(b->spec->unique_key);
-	const char *quoted = quote_identifier(name);
-	ListCell   *lc;
+	const HwmKeyColumn *k = &b->plan->key->cols[0];
 
-	foreach(lc, b->cols)
-	{
-		LoadColumn *c = lfirst(lc);
-
-		if (strcmp(c->name, quoted) != 0)
-			continue;
-		if (c->source_type != c->target_type || c->source_collation != c->target_collation ||
-			!has_min_max(getBaseType(c->target_type)))
-			return;
-		value_type_init(&b->bound_vt, c->target_type, c->target_typmod, c->target_collation,
-						name, b->tgtname);
-		b->bound_col = c->name;
-		b->plan->merge_bound_type = c->target_type;
+	if (!k->source_as_is || k->target_collate[0] != '\0' ||
+		!has_min_max(getBaseType(k->type)))
 		return;
-	}
+	b->bound_vt = k->vt;
+	b->bound_col = k->name;
+	b->plan->merge_bound_type = k->type;
 }
 
 /*
@@ -944,10 +851,21 @@ merge_statement(PlanBuild *b)
 	b->merge_tail = tail.data;
 }
 
+/* The key's column named name, or NULL */
+static const HwmKeyColumn *
+key_column_named(const HwmKey *k, const char *name)
+{
+	for (int i = 0; i < k->n; i++)
+		if (strcmp(k->cols[i].name, quote_identifier(name)) == 0)
+			return &k->cols[i];
+	return NULL;
+}
+
 /*
  * Whether the source has a unique index on some of the key's columns (valid,
- * immediate, without expressions or predicate), so that no snapshot sees a
- * key twice in it.
+ * immediate, without expressions or predicate, comparing each column as the
+ * key does: the same operator family and collation), so that no snapshot
+ * sees a key twice in it.
  */
 static bool
 source_key_unique(PlanBuild *b)
@@ -958,24 +876,26 @@ source_key_unique(PlanBuild *b)
 
 	foreach(lc, indexes)
 	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index idx;
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
 
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for index %u", lfirst_oid(lc));
-		idx = (Form_pg_index) GETSTRUCT(tup);
-		ok = idx->indisunique && idx->indimmediate && idx->indisvalid &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL);
-		for (int i = 0; ok && i < idx->indnkeyatts; i++)
+		ok = form->indisunique && form->indimmediate && form->indisvalid &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+		for (int i = 0; ok && i < form->indnkeyatts; i++)
 		{
-			AttrNumber	attno = idx->indkey.values[i];
+			AttrNumber	attno = form->indkey.values[i];
+			const HwmKeyColumn *k;
 
-			ok = attno > 0 &&
-				key_contains(b->spec->unique_key,
-							 NameStr(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->attname));
+			ok = attno > 0;
+			if (!ok)
+				break;
+			k = key_column_named(b->plan->key,
+								 NameStr(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->attname));
+			ok = k != NULL && idx->rd_opfamily[i] == k->opfamily &&
+				idx->rd_indcollation[i] == k->collation;
 		}
-		ReleaseSysCache(tup);
+		index_close(idx, AccessShareLock);
 		if (ok)
 			break;
 	}
@@ -997,20 +917,18 @@ twice_statement(PlanBuild *b)
 {
 	StringInfoData notnull;
 	StringInfoData groupby;
-	ListCell   *lc;
 
 	if (source_key_unique(b))
 		return;
 	initStringInfo(&notnull);
 	initStringInfo(&groupby);
-	foreach(lc, b->cols)
+	/* grouped as the key has them equal (the MERGE runs on no cast) */
+	for (int i = 0; i < b->plan->key->n; i++)
 	{
-		LoadColumn *c = lfirst(lc);
-
-		if (!c->is_key)
-			continue;
-		appendStringInfo(&notnull, " AND s.%s IS NOT NULL", c->name);
-		appendStringInfo(&groupby, "%ss.%s", groupby.len ? ", " : "", c->name);
+		appendStringInfo(&notnull, " AND s.%s IS NOT NULL", b->plan->key->cols[i].name);
+		if (i > 0)
+			appendStringInfoString(&groupby, ", ");
+		hwm_key_expr(&groupby, &b->plan->key->cols[i], "s", true);
 	}
 	b->twice_tail = psprintf("%s GROUP BY %s HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 1 LIMIT 1",
 							 notnull.data, groupby.data);
@@ -1064,13 +982,15 @@ static void
 tombstone_statement(PlanBuild *b, const char *column_names)
 {
 	StringInfoData head;
-	ListCell   *klc;
 
 	initStringInfo(&head);
 	appendStringInfoString(&head, "SELECT DISTINCT ON (");
-	foreach(klc, b->spec->unique_key)
-		appendStringInfo(&head, "%ss.%s", foreach_current_index(klc) ? ", " : "",
-						 quote_identifier((char *) lfirst(klc)));
+	for (int i = 0; i < b->plan->key->n; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&head, ", ");
+		hwm_key_expr(&head, &b->plan->key->cols[i], "s", true);
+	}
 	appendStringInfo(&head, ") %s, %s AS \"hwm tombstone\" FROM %s AS s",
 					 column_list(b->cols, "s."), b->plan->dead_test, b->srcname);
 	b->slice_head = head.data;
@@ -1091,11 +1011,10 @@ tombstone_statement(PlanBuild *b, const char *column_names)
 static void
 append_tombstone_tail(const PlanBuild *b, StringInfo buf, const char *wm)
 {
-	ListCell   *lc;
-
+	/* DISTINCT ON keeps the first row of each key: by the key's ordering */
 	appendStringInfoString(buf, " ORDER BY ");
-	foreach(lc, b->spec->unique_key)
-		appendStringInfo(buf, "s.%s, ", quote_identifier((char *) lfirst(lc)));
+	hwm_key_order(buf, b->plan->key, "s", true, false);
+	appendStringInfoString(buf, ", ");
 	/* on a tie of the watermark value, the tombstone wins */
 	appendStringInfo(buf, "s.%s USING %s, %s DESC)", wm, b->plan->wm.gt, b->plan->dead_test);
 	appendStringInfo(buf, ", hwm_deleted AS (DELETE FROM %s AS t USING hwm_slice AS s"
@@ -1413,7 +1332,7 @@ hwm_plan_build(const HwmPlanSpec *spec)
 	citus_layout(&b);
 	plan->citus = b.citus_source || b.citus_target;
 	if (spec->unique_key != NIL)
-		check_unique_index(b.tgt, spec->unique_key, b.tgtname);
+		plan->key = hwm_key_build(b.tgt, b.src, spec->unique_key, b.tgtname, b.srcname);
 
 	walk_columns(&b);
 	value_columns(&b);

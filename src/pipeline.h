@@ -87,6 +87,8 @@ typedef struct HwmPlan
 	Oid			source;
 	Oid			target;
 	const char *partition_column;	/* unquoted; NULL without one */
+	struct HwmKey *key;			/* the key's one definition (key.c); NULL
+								 * without a unique key */
 	List	   *load_columns;	/* target columns loaded (char *, unquoted) */
 	List	   *source_columns;	/* attnums (int) of the source read */
 	List	   *target_columns;	/* attnums (int) of the target read */

@@ -42,19 +42,27 @@
  * moves the watermark past the row, and no run loads it again
  * (test/specs/reconcile_late_commit.spec).
  *
- * The key walk: rows with a NULL in a key column are never deleted (there is
- * no key to look for); a key of several columns is compared as a row
- * (ROW(...) OPERATOR(pg_catalog.>) ROW(...)), which the unique index serves.
- * The range from_key..to_key bounds the key's first column.  When the source's
- * key columns have the target's types and collations (the same order), the
- * same range bounds the source's side of the anti-join, so each batch reads
- * two ranges of two indexes.
+ * The key is the pipeline's one definition (key.c, from the plan): the
+ * target's unique index's columns in its order, compared with its
+ * operators and collations, the source's values in the target's types.
+ * The key walk: rows with a NULL in a key column are never deleted (there
+ * is no key to look for); a key of several columns is compared column by
+ * column (hwm_key_cmp: the index's operators may live in several schemas),
+ * the first column's bound alone first, for the index.  The range
+ * from_key..to_key bounds the key's first column.  The same range bounds
+ * the source's side of the anti-join (a source value of the key lies in
+ * the range exactly when the target's does), so each batch reads two
+ * ranges of two indexes where the source's key columns are as the
+ * target's.  Only the source's live rows count (the overwrite's live test,
+ * with a delete marker): a key whose rows are all tombstones, or whose
+ * newest is one, is deleted, as an overwrite of its partition deletes it.
  */
 #include "postgres.h"
 
 #include "catalog.h"
 #include "citus.h"
 #include "job.h"
+#include "key.h"
 #include "pipeline.h"
 #include "grid.h"
 #include "privilege.h"
@@ -77,23 +85,13 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-/* The unique key of a pipeline's target, as reconcile walks it */
-typedef struct Keys
-{
-	int			n;
-	char	  **names;			/* quoted */
-	HwmValueType *vt;			/* the target's types, with their ordering */
-	bool		source_alike;	/* the source's key columns have those types */
-	char	   *match;			/* " AND s.k OPERATOR(=) t.k ..." */
-} Keys;
-
 /* A reconcile's set-up, rebuilt by every batch under the pipeline's lock */
 typedef struct Reconcile
 {
 	HwmPipeline *p;
 	HwmPlan    *plan;
 	HwmRoleSwitch sw;
-	Keys		keys;
+	const HwmKey *key;			/* the target's key (key.c), from the plan */
 	char	   *target;			/* quoted */
 	char	   *source;
 	bool		has_from;
@@ -119,9 +117,9 @@ param_add(Params *ps, Oid type, Datum value)
 }
 
 static void
-params_init(Params *ps, const Keys *k)
+params_init(Params *ps, const HwmKey *k)
 {
-	int			max = 3 * k->n + 4;
+	int			max = 4 * k->n + 8;
 
 	ps->n = 0;
 	ps->types = palloc(sizeof(Oid) * max);
@@ -163,77 +161,6 @@ reconcile_check_pipeline(const HwmPipeline *p)
 				 errhint("Run DELETE FROM target AS t WHERE NOT EXISTS (SELECT FROM source AS s WHERE s.key = t.key) by hand, while no run of the pipeline is in progress; for a partitioned pipeline, hwm.backfill deletes what the source's partitions no longer have.")));
 }
 
-/* The target's key columns, their types and orderings */
-static void
-keys_init(Keys *k, const HwmPipeline *p)
-{
-	ListCell   *lc;
-	char	   *tgtname = hwm_qualified_name(p->target);
-	StringInfoData match;
-
-	k->n = list_length(p->unique_key);
-	k->names = palloc(sizeof(char *) * k->n);
-	k->vt = palloc0(sizeof(HwmValueType) * k->n);
-	k->source_alike = true;
-	initStringInfo(&match);
-	foreach(lc, p->unique_key)
-	{
-		int			i = foreach_current_index(lc);
-		char	   *name = lfirst(lc);
-		AttrNumber	att = get_attnum(p->target, name);
-		AttrNumber	satt = get_attnum(p->source, name);
-		Oid			type;
-		int32		typmod;
-		Oid			coll;
-		Oid			stype = InvalidOid;
-		int32		stypmod;
-		Oid			scoll = InvalidOid;
-		TypeCacheEntry *tc;
-
-		if (att == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("unique key column \"%s\" of pipeline \"%s\" is not in its target %s",
-							name, p->name, tgtname)));
-		get_atttypetypmodcoll(p->target, att, &type, &typmod, &coll);
-		hwm_value_type_init(&k->vt[i], type, typmod, coll, name, tgtname);
-		k->names[i] = pstrdup(quote_identifier(name));
-		if (satt == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("unique key column \"%s\" of pipeline \"%s\" is not in its source %s",
-							name, p->name, hwm_qualified_name(p->source))));
-		if (satt != InvalidAttrNumber)
-			get_atttypetypmodcoll(p->source, satt, &stype, &stypmod, &scoll);
-		/* the same order on both sides: the same type and collation */
-		if (stype != type || scoll != coll)
-			k->source_alike = false;
-
-		/*
-		 * The key match, as the load's upsert matches: the source's value in
-		 * the target's type, compared with the target type's equality under
-		 * the target column's collation (a source column of another
-		 * collation would make the comparison ambiguous).
-		 */
-		tc = lookup_type_cache(getBaseType(type), TYPECACHE_EQ_OPR);
-		if (!OidIsValid(tc->eq_opr))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("unique key column %s of %s has type %s, which has no equality operator",
-							k->names[i], tgtname, format_type_be(type))));
-		if (stype == type)
-			appendStringInfo(&match, " AND s.%s", k->names[i]);
-		else
-			appendStringInfo(&match, " AND CAST(s.%s AS %s)", k->names[i],
-							 format_type_extended(type, typmod,
-												  FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
-		appendStringInfo(&match, " %s t.%s", hwm_operator_sql(tc->eq_opr), k->names[i]);
-		if (OidIsValid(coll) && scoll != coll)
-			appendStringInfo(&match, " COLLATE %s", generate_collation_name(coll));
-	}
-	k->match = match.data;
-}
-
 /*
  * Read the pipeline (with lock: waiting for its lock), check it, and become
  * its owner until reconcile_end.
@@ -244,7 +171,7 @@ reconcile_begin(Reconcile *r, const char *name, bool lock)
 	r->p = hwm_pipeline_fetch(name, lock, false);
 	reconcile_check_pipeline(r->p);
 	r->plan = hwm_plan_as_owner(r->p, false, false, true, &r->sw);
-	keys_init(&r->keys, r->p);
+	r->key = r->plan->key;
 	r->target = hwm_qualified_name(r->p->target);
 	r->source = hwm_qualified_name(r->p->source);
 }
@@ -257,23 +184,23 @@ reconcile_end(Reconcile *r)
 
 /* A key's text: the value's for one column, a text[] literal for several */
 static char *
-key_out(const Keys *k, const Datum *key)
+key_out(const HwmKey *k, const Datum *key)
 {
 	Datum	   *elems;
 	ArrayType  *arr;
 
 	if (k->n == 1)
-		return hwm_value_out(&k->vt[0], key[0]);
+		return hwm_value_out(&k->cols[0].vt, key[0]);
 	elems = palloc(sizeof(Datum) * k->n);
 	for (int i = 0; i < k->n; i++)
-		elems[i] = CStringGetTextDatum(hwm_value_out(&k->vt[i], key[i]));
+		elems[i] = CStringGetTextDatum(hwm_value_out(&k->cols[i].vt, key[i]));
 	arr = construct_array(elems, k->n, TEXTOID, -1, false, TYPALIGN_INT);
 	return OidOutputFunctionCall(F_ARRAY_OUT, PointerGetDatum(arr));
 }
 
 /* The key of key_out's text */
 static Datum *
-key_in(const Keys *k, const char *txt)
+key_in(const HwmKey *k, const char *txt)
 {
 	Datum	   *key = palloc(sizeof(Datum) * k->n);
 	Datum	   *elems;
@@ -282,7 +209,7 @@ key_in(const Keys *k, const char *txt)
 
 	if (k->n == 1)
 	{
-		key[0] = hwm_value_in(&k->vt[0], txt, "done_through");
+		key[0] = hwm_value_in(&k->cols[0].vt, txt, "done_through");
 		return key;
 	}
 	deconstruct_array(DatumGetArrayTypeP(OidInputFunctionCall(F_ARRAY_IN, unconstify(char *, txt),
@@ -291,74 +218,69 @@ key_in(const Keys *k, const char *txt)
 	if (n != k->n)
 		elog(ERROR, "hwm: done_through \"%s\" has %d keys, not %d", txt, n, k->n);
 	for (int i = 0; i < n; i++)
-		key[i] = hwm_value_in(&k->vt[i], TextDatumGetCString(elems[i]), "done_through");
+		key[i] = hwm_value_in(&k->cols[i].vt, TextDatumGetCString(elems[i]), "done_through");
 	return key;
 }
 
 /* " AND a.k1 IS NOT NULL ..." */
 static void
-append_not_null(StringInfo buf, const Keys *k, const char *alias)
+append_not_null(StringInfo buf, const HwmKey *k, const char *alias)
 {
 	for (int i = 0; i < k->n; i++)
-		appendStringInfo(buf, " AND %s.%s IS NOT NULL", alias, k->names[i]);
+		appendStringInfo(buf, " AND %s.%s IS NOT NULL", alias, k->cols[i].name);
 }
 
 /*
- * " AND ROW(a.k1, a.k2) OPERATOR(pg_catalog.op) ROW($n, $n+1)" for a whole
- * key (one column: the column's own operator, gt or le), its values added.
+ * " AND <the key of alias> > key" (greater) or "<= key", in the key's
+ * order (key.c), its values added.
  */
 static void
-append_key_cmp(StringInfo buf, const Keys *k, const char *alias, bool greater,
-			   const Datum *key, Params *ps)
+append_key_cmp(StringInfo buf, const HwmKey *k, const char *alias, bool source,
+			   bool greater, const Datum *key, Params *ps)
 {
-	if (k->n == 1)
-	{
-		int			n = param_add(ps, k->vt[0].type, key[0]);
+	int			first = ps->n + 1;
 
-		appendStringInfo(buf, " AND %s.%s %s $%d", alias, k->names[0],
-						 greater ? k->vt[0].gt : k->vt[0].le, n);
-		return;
-	}
-	appendStringInfoString(buf, " AND ROW(");
 	for (int i = 0; i < k->n; i++)
-		appendStringInfo(buf, "%s%s.%s", i ? ", " : "", alias, k->names[i]);
-	appendStringInfo(buf, ") OPERATOR(pg_catalog.%s) ROW(", greater ? ">" : "<=");
-	for (int i = 0; i < k->n; i++)
-		appendStringInfo(buf, "%s$%d", i ? ", " : "", param_add(ps, k->vt[i].type, key[i]));
-	appendStringInfoChar(buf, ')');
+		(void) param_add(ps, k->cols[i].vt.type, key[i]);
+	hwm_key_cmp(buf, k, alias, source, greater, first);
 }
 
 /*
- * The conditions on one side (alias t or s) of a batch: after the last key
- * done (else from the range's start), up to the batch's last key (NULL: to
- * the range's end).
+ * The conditions on one side (alias t, or s for the source) of a batch:
+ * after the last key done (else from the range's start), up to the batch's
+ * last key (NULL: to the range's end).  The range from_key..to_key bounds
+ * the key's first column.
  */
 static void
-append_range(StringInfo buf, const Reconcile *r, const char *alias,
+append_range(StringInfo buf, const Reconcile *r, const char *alias, bool source,
 			 const Datum *after, const Datum *upto, Params *ps)
 {
-	const Keys *k = &r->keys;
+	const HwmKeyColumn *c = &r->key->cols[0];
 
 	if (after)
-		append_key_cmp(buf, k, alias, true, after, ps);
+		append_key_cmp(buf, r->key, alias, source, true, after, ps);
 	else if (r->has_from)
-		appendStringInfo(buf, " AND %s.%s %s $%d", alias, k->names[0], k->vt[0].ge,
-						 param_add(ps, k->vt[0].type, r->from));
+	{
+		appendStringInfoString(buf, " AND ");
+		hwm_key_expr(buf, c, alias, source);
+		appendStringInfo(buf, " %s $%d", c->vt.ge, param_add(ps, c->vt.type, r->from));
+	}
 	if (upto)
-		append_key_cmp(buf, k, alias, false, upto, ps);
+		append_key_cmp(buf, r->key, alias, source, false, upto, ps);
 	else if (r->has_to)
-		appendStringInfo(buf, " AND %s.%s %s $%d", alias, k->names[0], k->vt[0].le,
-						 param_add(ps, k->vt[0].type, r->to));
+	{
+		appendStringInfoString(buf, " AND ");
+		hwm_key_expr(buf, c, alias, source);
+		appendStringInfo(buf, " %s $%d", c->vt.le, param_add(ps, c->vt.type, r->to));
+	}
 }
 
-/* " ORDER BY t.k1 USING <, ..." (desc: greatest first) */
+/* " ORDER BY t.k1 USING <, ..." (desc: greatest first), the key's order */
 static void
-append_order(StringInfo buf, const Keys *k, bool desc)
+append_order(StringInfo buf, const HwmKey *k, bool desc)
 {
 	appendStringInfoString(buf, " ORDER BY ");
-	for (int i = 0; i < k->n; i++)
-		appendStringInfo(buf, "%st.%s USING %s", i ? ", " : "", k->names[i],
-						 desc ? k->vt[i].gt : k->vt[i].lt);
+	hwm_key_order(buf, k, "t", false, desc);
 }
 
 /* "SELECT t.k1, ... FROM target AS t WHERE <keys not NULL>" */
@@ -366,26 +288,34 @@ static void
 append_select_keys(StringInfo buf, const Reconcile *r)
 {
 	appendStringInfoString(buf, "SELECT ");
-	for (int i = 0; i < r->keys.n; i++)
-		appendStringInfo(buf, "%st.%s", i ? ", " : "", r->keys.names[i]);
+	for (int i = 0; i < r->key->n; i++)
+		appendStringInfo(buf, "%st.%s", i ? ", " : "", r->key->cols[i].name);
 	appendStringInfo(buf, " FROM %s AS t WHERE true", r->target);
-	append_not_null(buf, &r->keys, "t");
+	append_not_null(buf, r->key, "t");
 }
 
-/* " AND NOT EXISTS (SELECT FROM source AS s WHERE <range> s.k = t.k ...)" */
+/*
+ * " AND NOT EXISTS (SELECT FROM source AS s WHERE <range> <s's key = t's
+ * key> <s is live>)": the source's rows compared as the key compares them
+ * (the load stores them so), and only its live ones (a row that carries
+ * the delete marker, or whose key's newest row does, is no row the load
+ * keeps: the overwrite's live test).  The same range bounds the source's
+ * side, so each batch reads two ranges of two indexes where the source's
+ * key columns are as the target's.
+ */
 static void
 append_absent(StringInfo buf, const Reconcile *r, const Datum *after,
 			  const Datum *upto, Params *ps)
 {
 	appendStringInfo(buf, " AND NOT EXISTS (SELECT FROM %s AS s WHERE true", r->source);
-	if (r->keys.source_alike)
-		append_range(buf, r, "s", after, upto, ps);
-	appendStringInfo(buf, "%s)", r->keys.match);
+	append_range(buf, r, "s", true, after, upto, ps);
+	hwm_key_match(buf, r->key, "s", true, "t", false);
+	appendStringInfo(buf, "%s)", r->plan->live_filter);
 }
 
 /* The key of the first row of the last SPI result, copied */
 static Datum *
-spi_key(const Keys *k)
+spi_key(const HwmKey *k)
 {
 	Datum	   *key = palloc(sizeof(Datum) * k->n);
 
@@ -395,7 +325,7 @@ spi_key(const Keys *k)
 		Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 									  i + 1, &isnull);
 
-		key[i] = isnull ? (Datum) 0 : hwm_value_copy(&k->vt[i], v);
+		key[i] = isnull ? (Datum) 0 : hwm_value_copy(&k->cols[i].vt, v);
 	}
 	return key;
 }
@@ -411,15 +341,15 @@ batch_end(const Reconcile *r, const Datum *after, int64 count)
 	Params		ps;
 	int			n;
 
-	params_init(&ps, &r->keys);
+	params_init(&ps, r->key);
 	initStringInfo(&buf);
 	append_select_keys(&buf, r);
-	append_range(&buf, r, "t", after, NULL, &ps);
-	append_order(&buf, &r->keys, false);
+	append_range(&buf, r, "t", false, after, NULL, &ps);
+	append_order(&buf, r->key, false);
 	n = param_add(&ps, INT8OID, Int64GetDatum(count - 1));
 	appendStringInfo(&buf, " OFFSET $%d LIMIT 1", n);
 	hwm_spi_exec(buf.data, ps.n, ps.types, ps.values, NULL, SPI_OK_SELECT);
-	return SPI_processed == 0 ? NULL : spi_key(&r->keys);
+	return SPI_processed == 0 ? NULL : spi_key(r->key);
 }
 
 /* Delete the target rows of the keys after after up to upto that the source lacks */
@@ -429,11 +359,11 @@ delete_absent(const Reconcile *r, const Datum *after, const Datum *upto)
 	StringInfoData buf;
 	Params		ps;
 
-	params_init(&ps, &r->keys);
+	params_init(&ps, r->key);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "DELETE FROM %s AS t WHERE true", r->target);
-	append_not_null(&buf, &r->keys, "t");
-	append_range(&buf, r, "t", after, upto, &ps);
+	append_not_null(&buf, r->key, "t");
+	append_range(&buf, r, "t", false, after, upto, &ps);
 	append_absent(&buf, r, after, upto, &ps);
 	hwm_spi_exec(buf.data, ps.n, ps.types, ps.values, NULL, SPI_OK_DELETE);
 	return (int64) SPI_processed;
@@ -446,9 +376,9 @@ bounds_in(Reconcile *r, const char *from_text, const char *to_text)
 	r->has_from = from_text[0] != '\0';
 	r->has_to = to_text[0] != '\0';
 	if (r->has_from)
-		r->from = hwm_value_in(&r->keys.vt[0], from_text, "from_key");
+		r->from = hwm_value_in(&r->key->cols[0].vt, from_text, "from_key");
 	if (r->has_to)
-		r->to = hwm_value_in(&r->keys.vt[0], to_text, "to_key");
+		r->to = hwm_value_in(&r->key->cols[0].vt, to_text, "to_key");
 }
 
 /* What a reconcile keeps besides its job (HwmJob.arg) */
@@ -460,7 +390,7 @@ typedef struct ReconcileJob
 
 /* The bounds of a batch, as hwm.runs shows them (NULL: the range's end) */
 static void
-batch_bounds(const HwmJob *job, const Keys *k, const Datum *upto,
+batch_bounds(const HwmJob *job, const HwmKey *k, const Datum *upto,
 			 char **from, char **to)
 {
 	*from = job->done_through ? job->done_through :
@@ -487,9 +417,9 @@ reconcile_batch(HwmJob *job)
 
 	reconcile_begin(&r, job->pipeline, true);
 	bounds_in(&r, job->from_text, job->to_text);
-	after = job->done_through ? key_in(&r.keys, job->done_through) : NULL;
+	after = job->done_through ? key_in(r.key, job->done_through) : NULL;
 	upto = batch_end(&r, after, job->batch_size);
-	batch_bounds(job, &r.keys, upto, &from, &to);
+	batch_bounds(job, r.key, upto, &from, &to);
 	rj->batch_from = from ? MemoryContextStrdup(job->cxt, from) : NULL;
 	rj->batch_to = to ? MemoryContextStrdup(job->cxt, to) : NULL;
 	deleted = delete_absent(&r, after, upto);
@@ -506,7 +436,7 @@ reconcile_batch(HwmJob *job)
 		(void) hwm_record_run(&run);
 	}
 	if (upto)
-		job->done_through = MemoryContextStrdup(job->cxt, key_out(&r.keys, upto));
+		job->done_through = MemoryContextStrdup(job->cxt, key_out(r.key, upto));
 	job->steps_done++;
 	job->rows_deleted += deleted;
 	return upto == NULL;
@@ -547,19 +477,19 @@ dry_read(const Reconcile *r, int what, int64 *count)
 	Params		ps;
 	Datum		v;
 
-	params_init(&ps, &r->keys);
+	params_init(&ps, r->key);
 	initStringInfo(&buf);
 	if (what < 0)
 		appendStringInfo(&buf, "SELECT pg_catalog.count(*) FROM %s AS t WHERE true",
 						 r->target);
 	else
 		append_select_keys(&buf, r);
-	append_not_null(&buf, &r->keys, "t");
-	append_range(&buf, r, "t", NULL, NULL, &ps);
+	append_not_null(&buf, r->key, "t");
+	append_range(&buf, r, "t", false, NULL, NULL, &ps);
 	append_absent(&buf, r, NULL, NULL, &ps);
 	if (what >= 0)
 	{
-		append_order(&buf, &r->keys, what == 1);
+		append_order(&buf, r->key, what == 1);
 		appendStringInfoString(&buf, " LIMIT 1");
 	}
 	hwm_spi_exec(buf.data, ps.n, ps.types, ps.values, NULL, SPI_OK_SELECT);
@@ -568,7 +498,7 @@ dry_read(const Reconcile *r, int what, int64 *count)
 		*count = hwm_spi_first(&v) ? DatumGetInt64(v) : 0;
 		return NULL;
 	}
-	return SPI_processed > 0 ? key_out(&r->keys, spi_key(&r->keys)) : NULL;
+	return SPI_processed > 0 ? key_out(r->key, spi_key(r->key)) : NULL;
 }
 
 /*
@@ -627,8 +557,8 @@ bound_arg(FunctionCallInfo fcinfo, int argno, const Reconcile *r, const char *wh
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not be empty", what),
 				 errhint("Pass NULL (the default) for a range without that bound.")));
-	*value = hwm_value_in(&r->keys.vt[0], txt, what);
-	return hwm_value_out(&r->keys.vt[0], *value);
+	*value = hwm_value_in(&r->key->cols[0].vt, txt, what);
+	return hwm_value_out(&r->key->cols[0].vt, *value);
 }
 
 /* The arguments that need no catalog: batch_size, dry_run */
@@ -671,7 +601,7 @@ hwm_reconcile(PG_FUNCTION_ARGS)
 	to_text = bound_arg(fcinfo, 2, &r, "to_key", &r.to);
 	r.has_from = from_text[0] != '\0';
 	r.has_to = to_text[0] != '\0';
-	if (r.has_from && r.has_to && hwm_value_cmp(&r.keys.vt[0], r.from, r.to) > 0)
+	if (r.has_from && r.has_to && hwm_value_cmp(&r.key->cols[0].vt, r.from, r.to) > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("from_key %s is after to_key %s", from_text, to_text),
