@@ -36,6 +36,7 @@
 #include "catalog/pg_type.h"
 #include "access/genam.h"
 #include "utils/builtins.h"
+#include "fmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -101,6 +102,7 @@ key_column(HwmKeyColumn *c, Relation index, int i, Relation target, Relation sou
 										   TYPECACHE_BTREE_OPFAMILY);
 	const char *name = NameStr(tatt->attname);
 	Oid			cmp_proc;
+	Oid			equalimage;
 
 	c->name = pstrdup(quote_identifier(name));
 	c->type = tatt->atttypid;
@@ -126,6 +128,11 @@ key_column(HwmKeyColumn *c, Relation index, int i, Relation target, Relation sou
 		elog(ERROR, "btree operator family %u has no comparison function for type %u",
 			 opfamily, opcintype);
 	c->vt.cmp_proc = cmp_proc;
+
+	/* the index's own answer (btree deduplication asks it too) */
+	equalimage = get_opfamily_proc(opfamily, opcintype, opcintype, BTEQUALIMAGE_PROC);
+	c->spelled = !OidIsValid(equalimage) ||
+		!DatumGetBool(OidFunctionCall1Coll(equalimage, collation, ObjectIdGetDatum(opcintype)));
 
 	/* a source column: as is, or in the target's type, under the index's collation */
 	c->source_open = "";

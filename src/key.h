@@ -28,6 +28,9 @@ typedef struct HwmKeyColumn
 	const char *target_collate; /* " COLLATE c" after a target column, or "" */
 	const char *source_open;	/* around a source column: "" or "CAST(" */
 	const char *source_close;	/* "" or " AS type(typmod))" + " COLLATE c" */
+	bool		spelled;		/* equal keys may differ in their bytes ('Ada'
+								 * and 'ADA' under citext, 3.0 and 3.00): the
+								 * load writes the source's, as any column */
 	bool		source_cast;	/* source values are cast to the target's type */
 	bool		source_as_is;	/* the source column has the target's type,
 								 * typmod and the index's collation */

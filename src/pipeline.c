@@ -189,6 +189,9 @@ typedef struct LoadColumn
 {
 	char	   *name;			/* quoted */
 	bool		is_key;
+	bool		updated;		/* set by the upsert and the MERGE: not a key
+								 * column, or one whose equal values may be
+								 * spelled otherwise (key.c) */
 	Oid			source_type;
 	Oid			target_type;
 	int32		target_typmod;
@@ -270,8 +273,8 @@ column_of(const HwmPlanSpec *spec, Relation rel, const char *colname,
 
 /*
  * Append the test "the stored row t differs from the new row" (newrow:
- * EXCLUDED in the upsert, s in the fast path's MERGE) over the non-key
- * columns: hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b), in calls of at
+ * EXCLUDED in the upsert, s in the fast path's MERGE) over the columns
+ * they update (LoadColumn.updated): hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b), in calls of at
  * most CHANGED_MAX_PAIRS pairs joined with OR (a function takes at most
  * FUNC_MAX_ARGS arguments).
  */
@@ -280,7 +283,7 @@ column_of(const HwmPlanSpec *spec, Relation rel, const char *colname,
 static void
 append_changed_test(StringInfo buf, List *cols, const char *newrow)
 {
-	List	   *nonkey = NIL;
+	List	   *updated = NIL;
 	ListCell   *lc;
 	int			n;
 
@@ -288,10 +291,10 @@ append_changed_test(StringInfo buf, List *cols, const char *newrow)
 	{
 		LoadColumn *c = lfirst(lc);
 
-		if (!c->is_key)
-			nonkey = lappend(nonkey, c);
+		if (c->updated)
+			updated = lappend(updated, c);
 	}
-	n = list_length(nonkey);
+	n = list_length(updated);
 	if (n > CHANGED_MAX_PAIRS)
 		appendStringInfoChar(buf, '(');
 	for (int start = 0; start < n; start += CHANGED_MAX_PAIRS)
@@ -301,14 +304,14 @@ append_changed_test(StringInfo buf, List *cols, const char *newrow)
 		appendStringInfoString(buf, start == 0 ? "hwm.changed(" : " OR hwm.changed(");
 		for (int i = start; i < end; i++)
 			appendStringInfo(buf, "%st.%s", i == start ? "" : ", ",
-							 ((LoadColumn *) list_nth(nonkey, i))->name);
+							 ((LoadColumn *) list_nth(updated, i))->name);
 		for (int i = start; i < end; i++)
-			appendStringInfo(buf, ", %s.%s", newrow, ((LoadColumn *) list_nth(nonkey, i))->name);
+			appendStringInfo(buf, ", %s.%s", newrow, ((LoadColumn *) list_nth(updated, i))->name);
 		appendStringInfoChar(buf, ')');
 	}
 	if (n > CHANGED_MAX_PAIRS)
 		appendStringInfoChar(buf, ')');
-	list_free(nonkey);
+	list_free(updated);
 }
 
 /* The columns a plan loads, and what the statements are made of */
@@ -322,7 +325,7 @@ typedef struct PlanBuild
 	char	   *tgtname;
 	List	   *cols;			/* LoadColumn * */
 	bool		override;		/* OVERRIDING SYSTEM VALUE needed */
-	bool		has_nonkey;
+	bool		has_update;		/* some column is updated (LoadColumn.updated) */
 	char	   *insert_head;	/* INSERT INTO t (...) SELECT s.... FROM s */
 	char	   *conflict;		/* " ON CONFLICT ..." or "" */
 	char	   *keymatch;		/* " AND s.k = t.k ..." or "" */
@@ -441,6 +444,18 @@ column_list(List *cols, const char *prefix)
 	return buf.data;
 }
 
+/* Whether key column name may be spelled otherwise when equal (key.c) */
+static bool
+key_spelled(const HwmKey *k, const char *name)
+{
+	const char *quoted = quote_identifier(name);
+
+	for (int i = 0; k != NULL && i < k->n; i++)
+		if (strcmp(k->cols[i].name, quoted) == 0)
+			return k->cols[i].spelled;
+	return false;
+}
+
 /*
  * The columns loaded: every target column that the source has, with the
  * type checks an INSERT ... SELECT would make.
@@ -493,6 +508,7 @@ walk_columns(PlanBuild *b)
 		c = palloc(sizeof(LoadColumn));
 		c->name = pstrdup(quote_identifier(NameStr(tatt->attname)));
 		c->is_key = is_key;
+		c->updated = !is_key || key_spelled(b->plan->key, NameStr(tatt->attname));
 		c->source_type = satt->atttypid;
 		c->target_type = tatt->atttypid;
 		c->target_typmod = tatt->atttypmod;
@@ -504,8 +520,8 @@ walk_columns(PlanBuild *b)
 		b->plan->target_columns = lappend_int(b->plan->target_columns, tatt->attnum);
 		if (tatt->attidentity == ATTRIBUTE_IDENTITY_ALWAYS)
 			b->override = true;
-		if (!is_key)
-			b->has_nonkey = true;
+		if (c->updated)
+			b->has_update = true;
 	}
 	if (b->cols == NIL)
 		ereport(ERROR,
@@ -684,7 +700,7 @@ conflict_clause(PlanBuild *b)
 	foreach(lc, b->spec->unique_key)
 		appendStringInfo(&conflict, "%s%s", foreach_current_index(lc) ? ", " : "",
 						 quote_identifier((char *) lfirst(lc)));
-	if (!b->has_nonkey)
+	if (!b->has_update)
 		appendStringInfoString(&conflict, ") DO NOTHING");
 	else
 	{
@@ -695,7 +711,7 @@ conflict_clause(PlanBuild *b)
 		{
 			LoadColumn *c = lfirst(lc);
 
-			if (c->is_key)
+			if (!c->updated)
 				continue;
 			appendStringInfo(&conflict, "%s%s = EXCLUDED.%s", first ? "" : ", ",
 							 c->name, c->name);
@@ -829,7 +845,7 @@ merge_statement(PlanBuild *b)
 	b->merge_on = psprintf(") AS s ON %s", b->keymatch + strlen(" AND "));
 	merge_bounds(b);
 	initStringInfo(&tail);
-	if (b->has_nonkey)
+	if (b->has_update)
 	{
 		appendStringInfoString(&tail, " WHEN MATCHED AND ");
 		append_changed_test(&tail, b->cols, "s");
@@ -838,7 +854,7 @@ merge_statement(PlanBuild *b)
 		{
 			LoadColumn *c = lfirst(lc);
 
-			if (c->is_key)
+			if (!c->updated)
 				continue;
 			appendStringInfo(&tail, "%s%s = s.%s", first ? "" : ", ", c->name, c->name);
 			first = false;
