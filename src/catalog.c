@@ -176,6 +176,43 @@ hwm_pipeline_exists(const char *name)
 }
 
 /*
+ * The copy pipelines whose target is one of relids (n of them): each one's
+ * committed watermark (NULL: nothing loaded yet) and its type, for the
+ * bound of a pipeline that reads their targets (watermark.c, a chain).
+ * Read as the catalog's owner: the bound needs every owner's pipelines,
+ * and nothing read here is shown.
+ */
+List *
+hwm_state_upstreams(const Oid *relids, int n)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1];
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	List	   *result = NIL;
+
+	for (int i = 0; i < n; i++)
+		elems[i] = ObjectIdGetDatum(relids[i]);
+	values[0] = PointerGetDatum(construct_array(elems, n, OIDOID, sizeof(Oid), true,
+												TYPALIGN_INT));
+	hwm_catalog_exec("SELECT watermark, watermark_type::pg_catalog.oid FROM hwm.state"
+					 " WHERE target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HwmUpstream *u = palloc0(sizeof(HwmUpstream));
+		bool		isnull;
+		Datum		type = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (isnull)
+			continue;			/* NOT NULL in every catalog: no such row */
+		u->type = DatumGetObjectId(type);
+		u->watermark = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		result = lappend(result, u);
+	}
+	return result;
+}
+
+/*
  * Take the pipeline's lock until the end of the transaction: every run,
  * overwrite, backfill step, watermark change and drop of one pipeline takes
  * it, so they never interleave, while different pipelines proceed in

@@ -109,6 +109,14 @@ extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);
 extern bool hwm_pipeline_exists(const char *name);
+
+/* A pipeline that loads a table another pipeline reads (hwm_state_upstreams) */
+typedef struct HwmUpstream
+{
+	char	   *watermark;		/* committed; NULL: nothing loaded yet */
+	Oid			type;			/* its watermark column's type */
+} HwmUpstream;
+extern List *hwm_state_upstreams(const Oid *relids, int n);
 extern void hwm_pipeline_set_home(const char *name);
 extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 											const char *detail);

@@ -285,6 +285,17 @@ find_ready_end(IntervalRun *r)
 	if (bound.hold || !bound.has_limit)
 		return false;
 	r->ready_end = boundary(&r->grid, index_of(&r->grid, as_ts(&r->plan->wm, bound.limit)));
+	/* a chain: no interval past what the upstreams have committed */
+	if (bound.has_cap)
+	{
+		TimestampTz capped = boundary(&r->grid, index_of(&r->grid, as_ts(&r->plan->wm, bound.cap)));
+
+		if (capped < r->ready_end)
+		{
+			r->ready_end = capped;
+			r->held = HWM_CHAIN_HELD;
+		}
+	}
 	/* within CALL hwm.catch_up: no further than what was ready at its first run */
 	if (catch_up.active && catch_up.has_horizon)
 		r->ready_end = Min(r->ready_end, catch_up.horizon);

@@ -189,18 +189,31 @@ settle_watermark(LoadRun *r)
 	HwmSafeBound *bound = &r->bound;
 	Datum		below;
 
+	Datum		end = r->w0;
+
 	hwm_safe_bound(r->plan, r->p->source, r->p->delay, r->carried, bound);
 	if (bound->hold)
+	{
 		r->held = bound->reason;
-	else if (bound->has_limit && hwm_value_cmp(&r->plan->wm, r->w0, bound->limit) >= 0)
+		return;
+	}
+	if (bound->has_limit && hwm_value_cmp(&r->plan->wm, end, bound->limit) >= 0)
 	{
 		r->held = bound->reason;
 		wm_exec(r, HWM_WM_MAX_BELOW, r->plan->wm.type, bound->limit, SPI_OK_SELECT);
-		if (hwm_spi_first(&below))
-			r->wm_after = hwm_value_out(&r->plan->wm, below);
+		if (!hwm_spi_first(&below))
+			return;
+		end = below;
 	}
-	else
-		r->wm_after = hwm_value_out(&r->plan->wm, r->w0);
+	/* a chain: no further than the upstreams have committed (never back) */
+	if (bound->has_cap && hwm_value_cmp(&r->plan->wm, end, bound->cap) > 0)
+	{
+		r->held = HWM_CHAIN_HELD;
+		if (r->p->watermark && hwm_value_cmp(&r->plan->wm, bound->cap, r->old_wm) <= 0)
+			return;
+		end = bound->cap;
+	}
+	r->wm_after = hwm_value_out(&r->plan->wm, end);
 }
 
 /*
@@ -544,6 +557,9 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 		return;
 	if (b->has_floor && hwm_value_cmp(&r->plan->wm, b->floor, from) < 0)
 		from = b->floor;
+	/* rows an upstream loads later are above what it had committed */
+	if (b->has_cap && hwm_value_cmp(&r->plan->wm, b->cap, from) < 0)
+		from = b->cap;
 	mem->reread_from = hwm_value_out(&r->plan->wm, from);
 	mem->xacts = list_copy(r->carried);
 	foreach(lc, b->xacts)

@@ -259,6 +259,7 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos, Oid
 {
 	HwmRoleSwitch sw;
 	HwmPlan    *plan;
+	char	   *caveat;
 
 	hwm_become(a->owner, true, &sw);
 	plan = hwm_plan_build(&a->spec);
@@ -280,6 +281,14 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos, Oid
 				 errdetail("Watermark column \"%s\" has type %s.", a->spec.watermark_column,
 						   format_type_be(plan->wm.type)),
 				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
+	caveat = hwm_watermark_caveat(plan, a->spec.source, a->delay != NULL);
+	if (caveat)
+		ereport(WARNING,
+				(errmsg("the watermark of pipeline \"%s\" may pass rows that commit late", a->name),
+				 errdetail("%s.", caveat),
+				 errhint("%s", hwm_is_time_type(plan->wm.type) ?
+						 "Give the pipeline a delay longer than the longest such lag (delay => '5 minutes'), or a lookback over its newest partitions; or load that table with an hwm pipeline." :
+						 "Give the pipeline a lookback over its newest partitions, or reconcile it now and then; or load that table with an hwm pipeline.")));
 	if (fcinfo == NULL)
 	{
 		/* alter: the watermark kept */

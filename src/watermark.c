@@ -60,13 +60,27 @@
  */
 #include "postgres.h"
 
+#include "catalog.h"
 #include "citus.h"
 #include "pipeline.h"
+#include "util.h"
 #include "watermark.h"
 #include "compat.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_rewrite.h"
 #include "catalog/pg_type.h"
+#include "rewrite/prs2lock.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -278,13 +292,75 @@ time_bound(const HwmPlan *plan, const Interval *delay, TimestampTz deadline,
 }
 
 /*
- * The bound of any other watermark (sequences): the writers of the source
- * and of every leaf partition, waited for up to the deadline.
+ * The relations a source reads: itself, and through a view every relation
+ * its rule reads (pg_depend: what the rule depends on), views within views
+ * too; with each table its partitions and the tables it is a partition of.
+ * A view has no writers of its own: its tables' are the writers of a
+ * sequence watermark read through it, and its tables are what other
+ * pipelines may load (a chain).
+ */
+static List *
+source_relations(Oid source)
+{
+	List	   *rels = list_make1_oid(source);
+
+	for (int i = 0; i < list_length(rels); i++)
+	{
+		Oid			relid = list_nth_oid(rels, i);
+		char		kind = get_rel_relkind(relid);
+
+		if (kind == RELKIND_VIEW)
+		{
+			Relation	dep = table_open(DependRelationId, AccessShareLock);
+			Relation	view = relation_open(relid, AccessShareLock);
+			RuleLock   *rules = view->rd_rules;
+
+			for (int r = 0; rules != NULL && r < rules->numLocks; r++)
+			{
+				ScanKeyData key[2];
+				SysScanDesc scan;
+				HeapTuple	tup;
+
+				ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber,
+							F_OIDEQ, ObjectIdGetDatum(RewriteRelationId));
+				ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber,
+							F_OIDEQ, ObjectIdGetDatum(rules->rules[r]->ruleId));
+				scan = systable_beginscan(dep, DependDependerIndexId, true, NULL, 2, key);
+				while (HeapTupleIsValid(tup = systable_getnext(scan)))
+				{
+					Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+					if (d->refclassid == RelationRelationId &&
+						d->refobjid != relid)
+						rels = list_append_unique_oid(rels, d->refobjid);
+				}
+				systable_endscan(scan);
+			}
+			relation_close(view, AccessShareLock);
+			table_close(dep, AccessShareLock);
+		}
+		else if (kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE)
+		{
+			ListCell   *lc;
+			List	   *more = find_all_inheritors(relid, NoLock, NULL);
+
+			foreach(lc, get_partition_ancestors(relid))
+				more = lappend_oid(more, lfirst_oid(lc));
+			foreach(lc, more)
+				rels = list_append_unique_oid(rels, lfirst_oid(lc));
+		}
+	}
+	return rels;
+}
+
+/*
+ * The bound of any other watermark (sequences): the writers of the source's
+ * tables (itself, its partitions, the tables of a view), waited for up to
+ * the deadline.
  */
 static void
-writer_bound(Oid source, TimestampTz deadline, HwmSafeBound *b)
+writer_bound(List *rels, TimestampTz deadline, HwmSafeBound *b)
 {
-	List	   *rels = find_all_inheritors(source, NoLock, NULL);
 	ListCell   *lc;
 
 	pgstat_clear_backend_activity_snapshot();
@@ -294,7 +370,11 @@ writer_bound(Oid source, TimestampTz deadline, HwmSafeBound *b)
 		int			count;
 		int			running;
 		VirtualTransactionId *holders;
+		char		kind = get_rel_relkind(lfirst_oid(lc));
 
+		if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE &&
+			kind != RELKIND_FOREIGN_TABLE)
+			continue;			/* a view: its tables are in the list */
 		SET_LOCKTAG_RELATION(tag, MyDatabaseId, lfirst_oid(lc));
 		holders = GetLockConflicts(&tag, ShareLock, &count);
 		b->in_flight += count;
@@ -394,6 +474,53 @@ citus_bound(const HwmPlan *plan, HwmSafeBound *b)
 }
 
 /*
+ * A chain: the source reads the target of other pipelines (itself, or a
+ * table of its view), which copy their source's watermark values.  A row
+ * reaches such a target when the upstream's run commits it, which may be
+ * long after the value was written (a late commit upstream, the upstream's
+ * schedule), and that run copies old values, below its own start: neither
+ * bound above sees it coming.  What is certain is the upstream's committed
+ * watermark: every row at or below it is in its target, committed with it.
+ * So the bound is capped there too (inclusive), at the oldest upstream's;
+ * an upstream that has loaded nothing holds the watermark.  Upstreams whose
+ * watermark has another type than this one's cannot be compared: they are
+ * warned of when the pipeline is declared (hwm_chain_warning).
+ */
+static void
+upstream_cap(const HwmPlan *plan, List *rels, HwmSafeBound *b)
+{
+	Oid		   *relids = palloc(sizeof(Oid) * list_length(rels));
+	List	   *ups;
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, rels)
+		if (lfirst_oid(lc) != plan->target)
+			relids[n++] = lfirst_oid(lc);
+	ups = hwm_state_upstreams(relids, n);
+	foreach(lc, ups)
+	{
+		HwmUpstream *u = lfirst(lc);
+		Datum		cap;
+
+		if (getBaseType(u->type) != getBaseType(plan->wm.type))
+			continue;
+		if (u->watermark == NULL)
+		{
+			b->hold = true;
+			b->reason = "a pipeline that loads a table of the source and has loaded nothing yet";
+			return;
+		}
+		cap = hwm_value_in(&plan->wm, u->watermark, "an upstream pipeline's watermark");
+		if (!b->has_cap || hwm_value_cmp(&plan->wm, cap, b->cap) < 0)
+		{
+			b->has_cap = true;
+			b->cap = cap;
+		}
+	}
+}
+
+/*
  * Compute the limit for a run of plan over source: see the file header.
  * Must be called after the statement that found W0.  carried: the
  * transactions that hwm_reread_from found still in flight.
@@ -404,15 +531,60 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   hwm_wait_timeout);
+	List	   *rels = source_relations(source);
 
 	memset(b, 0, sizeof(*b));
 	if (hwm_is_time_type(plan->wm.type))
 		time_bound(plan, delay, deadline, b);
 	else
-		writer_bound(source, deadline, b);
+		writer_bound(rels, deadline, b);
 	bound_carried(plan, carried, b);
 	if (hwm_citus_is_table(source))
 		citus_bound(plan, b);
+	upstream_cap(plan, rels, b);
+}
+
+/*
+ * What the bound cannot make safe for a pipeline reading source with plan
+ * (said by create_pipeline and alter_pipeline as a WARNING), or NULL: a
+ * foreign table (its writers are on another server) or a materialized view
+ * (a REFRESH rebuilds it wholesale, with old values) that the source reads,
+ * directly or through views; a pipeline loading a table the source reads
+ * whose watermark has another type than this one's (the chain's cap cannot
+ * compare them).  With a delay (a time-typed watermark) nothing is said of
+ * the first two: the delay is their remedy.
+ */
+char *
+hwm_watermark_caveat(const HwmPlan *plan, Oid source, bool has_delay)
+{
+	List	   *rels = source_relations(source);
+	Oid		   *relids = palloc(sizeof(Oid) * list_length(rels));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		char		kind = get_rel_relkind(lfirst_oid(lc));
+
+		if (!has_delay && (kind == RELKIND_FOREIGN_TABLE || kind == RELKIND_MATVIEW))
+			return psprintf("%s %s, %s: hwm cannot see the transactions that write it, and a row committed there late may lie below the watermark",
+							lfirst_oid(lc) == source ? "The source is" : "The source reads",
+							hwm_qualified_name(lfirst_oid(lc)),
+							kind == RELKIND_FOREIGN_TABLE ?
+							"a foreign table written on another server" :
+							"a materialized view that REFRESH rebuilds wholesale");
+		if (lfirst_oid(lc) != plan->target)
+			relids[n++] = lfirst_oid(lc);
+	}
+	foreach(lc, hwm_state_upstreams(relids, n))
+	{
+		HwmUpstream *u = lfirst(lc);
+
+		if (getBaseType(u->type) != getBaseType(plan->wm.type))
+			return psprintf("The source reads the target of a pipeline whose watermark has type %s, not %s: hwm cannot hold this pipeline's watermark below what that pipeline has loaded",
+							format_type_be(u->type), format_type_be(plan->wm.type));
+	}
+	return NULL;
 }
 
 /* The server's start time: what a list of transactions in flight is valid for */

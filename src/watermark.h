@@ -22,6 +22,8 @@ typedef struct HwmSafeBound
 	int			in_flight;		/* transactions that mattered */
 	int			still_running;	/* ... of those, still running after the wait */
 	const char *reason;			/* what holds the watermark back, for messages */
+	bool		has_cap;		/* and keep it at or below cap: a chain */
+	Datum		cap;			/* the upstreams' oldest committed watermark */
 	/* for the next run (time types: the limit before any transaction's start) */
 	bool		has_floor;
 	Datum		floor;			/* rows unseen now are at least this, or ... */
@@ -42,5 +44,9 @@ extern void hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *dela
 extern bool hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem,
 							const Datum *watermark, Datum *from, List **carried);
 extern TimestampTz hwm_memory_epoch(void);
+/* why a chain's cap held a watermark (a run's NOTICE, hwm.runs) */
+#define HWM_CHAIN_HELD "a pipeline that loads a table of the source and has not loaded further"
+
+extern char *hwm_watermark_caveat(const HwmPlan *plan, Oid source, bool has_delay);
 
 #endif							/* HWM_WATERMARK_H */
