@@ -54,6 +54,16 @@ CALL hwm.catch_up('hourly');
 SELECT hour, n FROM hourly ORDER BY hour;
 SELECT watermark FROM hwm.state WHERE pipeline = 'hourly';
 
+-- a dbt hwm model reads its model's SQL through a view of a SQL function
+-- whose body is text (no dependency recorded): the chain is found through
+-- the body too
+CREATE FUNCTION mid_fn() RETURNS TABLE (id int, updated_at timestamptz, v text)
+LANGUAGE sql STABLE AS $$ SELECT m.id, m.updated_at, m.v FROM ch.mid AS m $$;
+CREATE VIEW mid_fn_v AS SELECT * FROM mid_fn();
+CREATE TABLE out2 (id int PRIMARY KEY, updated_at timestamptz, v text);
+SELECT hwm.create_pipeline('down2', 'mid_fn_v', 'out2', '{id}', 'updated_at');
+SELECT rows_upserted, watermark_after FROM hwm.run('down2');
+
 -- a sequence watermark read through a view waits for the view's writers
 -- (test/specs/chain_late_commit.spec races it); with none, it moves
 CREATE TABLE seq_src (id bigint GENERATED ALWAYS AS IDENTITY, v text);
@@ -81,6 +91,6 @@ SELECT hwm.create_pipeline('ids_up', 'ids_src', 'ids_mid', '{id}', 'id');
 SELECT hwm.create_pipeline('ids_down', 'ids_mid', 'ids_out', '{id}', 'updated_at');
 
 SELECT count(hwm.drop_pipeline(pipeline)) AS dropped FROM hwm.state
- WHERE pipeline IN ('up', 'down', 'hourly', 'seq_view', 'mv', 'ids_up', 'ids_down');
+ WHERE pipeline IN ('up', 'down', 'down2', 'hourly', 'seq_view', 'mv', 'ids_up', 'ids_down');
 SET client_min_messages = warning;
 DROP SCHEMA ch CASCADE;

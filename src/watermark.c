@@ -76,6 +76,12 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "tcop/tcopprot.h"
+#include "utils/syscache.h"
 #include "catalog/pg_rewrite.h"
 #include "catalog/pg_type.h"
 #include "rewrite/prs2lock.h"
@@ -291,53 +297,171 @@ time_bound(const HwmPlan *plan, const Interval *delay, TimestampTz deadline,
 	b->reason = reason;
 }
 
+/* What a view's rule or a function depends on, by pg_depend */
+typedef struct Reads
+{
+	List	   *rels;			/* relations (the list being walked) */
+	List	   *fns;			/* functions already followed */
+} Reads;
+
+/* Add what object (classid, objid) depends on: relations, and functions */
+static void
+add_dependencies(Reads *r, Oid classid, Oid objid)
+{
+	Relation	dep = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(classid));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(objid));
+	scan = systable_beginscan(dep, DependDependerIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (d->refclassid == RelationRelationId)
+			r->rels = list_append_unique_oid(r->rels, d->refobjid);
+		else if (d->refclassid == ProcedureRelationId)
+			r->fns = list_append_unique_oid(r->fns, d->refobjid);
+	}
+	systable_endscan(scan);
+	table_close(dep, AccessShareLock);
+}
+
+/* query_tree_walker's walker: every relation a query reads, subqueries too */
+static bool
+query_relations_walker(Node *node, List **rels)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			*rels = list_append_unique_oid(*rels, rte->relid);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, query_relations_walker, rels,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, query_relations_walker, rels);
+}
+
+/* A SQL function's text body, to analyze (sql_body_relations) */
+typedef struct SqlBody
+{
+	const char *src;
+	List	   *rels;			/* what it reads, in cxt */
+	MemoryContext cxt;
+} SqlBody;
+
+static void
+analyze_sql_body(void *arg)
+{
+	SqlBody    *b = arg;
+	ListCell   *lc;
+
+	foreach(lc, pg_parse_query(b->src))
+	{
+		Query	   *q = parse_analyze_fixedparams(lfirst_node(RawStmt, lc), b->src, NULL, 0, NULL);
+		List	   *rels = NIL;
+		MemoryContext old;
+
+		(void) query_relations_walker((Node *) q, &rels);
+		old = MemoryContextSwitchTo(b->cxt);
+		b->rels = list_concat_unique_oid(b->rels, rels);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * The relations function fn reads, when it is a SQL function without
+ * arguments whose body is text (PostgreSQL records no dependency of such a
+ * body: dbt's hwm models read their model's SQL through one, so that dbt
+ * may drop and create again what it reads): its body analyzed as a call
+ * would (under the run's pinned search_path; a body that does not analyze
+ * adds nothing).  A body in SQL-standard form (BEGIN ATOMIC) has its
+ * dependencies in pg_depend, followed with the rest.
+ */
+static void
+add_sql_body(Reads *r, Oid fn)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Form_pg_proc proc;
+	Datum		src;
+	SqlBody		b = {0};
+	ErrorData  *edata;
+	bool		isnull;
+
+	if (!HeapTupleIsValid(tup))
+		return;
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	if (proc->prolang != SQLlanguageId || proc->pronargs != 0 ||
+		!heap_attisnull(tup, Anum_pg_proc_prosqlbody, NULL))
+	{
+		ReleaseSysCache(tup);
+		return;
+	}
+	src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+	if (isnull)
+	{
+		ReleaseSysCache(tup);
+		return;
+	}
+	b.src = TextDatumGetCString(src);
+	ReleaseSysCache(tup);
+	b.cxt = CurrentMemoryContext;
+	edata = hwm_try_subxact(analyze_sql_body, &b, CurrentMemoryContext);
+	if (edata)
+		FreeErrorData(edata);
+	r->rels = list_concat_unique_oid(r->rels, b.rels);
+}
+
 /*
  * The relations a source reads: itself, and through a view every relation
- * its rule reads (pg_depend: what the rule depends on), views within views
- * too; with each table its partitions and the tables it is a partition of.
- * A view has no writers of its own: its tables' are the writers of a
- * sequence watermark read through it, and its tables are what other
- * pipelines may load (a chain).
+ * its rule reads (pg_depend: what the rule depends on), through the SQL
+ * functions it calls too (add_sql_body), views within views; with each
+ * table its partitions and the tables it is a partition of.  A view has no
+ * writers of its own: its tables' are the writers of a sequence watermark
+ * read through it, and its tables are what other pipelines may load (a
+ * chain).
  */
 static List *
 source_relations(Oid source)
 {
-	List	   *rels = list_make1_oid(source);
+	Reads		r = {list_make1_oid(source), NIL};
+	int			nfns = 0;
 
-	for (int i = 0; i < list_length(rels); i++)
+	for (int i = 0; i < list_length(r.rels) || nfns < list_length(r.fns); i++)
 	{
-		Oid			relid = list_nth_oid(rels, i);
-		char		kind = get_rel_relkind(relid);
+		Oid			relid;
+		char		kind;
 
+		/* the functions found so far, then the relations */
+		while (nfns < list_length(r.fns))
+		{
+			Oid			fn = list_nth_oid(r.fns, nfns++);
+
+			add_dependencies(&r, ProcedureRelationId, fn);
+			add_sql_body(&r, fn);
+		}
+		if (i >= list_length(r.rels))
+			break;
+		relid = list_nth_oid(r.rels, i);
+		kind = get_rel_relkind(relid);
 		if (kind == RELKIND_VIEW)
 		{
-			Relation	dep = table_open(DependRelationId, AccessShareLock);
-			Relation	view = relation_open(relid, AccessShareLock);
-			RuleLock   *rules = view->rd_rules;
+			Relation	view = try_relation_open(relid, AccessShareLock);
+			RuleLock   *rules = view ? view->rd_rules : NULL;
 
-			for (int r = 0; rules != NULL && r < rules->numLocks; r++)
-			{
-				ScanKeyData key[2];
-				SysScanDesc scan;
-				HeapTuple	tup;
-
-				ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber,
-							F_OIDEQ, ObjectIdGetDatum(RewriteRelationId));
-				ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber,
-							F_OIDEQ, ObjectIdGetDatum(rules->rules[r]->ruleId));
-				scan = systable_beginscan(dep, DependDependerIndexId, true, NULL, 2, key);
-				while (HeapTupleIsValid(tup = systable_getnext(scan)))
-				{
-					Form_pg_depend d = (Form_pg_depend) GETSTRUCT(tup);
-
-					if (d->refclassid == RelationRelationId &&
-						d->refobjid != relid)
-						rels = list_append_unique_oid(rels, d->refobjid);
-				}
-				systable_endscan(scan);
-			}
-			relation_close(view, AccessShareLock);
-			table_close(dep, AccessShareLock);
+			for (int k = 0; rules != NULL && k < rules->numLocks; k++)
+				add_dependencies(&r, RewriteRelationId, rules->rules[k]->ruleId);
+			if (view)
+				relation_close(view, AccessShareLock);
 		}
 		else if (kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE)
 		{
@@ -347,10 +471,10 @@ source_relations(Oid source)
 			foreach(lc, get_partition_ancestors(relid))
 				more = lappend_oid(more, lfirst_oid(lc));
 			foreach(lc, more)
-				rels = list_append_unique_oid(rels, lfirst_oid(lc));
+				r.rels = list_append_unique_oid(r.rels, lfirst_oid(lc));
 		}
 	}
-	return rels;
+	return r.rels;
 }
 
 /*

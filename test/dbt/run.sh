@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test/dbt/run.sh: the dbt package (dbt/hwm) in a real dbt project.
 #
-# Installs dbt-core and dbt-postgres from PyPI into a virtual environment,
+# Installs dbt-core and dbt-postgres from PyPI into a virtual environment
+# (once per machine and versions, cached in /var/cache/hwm),
 # starts a throwaway cluster with hwm (scripts/lib.sh), creates source and
 # target tables and pipelines, and runs the example project in
 # test/dbt/hwm_example, whose hooks call hwm from every place dbt offers:
@@ -53,20 +54,35 @@ work=$(mktemp -d /tmp/hwm-dbt.XXXXXX)
 hwm_on_exit "rm -rf '$work'"
 
 # --- dbt from PyPI -----------------------------------------------------------
-venv=${HWM_DBT_VENV:-$work/venv}
-if [[ ! -x $venv/bin/dbt ]]; then
+# Installed once per machine and versions into the cache beside the
+# PostgreSQL builds (HWM_CACHE, /var/cache/hwm): dbt-VERSION-VERSION, used
+# once its stamp says the install finished; HWM_DBT_VENV names another.
+# One install at a time (a lock), so parallel runs share it.
+venv=${HWM_DBT_VENV:-${HWM_CACHE:-/var/cache/hwm}/dbt-$DBT_CORE_VERSION-$DBT_POSTGRES_VERSION}
+if [[ ! -x $venv/bin/dbt || ( -z ${HWM_DBT_VENV:-} && ! -f $venv/.hwm-complete ) ]]; then
+    mkdir -p "$(dirname "$venv")"
+    exec {venv_lock}>"$venv.lock"
+    flock "$venv_lock"
+fi
+if [[ ! -x $venv/bin/dbt || ( -z ${HWM_DBT_VENV:-} && ! -f $venv/.hwm-complete ) ]]; then
+    # an unfinished install of the cache's is made again (not HWM_DBT_VENV's)
+    [[ -n ${HWM_DBT_VENV:-} ]] || rm -rf "$venv"
     if ! python3 -m venv "$venv" >/dev/null 2>&1; then
         hwm_apt_install python3 python3-venv
         rm -rf "$venv"
         python3 -m venv "$venv"
     fi
-    hwm_log "pip install dbt-core==$DBT_CORE_VERSION dbt-postgres==$DBT_POSTGRES_VERSION"
+    hwm_log "pip install dbt-core==$DBT_CORE_VERSION dbt-postgres==$DBT_POSTGRES_VERSION into $venv"
     if ! "$venv/bin/pip" install -q --disable-pip-version-check \
         "dbt-core==$DBT_CORE_VERSION" "dbt-postgres==$DBT_POSTGRES_VERSION" >"$work/pip.log" 2>&1; then
         tail -n 20 "$work/pip.log" | sed 's/^/# /'
+        [[ -n ${HWM_DBT_VENV:-} ]] || rm -rf "$venv"
         not_ok "pip install dbt-core==$DBT_CORE_VERSION dbt-postgres==$DBT_POSTGRES_VERSION (is PyPI reachable?)"
         finish
     fi
+    [[ -n ${HWM_DBT_VENV:-} ]] || date -u +%FT%TZ >"$venv/.hwm-complete"
+else
+    hwm_log "dbt from $venv (cached)"
 fi
 # (not `dbt --version`, which asks PyPI for the latest release)
 check "dbt-core $DBT_CORE_VERSION and dbt-postgres $DBT_POSTGRES_VERSION installed" \
