@@ -10,9 +10,8 @@
  * type is schema-qualified, every operator is spelled OPERATOR(schema.op)
  * after looking it up in the column type's default btree operator family
  * (a key's, in its unique index's family: key.c), and every value is a $n
- * parameter.  So a run never resolves anything
- * through search_path, and a table named
- * x"; DROP TABLE t; -- is just a name.
+ * parameter.  So a run never resolves anything through search_path, and a
+ * table named x"; DROP TABLE t; -- is just a name.
  *
  * The same descriptors are what create_pipeline validates, so a pipeline
  * that was valid when created and whose tables changed later fails its next
@@ -274,9 +273,9 @@ column_of(const HwmPlanSpec *spec, Relation rel, const char *colname,
 /*
  * Append the test "the stored row t differs from the new row" (newrow:
  * EXCLUDED in the upsert, s in the fast path's MERGE) over the columns
- * they update (LoadColumn.updated): hwm.changed(t.a, t.b, EXCLUDED.a, EXCLUDED.b), in calls of at
- * most CHANGED_MAX_PAIRS pairs joined with OR (a function takes at most
- * FUNC_MAX_ARGS arguments).
+ * they update (LoadColumn.updated): hwm.changed(t.a, t.b, EXCLUDED.a,
+ * EXCLUDED.b), in calls of at most CHANGED_MAX_PAIRS pairs joined with OR
+ * (a function takes at most FUNC_MAX_ARGS arguments).
  */
 #define CHANGED_MAX_PAIRS (FUNC_MAX_ARGS / 2)
 
@@ -801,10 +800,10 @@ has_min_max(Oid type)
  * ordering; none is built when the column's collation differs between the
  * source, the target and its index, or when min and max do not take the
  * type: load.c then keeps the MERGE to index probes, since a merge join
- * unbounded reads the target's whole index).  A row that commits into the source between the bounds'
- * statement and the MERGE may lie outside them; the MERGE then inserts it
- * as new, and a key already in the target fails the MERGE with
- * unique_violation (the upsert then runs).
+ * unbounded reads the target's whole index).  A row that commits into the
+ * source between the bounds' statement and the MERGE may lie outside them;
+ * the MERGE then inserts it as new, and a key already in the target fails
+ * the MERGE with unique_violation (the upsert then runs).
  */
 static void
 merge_bounds(PlanBuild *b)
