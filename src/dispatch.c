@@ -930,6 +930,19 @@ static int	my_recorded = 0;	/* the runs whose outcome is committed */
 static bool my_loaded = false;	/* the run being served ran (hwm.run returned) */
 
 /*
+ * The run's time limit: armed by this worker (STATEMENT_TIMEOUT, which
+ * nothing else arms or disarms in a background worker), and whether it
+ * fired before the run failed.  A timeout that fired is no longer active;
+ * its indicator cannot tell, since ProcessInterrupts resets it as it raises
+ * the cancel.  So a cancel is the run's timeout by what this worker saw,
+ * not by the words of the message, which are in the server's language;
+ * another cancel (pg_cancel_backend) or a 57014 raised by the pipeline's
+ * command is recorded as itself.
+ */
+static bool my_timeout_armed = false;
+static bool my_timed_out = false;
+
+/*
  * On the way out: free the queue's slot, or leave it orphaned for the next
  * dispatcher to record the runs not recorded as failed; and wake the
  * launcher.
@@ -1072,11 +1085,15 @@ run_pipeline(const char *pipeline, TimestampTz started_at)
 	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
 
 	if (timeout_ms > 0)
+	{
+		my_timeout_armed = true;
 		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+	}
 	/* hwm.run records itself in this run's 'running' row: one run id */
 	hwm_load_scheduled(pipeline, my_run_ids[my_current], started_at);
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
+	my_timeout_armed = false;
 	/* a timeout that fired as the run ended cancels nothing after it */
 	QueryCancelPending = false;
 	notify_success();
@@ -1173,18 +1190,16 @@ worker_record_failure(ErrorData *edata)
 	/* the run is over: a cancel its timeout left pending cancels nothing here */
 	QueryCancelPending = false;
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
-		edata->message != NULL &&
-		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
+		hwm_pipeline_was_busy(my_pipeline))
 	{
 		status = "skipped";
-		error = edata->message;
+		error = edata->message ? edata->message : "the pipeline is busy";
 		ereport(LOG,
 				(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", my_pipeline)));
 	}
 	else
 	{
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
-			strstr(edata->message, "statement timeout") != NULL)
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && my_timed_out)
 			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
 							 worker_timeout_ms(), worker_timeout_source());
 		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
@@ -1331,6 +1346,9 @@ serve_run(MemoryContext workcxt)
 
 	my_pipeline = NULL;
 	my_loaded = false;
+	my_timeout_armed = false;
+	my_timed_out = false;
+	hwm_pipeline_busy_forget();
 	PG_TRY();
 	{
 		hwm_bgw_begin();
@@ -1343,6 +1361,9 @@ serve_run(MemoryContext workcxt)
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(workcxt);
+		/* (before it is disarmed: a timeout that fired is no longer active) */
+		my_timed_out = my_timeout_armed && !get_timeout_active(STATEMENT_TIMEOUT);
+		my_timeout_armed = false;
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		edata = CopyErrorData();
 		FlushErrorState();
