@@ -244,13 +244,19 @@ prune_history(void)
 	hwm_prune_runs(NULL, InvalidOid);
 }
 
-/* Interval to milliseconds (months of 30 days), clamped to int32 */
+/*
+ * A stored timeout in milliseconds (months of 30 days), rounded up, between
+ * 1 and the longest a timer holds: hwm.set_timeout refuses longer ones, but
+ * an earlier version stored them (and '1000000 years', whose microseconds
+ * do not fit in 64 bits, wrapped around to 1 ms here).
+ */
 static int32
 interval_ms(const Interval *iv)
 {
-	int64		ms = (hwm_interval_usecs(iv) + 999) / 1000;
+	int64		usecs = hwm_interval_usecs(iv);
+	int64		ms = usecs / 1000 + (usecs % 1000 > 0);
 
-	return (int32) Max(Min(ms, PG_INT32_MAX), 1);
+	return (int32) Max(Min(ms, HWM_TIMER_MAX_MS), 1);
 }
 
 /*

@@ -18,7 +18,11 @@
 #     pipeline's timeout (on main: it was);
 #  5. a pipeline whose command raises 55P03 with the very text
 #     'pipeline "..." is busy' is a failure, not skipped (on main: skipped,
-#     and never counted).
+#     and never counted);
+#  6. and the size of the time limit: a timeout longer than a timer holds,
+#     stored before hwm.set_timeout refused it ('1000000 years', written into
+#     the catalog here), is the longest timer, not 1 ms (on main its
+#     microseconds overflowed and the run was cancelled at once).
 #
 # 4 and 5 fail on main whatever the build; 1 fails on main only where
 # PostgreSQL has its message translations (Debian's packages do; a source
@@ -73,7 +77,8 @@ SELECT hwm.create_command_pipeline(p, 'a.src', 'id', c)
     ('cancel_p', $$SELECT a.gate() WHERE $2 IS NOT NULL$$),
     ('busy_p', $$SELECT a.gate() WHERE $2 IS NOT NULL$$),
     ('fake_to', $$SELECT a.raise_as('57014', 'canceling statement due to statement timeout') WHERE $2 IS NOT NULL$$),
-    ('fake_busy', $$SELECT a.raise_as('55P03', 'pipeline "fake_busy" is busy') WHERE $2 IS NOT NULL$$)) AS t(p, c);
+    ('fake_busy', $$SELECT a.raise_as('55P03', 'pipeline "fake_busy" is busy') WHERE $2 IS NOT NULL$$),
+    ('long_p', $$SELECT a.gate() WHERE $2 IS NOT NULL$$)) AS t(p, c);
 SELECT hwm.set_timeout('to_p', '300 milliseconds');
 SELECT hwm.set_timeout(p, '1 hour') FROM unnest('{cancel_p,busy_p,fake_to,fake_busy}'::text[]) AS p;
 RESET ROLE;
@@ -150,6 +155,19 @@ is(outcome('fake_busy'), 'failed 55P03 pipeline "fake_busy" is busy',
 	'a 55P03 of the command\'s own, even in the words of a busy pipeline, is a failure, not skipped');
 is(sql($node, 'postgres', q{SELECT consecutive_failures FROM hwm.state WHERE pipeline = 'fake_busy'}), '1',
 	'... counted as one');
+
+# --- 6. a timeout stored past what a timer holds ------------------------------
+sql($node, 'postgres', q{UPDATE hwm.state SET timeout = '1000000 years' WHERE pipeline = 'long_p'});
+$gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(4711)');
+schedule('long_p');
+wait_for($node, 'postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'hwm: long_p' AND wait_event = 'advisory'},
+	undef, 'a run whose stored timeout is a million years waits at the gate');
+$gate->query_safe('SELECT pg_advisory_unlock(4711)');
+$gate->quit;
+finished('long_p', 'and ends once the gate opens');
+is(outcome('long_p'), 'succeeded - -', 'it succeeded: its limit was not 1 ms');
 
 $node->stop;
 done_testing();
