@@ -12,7 +12,8 @@
  *
  *	1. leaves at once when the extension does not exist in the database;
  *	2. records the runs whose worker exited without recording an outcome
- *	   ('failed'), and, when asked (at the first dispatch of the database
+ *	   ('failed': the one it was serving; those it had not started are
+ *	   handed back, due again), and, when asked (at the first dispatch of the database
  *	   and then every 10 seconds at most), marks 'running' rows that no slot
  *	   holds 'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
  *	   hwm.history_days);
@@ -304,17 +305,44 @@ owner_problem(Oid owner, const char **sqlstate)
  * ------------------------------------------------------------------------
  */
 
-/* Runs whose worker exited without an outcome: recorded as failed */
+/*
+ * Runs whose worker exited without an outcome (a FATAL error, a
+ * pg_terminate_backend): the run it was serving is recorded as failed (and
+ * counts in the backoff); the runs of its queue it had not started are
+ * handed back, released and due again as when a worker's turn ends
+ * (hand_back_rest), and claimed again below.  A queue whose worker never
+ * took its slot is recorded as failed throughout (see hwm_slots_release).
+ */
 static void
 record_orphans(void)
 {
 	int			n;
-	int64	   *ids = hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, &n);
+	bool	   *begun;
+	int64	   *ids = hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, &n, &begun);
+	Datum	   *rest = palloc(sizeof(Datum) * (n + 1));
+	int			nrest = 0;
 
 	for (int i = 0; i < n; i++)
-		record_outcome(ids[i], "failed", NULL,
-					   "the run's background worker exited before it recorded an outcome; the server log says why");
+	{
+		if (begun[i])
+			record_outcome(ids[i], "failed", NULL,
+						   "the run's background worker exited before it recorded an outcome; the server log says why");
+		else
+			rest[nrest++] = Int64GetDatum(ids[i]);
+	}
+	if (nrest > 0)
+	{
+		int64		released = hwm_runs_release(PointerGetDatum(construct_array(rest, nrest, INT8OID, 8,
+																				FLOAT8PASSBYVAL,
+																				TYPALIGN_DOUBLE)));
+
+		ereport(LOG,
+				(errmsg("hwm: " INT64_FORMAT " scheduled runs that an exited worker had not started are due again",
+						released)));
+	}
 	pfree(ids);
+	pfree(begun);
+	pfree(rest);
 }
 
 
@@ -849,7 +877,7 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 	if (!OidIsValid(get_extension_oid("hwm", true)))
 	{
 		/* nothing to record without the catalog: forget the runs */
-		pfree(hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, NULL));
+		pfree(hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, NULL, NULL));
 		hwm_bgw_commit();
 		return false;
 	}
@@ -1479,6 +1507,8 @@ hwm_worker_main(Datum main_arg)
 			}
 			reset_session();
 		}
+		/* (should this worker exit now, the runs after this one go back) */
+		hwm_slot_begin_run(my_slotno, my_args.generation, my_current);
 		serve_run(workcxt);
 		MemoryContextReset(workcxt);
 		CHECK_FOR_INTERRUPTS();

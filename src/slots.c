@@ -106,6 +106,7 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
 			slot->timeouts_ms[0] = timeout_ms;
 			slot->busy_until = busy_until;
 			slot->pid = 0;
+			slot->started = 0;
 			slot->generation = shared->next_generation++;
 			slotno = i;
 			break;
@@ -170,17 +171,39 @@ hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
 	{
 		shared->slots[slotno].state = to;
 		if (to == HWM_SLOT_RUNNING)
+		{
 			shared->slots[slotno].pid = MyProcPid;
+			shared->slots[slotno].started = Max(shared->slots[slotno].started, 1);
+		}
 		moved = true;
 	}
 	SpinLockRelease(&shared->mutex);
 	return moved;
 }
 
+void
+hwm_slot_begin_run(int slotno, uint64 generation, int k)
+{
+	if (slotno < 0 || slotno >= shared->nslots)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if (shared->slots[slotno].generation == generation)
+		shared->slots[slotno].started = Max(shared->slots[slotno].started, k + 1);
+	SpinLockRelease(&shared->mutex);
+}
+
+/*
+ * A run counts as begun when its worker began it (k < started), and so
+ * does every run of a queue whose worker never took its slot (started 0:
+ * it could not start, or a restarted launcher gave up on it): those are
+ * recorded as before, since handing them back would have them claimed and
+ * fail to start again at once, without the backoff of a failure.
+ */
 int64 *
-hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
+hwm_slots_release(Oid dboid, HwmSlotState state, int *n, bool **begun)
 {
 	int64	   *ids = palloc(sizeof(int64) * (shared->nslots * HWM_QUEUE_MAX + 1));
+	bool	   *was_begun = palloc(sizeof(bool) * (shared->nslots * HWM_QUEUE_MAX + 1));
 	int			count = 0;
 
 	SpinLockAcquire(&shared->mutex);
@@ -192,13 +215,20 @@ hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
 			(!OidIsValid(dboid) || slot->dboid == dboid))
 		{
 			for (int k = 0; k < slot->nruns; k++)
+			{
+				was_begun[count] = slot->started == 0 || k < slot->started;
 				ids[count++] = slot->run_ids[k];
+			}
 			slot->state = HWM_SLOT_FREE;
 		}
 	}
 	SpinLockRelease(&shared->mutex);
 	if (n)
 		*n = count;
+	if (begun)
+		*begun = was_begun;
+	else
+		pfree(was_begun);
 	return ids;
 }
 
