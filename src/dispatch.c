@@ -409,8 +409,12 @@ queue_for(const DueRun *due)
  * by the parties that will want a worker while the queue's first run holds
  * this one (at least one): those due before it is expected to end, judged
  * by how long that pipeline's last run took (unknown: every party with
- * anything scheduled counts), and only the workers still busy when the
- * first of them is due count against it.  So an owner whose runs take 10
+ * anything scheduled counts), or, when longer, how long a run of its owner
+ * in this database has held a worker lately or holds one now (slots.c
+ * remembers it: hwm_slots_hold_ms), so that an owner whose runs are slow
+ * only when the last one was quick is not believed; and only the workers
+ * still busy when the first of them is due count against it, a run in
+ * progress by the time it has actually held its worker so far.  So an owner whose runs take 10
  * seconds holds one worker of two while another owner or database is due
  * within those 10 seconds, and a quick run may still take the second
  * worker between their runs: it is back before they are due.
@@ -475,7 +479,9 @@ read_expected(DueRun *due, uint64 ndue)
  * Workers held (claimed, starting or running) by an owner server-wide, or
  * by this database (owner InvalidOid), and still busy at `at`: by when
  * their queues are expected to end (a queue past its expected end is taken
- * to end within HOLD_RETRY_MS; DT_NOBEGIN counts them all).
+ * to end within HOLD_RETRY_MS; DT_NOBEGIN counts them all), and, as it
+ * goes, by the time the run in progress has held its worker: a run that
+ * has held it for t is expected to hold it t more, whatever was predicted.
  */
 static int
 workers_held(Oid owner, TimestampTz at)
@@ -495,6 +501,9 @@ workers_held(Oid owner, TimestampTz at)
 			continue;
 		if (busy_until < now)
 			busy_until = TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS);
+		if (slots[i].state == HWM_SLOT_RUNNING && slots[i].run_began_at != 0 &&
+			now > slots[i].run_began_at)
+			busy_until = Max(busy_until, now + (now - slots[i].run_began_at));
 		if (busy_until > at)
 			n++;
 	}
@@ -523,8 +532,10 @@ share_of(int others)
 static bool
 fair_to_claim(const DueRun *due, TimestampTz now)
 {
-	TimestampTz until = due->expected_ms < 0 ? DT_NOEND :
-		TimestampTzPlusMilliseconds(now, due->expected_ms);
+	int64		expected = due->expected_ms < 0 ? -1 :
+		Max(due->expected_ms, hwm_slots_hold_ms(MyDatabaseId, due->owner, now));
+	TimestampTz until = expected < 0 ? DT_NOEND :
+		TimestampTzPlusMilliseconds(now, expected);
 	TimestampTz first_db = DT_NOEND;
 	TimestampTz first_owner = DT_NOEND;
 	int			other_dbs = 0;

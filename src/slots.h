@@ -49,7 +49,17 @@ typedef struct HwmRunSlot
 								 * order: 1 once it took the slot, then k + 1
 								 * as it begins run k; the runs after them
 								 * were never started */
+	TimestampTz run_began_at;	/* when its worker began the run it serves
+								 * (0: none) */
 } HwmRunSlot;
+
+/*
+ * How many owners' recent holds of a worker the scheduler remembers (the
+ * longest run of each owner in each database, see hwm_slots_hold_ms): the
+ * owner-database pairs with runs ending lately; beyond that, the entry that
+ * would be forgotten first makes room.
+ */
+#define HWM_HOLDS 64
 
 /* What a dispatcher found, for the launcher */
 typedef struct HwmDispatchResult
@@ -111,8 +121,12 @@ extern int	hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids,
 extern bool hwm_slot_move(int slotno, uint64 generation, HwmSlotState from,
 						  HwmSlotState to);
 
-/* a worker begins run k of its queue (started = k + 1) */
+/* a worker begins run k of its queue (started = k + 1; its hold begins) */
 extern void hwm_slot_begin_run(int slotno, uint64 generation, int k);
+
+/* the longest time a run of this owner in this database has held a worker
+ * lately, or holds one now, in ms (0: none known) */
+extern int64 hwm_slots_hold_ms(Oid dboid, Oid owner, TimestampTz now);
 
 /* free every slot of a database in state `state` (InvalidOid: any database);
  * the run_ids of their queues are returned (palloc'd) and counted in *n;
