@@ -34,6 +34,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -224,6 +225,14 @@ hwm_state_upstreams(const Oid *relids, int n)
  */
 #define HWM_LOCK_SPACE 0x686d
 
+/*
+ * The pipeline whose lock this backend was last refused (nowait), NULL
+ * after hwm_pipeline_busy_forget: what tells the scheduler's worker that
+ * its run met a busy pipeline, whatever language the error is in
+ * (hwm_pipeline_was_busy).  Kept in TopMemoryContext.
+ */
+static char *busy_pipeline = NULL;
+
 static void
 pipeline_lock(const char *name, bool nowait)
 {
@@ -234,11 +243,39 @@ pipeline_lock(const char *name, bool nowait)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (h >> 32), (uint32) h,
 						 HWM_LOCK_SPACE);
 	if (LockAcquire(&tag, ExclusiveLock, false, nowait) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		hwm_pipeline_busy_forget();
+		busy_pipeline = MemoryContextStrdup(TopMemoryContext, name);
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("pipeline \"%s\" is busy", name),
 				 errdetail("Another run, overwrite, backfill or change of this pipeline holds its lock."),
 				 errhint("Wait for it to finish, or call without nowait to queue behind it.")));
+	}
+}
+
+/*
+ * Was the last pipeline lock this backend was refused (since
+ * hwm_pipeline_busy_forget) the lock of this pipeline?  The scheduler's
+ * worker asks after its run failed with 55P03: a run refused its own
+ * pipeline's lock never held it, so the pipeline was busy with another run
+ * (recorded as skipped), where a lock timeout, a job already running or a
+ * 55P03 that the pipeline's command raised is a failure.  Not the message:
+ * it is in the server's language.
+ */
+bool
+hwm_pipeline_was_busy(const char *name)
+{
+	return busy_pipeline != NULL && name != NULL && strcmp(busy_pipeline, name) == 0;
+}
+
+/* Forget the last refused pipeline lock (before a scheduled run) */
+void
+hwm_pipeline_busy_forget(void)
+{
+	if (busy_pipeline != NULL)
+		pfree(busy_pipeline);
+	busy_pipeline = NULL;
 }
 
 /*
@@ -1051,7 +1088,8 @@ hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
 /*
  * Is the claimed run run_id of pipeline still to be run by this worker?
  * NULL when it is, else why not.  Takes the pipeline's lock (nowait: a
- * busy pipeline raises "is busy", which the worker records as skipped) and
+ * busy pipeline raises "is busy", which the worker records as skipped, see
+ * hwm_pipeline_was_busy) and
  * reads the row again under it: a pause, an unschedule, a new schedule, a
  * new owner or a drop committed since the claim wins over the claim.  The
  * row is read once before the lock too, so that a worker whose role no

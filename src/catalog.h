@@ -109,6 +109,8 @@ extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait)
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);
 extern bool hwm_pipeline_exists(const char *name);
+extern bool hwm_pipeline_was_busy(const char *name);
+extern void hwm_pipeline_busy_forget(void);
 
 /* A pipeline that loads a table another pipeline reads (hwm_state_upstreams) */
 typedef struct HwmUpstream

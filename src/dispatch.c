@@ -12,7 +12,8 @@
  *
  *	1. leaves at once when the extension does not exist in the database;
  *	2. records the runs whose worker exited without recording an outcome
- *	   ('failed'), and, when asked (at the first dispatch of the database
+ *	   ('failed': the one it was serving; those it had not started are
+ *	   handed back, due again), and, when asked (at the first dispatch of the database
  *	   and then every 10 seconds at most), marks 'running' rows that no slot
  *	   holds 'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
  *	   hwm.history_days);
@@ -244,13 +245,19 @@ prune_history(void)
 	hwm_prune_runs(NULL, InvalidOid);
 }
 
-/* Interval to milliseconds (months of 30 days), clamped to int32 */
+/*
+ * A stored timeout in milliseconds (months of 30 days), rounded up, between
+ * 1 and the longest a timer holds: hwm.set_timeout refuses longer ones, but
+ * an earlier version stored them (and '1000000 years', whose microseconds
+ * do not fit in 64 bits, wrapped around to 1 ms here).
+ */
 static int32
 interval_ms(const Interval *iv)
 {
-	int64		ms = (hwm_interval_usecs(iv) + 999) / 1000;
+	int64		usecs = hwm_interval_usecs(iv);
+	int64		ms = usecs / 1000 + (usecs % 1000 > 0);
 
-	return (int32) Max(Min(ms, PG_INT32_MAX), 1);
+	return (int32) Max(Min(ms, HWM_TIMER_MAX_MS), 1);
 }
 
 /*
@@ -298,17 +305,44 @@ owner_problem(Oid owner, const char **sqlstate)
  * ------------------------------------------------------------------------
  */
 
-/* Runs whose worker exited without an outcome: recorded as failed */
+/*
+ * Runs whose worker exited without an outcome (a FATAL error, a
+ * pg_terminate_backend): the run it was serving is recorded as failed (and
+ * counts in the backoff); the runs of its queue it had not started are
+ * handed back, released and due again as when a worker's turn ends
+ * (hand_back_rest), and claimed again below.  A queue whose worker never
+ * took its slot is recorded as failed throughout (see hwm_slots_release).
+ */
 static void
 record_orphans(void)
 {
 	int			n;
-	int64	   *ids = hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, &n);
+	bool	   *begun;
+	int64	   *ids = hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, &n, &begun);
+	Datum	   *rest = palloc(sizeof(Datum) * (n + 1));
+	int			nrest = 0;
 
 	for (int i = 0; i < n; i++)
-		record_outcome(ids[i], "failed", NULL,
-					   "the run's background worker exited before it recorded an outcome; the server log says why");
+	{
+		if (begun[i])
+			record_outcome(ids[i], "failed", NULL,
+						   "the run's background worker exited before it recorded an outcome; the server log says why");
+		else
+			rest[nrest++] = Int64GetDatum(ids[i]);
+	}
+	if (nrest > 0)
+	{
+		int64		released = hwm_runs_release(PointerGetDatum(construct_array(rest, nrest, INT8OID, 8,
+																				FLOAT8PASSBYVAL,
+																				TYPALIGN_DOUBLE)));
+
+		ereport(LOG,
+				(errmsg("hwm: " INT64_FORMAT " scheduled runs that an exited worker had not started are due again",
+						released)));
+	}
 	pfree(ids);
+	pfree(begun);
+	pfree(rest);
 }
 
 
@@ -375,8 +409,12 @@ queue_for(const DueRun *due)
  * by the parties that will want a worker while the queue's first run holds
  * this one (at least one): those due before it is expected to end, judged
  * by how long that pipeline's last run took (unknown: every party with
- * anything scheduled counts), and only the workers still busy when the
- * first of them is due count against it.  So an owner whose runs take 10
+ * anything scheduled counts), or, when longer, how long a run of its owner
+ * in this database has held a worker lately or holds one now (slots.c
+ * remembers it: hwm_slots_hold_ms), so that an owner whose runs are slow
+ * only when the last one was quick is not believed; and only the workers
+ * still busy when the first of them is due count against it, a run in
+ * progress by the time it has actually held its worker so far.  So an owner whose runs take 10
  * seconds holds one worker of two while another owner or database is due
  * within those 10 seconds, and a quick run may still take the second
  * worker between their runs: it is back before they are due.
@@ -441,7 +479,9 @@ read_expected(DueRun *due, uint64 ndue)
  * Workers held (claimed, starting or running) by an owner server-wide, or
  * by this database (owner InvalidOid), and still busy at `at`: by when
  * their queues are expected to end (a queue past its expected end is taken
- * to end within HOLD_RETRY_MS; DT_NOBEGIN counts them all).
+ * to end within HOLD_RETRY_MS; DT_NOBEGIN counts them all), and, as it
+ * goes, by the time the run in progress has held its worker: a run that
+ * has held it for t is expected to hold it t more, whatever was predicted.
  */
 static int
 workers_held(Oid owner, TimestampTz at)
@@ -461,6 +501,9 @@ workers_held(Oid owner, TimestampTz at)
 			continue;
 		if (busy_until < now)
 			busy_until = TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS);
+		if (slots[i].state == HWM_SLOT_RUNNING && slots[i].run_began_at != 0 &&
+			now > slots[i].run_began_at)
+			busy_until = Max(busy_until, now + (now - slots[i].run_began_at));
 		if (busy_until > at)
 			n++;
 	}
@@ -489,8 +532,10 @@ share_of(int others)
 static bool
 fair_to_claim(const DueRun *due, TimestampTz now)
 {
-	TimestampTz until = due->expected_ms < 0 ? DT_NOEND :
-		TimestampTzPlusMilliseconds(now, due->expected_ms);
+	int64		expected = due->expected_ms < 0 ? -1 :
+		Max(due->expected_ms, hwm_slots_hold_ms(MyDatabaseId, due->owner, now));
+	TimestampTz until = expected < 0 ? DT_NOEND :
+		TimestampTzPlusMilliseconds(now, expected);
 	TimestampTz first_db = DT_NOEND;
 	TimestampTz first_owner = DT_NOEND;
 	int			other_dbs = 0;
@@ -843,7 +888,7 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 	if (!OidIsValid(get_extension_oid("hwm", true)))
 	{
 		/* nothing to record without the catalog: forget the runs */
-		pfree(hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, NULL));
+		pfree(hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, NULL, NULL));
 		hwm_bgw_commit();
 		return false;
 	}
@@ -928,6 +973,19 @@ static char *my_pipeline = NULL;	/* NULL until read from its 'running' row */
 
 static int	my_recorded = 0;	/* the runs whose outcome is committed */
 static bool my_loaded = false;	/* the run being served ran (hwm.run returned) */
+
+/*
+ * The run's time limit: armed by this worker (STATEMENT_TIMEOUT, which
+ * nothing else arms or disarms in a background worker), and whether it
+ * fired before the run failed.  A timeout that fired is no longer active;
+ * its indicator cannot tell, since ProcessInterrupts resets it as it raises
+ * the cancel.  So a cancel is the run's timeout by what this worker saw,
+ * not by the words of the message, which are in the server's language;
+ * another cancel (pg_cancel_backend) or a 57014 raised by the pipeline's
+ * command is recorded as itself.
+ */
+static bool my_timeout_armed = false;
+static bool my_timed_out = false;
 
 /*
  * On the way out: free the queue's slot, or leave it orphaned for the next
@@ -1072,11 +1130,15 @@ run_pipeline(const char *pipeline, TimestampTz started_at)
 	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
 
 	if (timeout_ms > 0)
+	{
+		my_timeout_armed = true;
 		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
+	}
 	/* hwm.run records itself in this run's 'running' row: one run id */
 	hwm_load_scheduled(pipeline, my_run_ids[my_current], started_at);
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
+	my_timeout_armed = false;
 	/* a timeout that fired as the run ended cancels nothing after it */
 	QueryCancelPending = false;
 	notify_success();
@@ -1173,18 +1235,16 @@ worker_record_failure(ErrorData *edata)
 	/* the run is over: a cancel its timeout left pending cancels nothing here */
 	QueryCancelPending = false;
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
-		edata->message != NULL &&
-		strcmp(edata->message, psprintf("pipeline \"%s\" is busy", my_pipeline)) == 0)
+		hwm_pipeline_was_busy(my_pipeline))
 	{
 		status = "skipped";
-		error = edata->message;
+		error = edata->message ? edata->message : "the pipeline is busy";
 		ereport(LOG,
 				(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", my_pipeline)));
 	}
 	else
 	{
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->message != NULL &&
-			strstr(edata->message, "statement timeout") != NULL)
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && my_timed_out)
 			error = psprintf("canceling the run: it took longer than its timeout of %d ms (%s)",
 							 worker_timeout_ms(), worker_timeout_source());
 		else if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION && DefaultXactReadOnly)
@@ -1331,6 +1391,9 @@ serve_run(MemoryContext workcxt)
 
 	my_pipeline = NULL;
 	my_loaded = false;
+	my_timeout_armed = false;
+	my_timed_out = false;
+	hwm_pipeline_busy_forget();
 	PG_TRY();
 	{
 		hwm_bgw_begin();
@@ -1343,6 +1406,9 @@ serve_run(MemoryContext workcxt)
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(workcxt);
+		/* (before it is disarmed: a timeout that fired is no longer active) */
+		my_timed_out = my_timeout_armed && !get_timeout_active(STATEMENT_TIMEOUT);
+		my_timeout_armed = false;
 		disable_timeout(STATEMENT_TIMEOUT, false);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -1452,6 +1518,8 @@ hwm_worker_main(Datum main_arg)
 			}
 			reset_session();
 		}
+		/* (should this worker exit now, the runs after this one go back) */
+		hwm_slot_begin_run(my_slotno, my_args.generation, my_current);
 		serve_run(workcxt);
 		MemoryContextReset(workcxt);
 		CHECK_FOR_INTERRUPTS();

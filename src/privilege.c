@@ -164,18 +164,29 @@ hwm_check_owner_allowed(Oid owner, const char *pipeline, bool creating)
 					 quote_identifier(rolname))));
 }
 
-/* errcontext for the check of delay below */
-static void
-delay_callback(void *arg)
+/* now() - delay, in a subtransaction (it may be out of range) */
+typedef struct DelayCheck
 {
-	errcontext("checking that now() - delay is a valid timestamp");
+	const Interval *delay;
+	TimestampTz settled;
+} DelayCheck;
+
+static void
+settle(void *arg)
+{
+	DelayCheck *c = arg;
+
+	c->settled = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+														 TimestampTzGetDatum(GetCurrentTimestamp()),
+														 IntervalPGetDatum(unconstify(Interval *, c->delay))));
 }
 
 /*
  * What create_pipeline refuses on top of what a run checks: temporary
  * tables (a pipeline outlives the session, and no other session, the
  * scheduler included, can read them), and a delay so large that
- * now() - delay is out of range, which would fail every run.
+ * now() - delay is out of range, which would fail every run, or infinite
+ * (17), which would keep the watermark from ever moving.
  */
 void
 hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
@@ -192,16 +203,20 @@ hwm_check_pipeline_tables(const HwmPlanSpec *spec, const Interval *delay)
 					 errhint("Use an ordinary or unlogged table, or hwm.overwrite_partition for a one-off load.")));
 	if (delay)
 	{
-		ErrorContextCallback cb;
+		DelayCheck	c = {.delay = delay};
+		ErrorData  *edata = hwm_try_subxact(settle, &c, CurrentMemoryContext);
+		char	   *shown = DatumGetCString(DirectFunctionCall1(interval_out,
+																IntervalPGetDatum(unconstify(Interval *, delay))));
 
-		cb.callback = delay_callback;
-		cb.arg = NULL;
-		cb.previous = error_context_stack;
-		error_context_stack = &cb;
-		(void) DirectFunctionCall2(timestamptz_mi_interval,
-								   TimestampTzGetDatum(GetCurrentTimestamp()),
-								   IntervalPGetDatum(unconstify(Interval *, delay)));
-		error_context_stack = cb.previous;
+		if (edata != NULL && edata->sqlerrcode != ERRCODE_DATETIME_VALUE_OUT_OF_RANGE)
+			ReThrowError(edata);
+		/* an infinite delay (17) settles at -infinity: nothing would ever load */
+		if (edata != NULL || TIMESTAMP_NOT_FINITE(c.settled))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("delay is too long: now() - delay is before the first time PostgreSQL can store"),
+					 errdetail("Timestamps begin in 4714 BC; now() - %s is not one.", shown),
+					 errhint("delay is how long rows need to settle: pass at most a few thousand years, such as '10 minutes' or '1 day'.")));
 	}
 }
 

@@ -285,6 +285,9 @@ hwm_set_timeout(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout must be a positive interval of at least 1 millisecond"),
 					 errhint("Pass for example '10 minutes', or NULL for no limit.")));
+		/* (a longer one used to wrap around to 1 ms) */
+		hwm_check_timer_interval(timeout, "timeout",
+								 "Pass for example '10 minutes' or '1 day', or NULL for no limit.");
 	}
 
 	SPI_connect();

@@ -26,11 +26,29 @@
 #include "utils/array.h"
 #include "utils/timestamp.h"
 
+/*
+ * The longest run of an owner in a database that ended lately: how long it
+ * held its worker, remembered until `until` (ten times as long, at least a
+ * minute, at most a day), so that an owner whose runs are sometimes slow is
+ * expected to be slow, whatever its pipelines' last runs say.
+ */
+typedef struct HwmHold
+{
+	Oid			dboid;
+	Oid			owner;
+	int64		ms;
+	TimestampTz until;
+} HwmHold;
+
+#define HOLD_MEMORY_MIN_MS	(60 * 1000)
+#define HOLD_MEMORY_MAX_MS	((int64) 24 * 3600 * 1000)
+
 typedef struct HwmSlotsShared
 {
 	slock_t		mutex;
 	uint64		next_generation;
 	HwmDispatchResult dispatch;
+	HwmHold		holds[HWM_HOLDS];
 	int			nslots;
 	HwmRunSlot	slots[FLEXIBLE_ARRAY_MEMBER];
 } HwmSlotsShared;
@@ -106,6 +124,8 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
 			slot->timeouts_ms[0] = timeout_ms;
 			slot->busy_until = busy_until;
 			slot->pid = 0;
+			slot->started = 0;
+			slot->run_began_at = 0;
 			slot->generation = shared->next_generation++;
 			slotno = i;
 			break;
@@ -157,9 +177,47 @@ hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids, int32 *timeouts_ms
 	return n;
 }
 
+/*
+ * The run the slot's worker was serving ended (or the worker is leaving):
+ * remember how long it held the worker, when it is the longest of its owner
+ * in its database lately.  Under the mutex.
+ */
+static void
+note_hold(HwmRunSlot *slot, TimestampTz now)
+{
+	int64		ms;
+	HwmHold    *h = NULL;
+
+	if (slot->run_began_at == 0 || now <= slot->run_began_at)
+		return;
+	ms = (now - slot->run_began_at) / 1000;
+	slot->run_began_at = 0;
+	for (int i = 0; i < HWM_HOLDS && h == NULL; i++)
+		if (shared->holds[i].until > now && shared->holds[i].dboid == slot->dboid &&
+			shared->holds[i].owner == slot->owner)
+			h = &shared->holds[i];
+	if (h != NULL && h->ms >= ms)
+		return;					/* a longer one is remembered */
+	if (h == NULL)
+	{
+		/* a free entry, else the one forgotten first */
+		h = &shared->holds[0];
+		for (int i = 1; i < HWM_HOLDS; i++)
+			if (shared->holds[i].until < h->until)
+				h = &shared->holds[i];
+	}
+	h->dboid = slot->dboid;
+	h->owner = slot->owner;
+	h->ms = ms;
+	h->until = TimestampTzPlusMilliseconds(now, Min(Max(ms * 10, HOLD_MEMORY_MIN_MS),
+													HOLD_MEMORY_MAX_MS));
+}
+
 bool
 hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
 {
+	TimestampTz now = GetCurrentTimestamp();
+
 	bool		moved = false;
 
 	if (slotno < 0 || slotno >= shared->nslots)
@@ -168,19 +226,71 @@ hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
 	if (shared->slots[slotno].state == from &&
 		shared->slots[slotno].generation == generation)
 	{
+		if (from == HWM_SLOT_RUNNING)
+			note_hold(&shared->slots[slotno], now);
 		shared->slots[slotno].state = to;
 		if (to == HWM_SLOT_RUNNING)
+		{
 			shared->slots[slotno].pid = MyProcPid;
+			shared->slots[slotno].started = Max(shared->slots[slotno].started, 1);
+		}
 		moved = true;
 	}
 	SpinLockRelease(&shared->mutex);
 	return moved;
 }
 
+void
+hwm_slot_begin_run(int slotno, uint64 generation, int k)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (slotno < 0 || slotno >= shared->nslots)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if (shared->slots[slotno].generation == generation)
+	{
+		shared->slots[slotno].started = Max(shared->slots[slotno].started, k + 1);
+		note_hold(&shared->slots[slotno], now);
+		shared->slots[slotno].run_began_at = now;
+	}
+	SpinLockRelease(&shared->mutex);
+}
+
+int64
+hwm_slots_hold_ms(Oid dboid, Oid owner, TimestampTz now)
+{
+	int64		ms = 0;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < HWM_HOLDS; i++)
+		if (shared->holds[i].until > now && shared->holds[i].dboid == dboid &&
+			shared->holds[i].owner == owner)
+			ms = Max(ms, shared->holds[i].ms);
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		HwmRunSlot *slot = &shared->slots[i];
+
+		if (slot->state == HWM_SLOT_RUNNING && slot->dboid == dboid && slot->owner == owner &&
+			slot->run_began_at != 0 && now > slot->run_began_at)
+			ms = Max(ms, (now - slot->run_began_at) / 1000);
+	}
+	SpinLockRelease(&shared->mutex);
+	return ms;
+}
+
+/*
+ * A run counts as begun when its worker began it (k < started), and so
+ * does every run of a queue whose worker never took its slot (started 0:
+ * it could not start, or a restarted launcher gave up on it): those are
+ * recorded as before, since handing them back would have them claimed and
+ * fail to start again at once, without the backoff of a failure.
+ */
 int64 *
-hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
+hwm_slots_release(Oid dboid, HwmSlotState state, int *n, bool **begun)
 {
 	int64	   *ids = palloc(sizeof(int64) * (shared->nslots * HWM_QUEUE_MAX + 1));
+	bool	   *was_begun = palloc(sizeof(bool) * (shared->nslots * HWM_QUEUE_MAX + 1));
 	int			count = 0;
 
 	SpinLockAcquire(&shared->mutex);
@@ -192,13 +302,20 @@ hwm_slots_release(Oid dboid, HwmSlotState state, int *n)
 			(!OidIsValid(dboid) || slot->dboid == dboid))
 		{
 			for (int k = 0; k < slot->nruns; k++)
+			{
+				was_begun[count] = slot->started == 0 || k < slot->started;
 				ids[count++] = slot->run_ids[k];
+			}
 			slot->state = HWM_SLOT_FREE;
 		}
 	}
 	SpinLockRelease(&shared->mutex);
 	if (n)
 		*n = count;
+	if (begun)
+		*begun = was_begun;
+	else
+		pfree(was_begun);
 	return ids;
 }
 

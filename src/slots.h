@@ -45,7 +45,21 @@ typedef struct HwmRunSlot
 								 * runs' last durations; DT_NOEND: unknown) */
 	uint64		generation;		/* tells reuses of the slot apart */
 	pid_t		pid;			/* 0 until the worker has started */
+	int			started;		/* runs of the queue its worker has begun, in
+								 * order: 1 once it took the slot, then k + 1
+								 * as it begins run k; the runs after them
+								 * were never started */
+	TimestampTz run_began_at;	/* when its worker began the run it serves
+								 * (0: none) */
 } HwmRunSlot;
+
+/*
+ * How many owners' recent holds of a worker the scheduler remembers (the
+ * longest run of each owner in each database, see hwm_slots_hold_ms): the
+ * owner-database pairs with runs ending lately; beyond that, the entry that
+ * would be forgotten first makes room.
+ */
+#define HWM_HOLDS 64
 
 /* What a dispatcher found, for the launcher */
 typedef struct HwmDispatchResult
@@ -102,13 +116,24 @@ extern int	hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids,
 						   int32 *timeouts_ms);
 
 /* move slot slotno of this generation from state `from` to `to`; false if
- * it is not in that state (or reused); RUNNING records MyProcPid */
+ * it is not in that state (or reused); RUNNING records MyProcPid, and the
+ * first run as begun */
 extern bool hwm_slot_move(int slotno, uint64 generation, HwmSlotState from,
 						  HwmSlotState to);
 
+/* a worker begins run k of its queue (started = k + 1; its hold begins) */
+extern void hwm_slot_begin_run(int slotno, uint64 generation, int k);
+
+/* the longest time a run of this owner in this database has held a worker
+ * lately, or holds one now, in ms (0: none known) */
+extern int64 hwm_slots_hold_ms(Oid dboid, Oid owner, TimestampTz now);
+
 /* free every slot of a database in state `state` (InvalidOid: any database);
- * the run_ids of their queues are returned (palloc'd) and counted in *n */
-extern int64 *hwm_slots_release(Oid dboid, HwmSlotState state, int *n);
+ * the run_ids of their queues are returned (palloc'd) and counted in *n;
+ * with begun, *begun says of each whether its worker may have started it
+ * (false: it never did; see hwm_slots_release) */
+extern int64 *hwm_slots_release(Oid dboid, HwmSlotState state, int *n,
+								bool **begun);
 
 /* the run_ids of the runs of a database held by a slot, as an int8[] */
 extern Datum hwm_slots_live_run_ids(Oid dboid);

@@ -97,8 +97,8 @@ static void
 lock_both(Oid target, Oid staging, const char *tgtname, const char *stgname,
 		  const Interval *timeout)
 {
-	int64		usecs = hwm_interval_usecs(timeout);
-	int64		ms = usecs <= 0 ? 1 : (usecs + 999) / 1000;
+	int64		usecs = hwm_interval_usecs(timeout);	/* (checked: 0 to HWM_TIMER_MAX_MS) */
+	int64		ms = usecs <= 0 ? 1 : Min(usecs / 1000 + (usecs % 1000 != 0), HWM_TIMER_MAX_MS);
 	Oid			relids[2] = {target, staging};
 	const char *names[2] = {tgtname, stgname};
 	const char *roles[2] = {"target", "staging table"};
@@ -559,6 +559,18 @@ swap_args(FunctionCallInfo fcinfo, SwapArgs *a)
 	a->min_ratio = a->has_min_ratio ? PG_GETARG_FLOAT8(3) : 0;
 	a->check_query = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	a->lock_timeout = PG_GETARG_INTERVAL_P(5);
+	{
+		Interval	zero = {0};
+
+		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a->lock_timeout),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("lock_timeout must not be negative"),
+					 errhint("lock_timeout is how long the swap waits for each table's lock, such as '5s'; 0 does not wait.")));
+		hwm_check_timer_interval(a->lock_timeout, "lock_timeout",
+								 "lock_timeout is how long the swap waits for each table's lock: pass for example '5s' or '10 minutes'.");
+	}
 	if (a->has_min_rows && a->min_rows < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("min_rows must not be negative")));

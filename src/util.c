@@ -22,6 +22,7 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 /*
  * Plans of hwm's statements, kept for the backend's life: a statement's
@@ -196,6 +197,30 @@ hwm_spi_first(Datum *value)
 		return false;
 	*value = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return !isnull;
+}
+
+/*
+ * Refuse a time limit (what) longer than a timer holds, HWM_TIMER_MAX_MS,
+ * an infinite one (17) included, rather than arm a shorter one than asked
+ * for; hint says what to pass instead.
+ */
+void
+hwm_check_timer_interval(const Interval *iv, const char *what, const char *hint)
+{
+	Interval	limit = {0};
+
+	limit.time = HWM_TIMER_MAX_MS * 1000;
+	if (DatumGetBool(DirectFunctionCall2(interval_gt,
+										 IntervalPGetDatum(unconstify(Interval *, iv)),
+										 IntervalPGetDatum(&limit))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be at most " INT64_FORMAT " milliseconds (24 days 20:31:23.647)",
+						what, HWM_TIMER_MAX_MS),
+				 errdetail("%s is %s: the server's timers, as statement_timeout and lock_timeout, hold no longer time.",
+						   what, DatumGetCString(DirectFunctionCall1(interval_out,
+																	 IntervalPGetDatum(unconstify(Interval *, iv))))),
+				 errhint("%s", hint)));
 }
 
 /*

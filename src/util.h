@@ -36,6 +36,14 @@ extern const char *hwm_clip_error(const char *message);
 
 /* SQL-callable functions' arguments */
 extern void hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
+
+/*
+ * The longest time limit hwm arms as a timer or a lock_timeout, in ms: what
+ * the server's timers and statement_timeout hold (24 days 20:31:23.647)
+ */
+#define HWM_TIMER_MAX_MS	((int64) PG_INT32_MAX)
+extern void hwm_check_timer_interval(const Interval *iv, const char *what,
+									 const char *hint);
 extern char *hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern bool hwm_call_is_atomic(FunctionCallInfo fcinfo);
 

@@ -8,7 +8,10 @@
 # cannot be made by a run: it runs as a security-restricted operation.)  A run
 # that fails in the middle of a queue is recorded as failed and the queue
 # goes on; a worker killed with a queue in flight leaves no run 'running',
-# and the pipelines run again.
+# and the pipelines run again.  A worker ended by pg_terminate_backend while
+# its first run is in progress (issue 37): that run is recorded as failed,
+# the runs queued behind it, never started, are handed back and run later,
+# and none of them counts as a failure (on main all three were failed).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -160,6 +163,32 @@ ok($node->poll_query_until('postgres', q{
 	SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs},
 	'q1 succeeded, q2 succeeded, q3 succeeded'),
 	'once scheduling is on again, they run');
+
+# --- 5. a worker terminated while a queue is in flight ----------------------
+# The first run waits at the gate; its worker is terminated.  Only that run
+# was in progress: it is failed, the two behind it were never started.
+sql($node, 'postgres', q{SELECT hwm.drop_pipeline(pipeline) FROM hwm.state; TRUNCATE hwm.runs, c.seen});
+$gate = $node->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(4343)');
+declare('gate', 'look', 'look');
+ok($node->poll_query_until('postgres', q{
+	SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'hwm: q1' AND wait_event = 'advisory'}),
+	'the first run of the queue waits at the gate');
+is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}), '3',
+	'the three runs of the queue are claimed');
+sql($node, 'postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hwm: q1'});
+wait_for($node, 'postgres', q{
+	SELECT string_agg(pipeline || ' ' || status, ', ' ORDER BY pipeline) FROM hwm.runs},
+	'q1 failed, q2 succeeded, q3 succeeded',
+	'the run in progress is failed; the two never started are handed back and run later');
+is(sql($node, 'postgres', q{SELECT string_agg(pipeline || ' ' || consecutive_failures, ', ' ORDER BY pipeline) FROM hwm.state}),
+	'q1 1, q2 0, q3 0', 'only the run in progress counts as a failure');
+like(sql($node, 'postgres', q{SELECT error FROM hwm.runs WHERE pipeline = 'q1'}), qr/exited before it recorded an outcome/,
+	'... recorded as its worker exiting');
+is(sql($node, 'postgres', q{SELECT count(*) FROM c.seen WHERE pipeline IN ('q2', 'q3')}), '2',
+	'q2 and q3 ran once each');
+$gate->query_safe('SELECT pg_advisory_unlock(4343)');
+$gate->quit;
 
 $node->stop;
 done_testing();
