@@ -69,7 +69,7 @@ hwm_on_exit() {
 
 # --- dependencies ----------------------------------------------------------
 # PostgreSQL itself comes from hwm_use_pg (scripts/pg.sh).
-HWM_DEPS=(libipc-run-perl build-essential gcc make)
+HWM_DEPS=(libipc-run-perl build-essential gcc make locales)
 
 hwm_pkg_installed() {
     [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *"ok installed" ]]
