@@ -13,10 +13,10 @@
  *	1. leaves at once when the extension does not exist in the database;
  *	2. records the runs whose worker exited without recording an outcome
  *	   ('failed': the one it was serving; those it had not started are
- *	   handed back, due again), and, when asked (at the first dispatch of the database
- *	   and then every 10 seconds at most), marks 'running' rows that no slot
- *	   holds 'interrupted' and prunes the history (hwm.max_runs_per_pipeline,
- *	   hwm.history_days);
+ *	   handed back, due again), and, when asked (at the first dispatch of
+ *	   the database and then every 10 seconds at most), marks 'running'
+ *	   rows that no slot holds 'interrupted' and prunes the history
+ *	   (hwm.max_runs_per_pipeline, hwm.history_days);
  *	3. reads the due pipelines at home here (enabled, scheduled,
  *	   next_run_at <= now(), no run of theirs in progress), in turns between
  *	   owners; for each, in a subtransaction of its own, inserts a 'running'
@@ -414,10 +414,11 @@ queue_for(const DueRun *due)
  * remembers it: hwm_slots_hold_ms), so that an owner whose runs are slow
  * only when the last one was quick is not believed; and only the workers
  * still busy when the first of them is due count against it, a run in
- * progress by the time it has actually held its worker so far.  So an owner whose runs take 10
- * seconds holds one worker of two while another owner or database is due
- * within those 10 seconds, and a quick run may still take the second
- * worker between their runs: it is back before they are due.
+ * progress by the time it has actually held its worker so far.  So an
+ * owner whose runs take 10 seconds holds one worker of two while another
+ * owner or database is due within those 10 seconds, and a quick run may
+ * still take the second worker between their runs: it is back before they
+ * are due.
  */
 
 /* This database's owners, and when each is next due (hwm_state_due_by_owner) */
