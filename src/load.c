@@ -555,6 +555,17 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 	}
 	if (!sliced || r->p->command)
 		return;
+	/*
+	 * A chain whose upstream has loaded nothing: that upstream may still
+	 * load rows of any value, below all this run saw.  No place to read
+	 * from: the next run reads from the watermark.
+	 */
+	if (b->upstream_empty)
+	{
+		mem->reread_from = NULL;
+		mem->xacts = NIL;
+		return;
+	}
 	if (b->has_floor && hwm_value_cmp(&r->plan->wm, b->floor, from) < 0)
 		from = b->floor;
 	/* rows an upstream loads later are above what it had committed */

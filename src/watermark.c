@@ -606,9 +606,11 @@ citus_bound(const HwmPlan *plan, HwmSafeBound *b)
  * bound above sees it coming.  What is certain is the upstream's committed
  * watermark: every row at or below it is in its target, committed with it.
  * So the bound is capped there too (inclusive), at the oldest upstream's;
- * an upstream that has loaded nothing holds the watermark.  Upstreams whose
+ * an upstream that has loaded nothing holds the watermark, and the run
+ * remembers no place to read from (it may still load rows of any value:
+ * load.c, remember_load).  Upstreams whose
  * watermark has another type than this one's cannot be compared: they are
- * warned of when the pipeline is declared (hwm_chain_warning).
+ * warned of when the pipeline is declared (hwm_watermark_caveat).
  */
 static void
 upstream_cap(const HwmPlan *plan, List *rels, HwmSafeBound *b)
@@ -632,6 +634,7 @@ upstream_cap(const HwmPlan *plan, List *rels, HwmSafeBound *b)
 		if (u->watermark == NULL)
 		{
 			b->hold = true;
+			b->upstream_empty = true;
 			b->reason = "a pipeline that loads a table of the source and has loaded nothing yet";
 			return;
 		}

@@ -24,6 +24,7 @@ typedef struct HwmSafeBound
 	const char *reason;			/* what holds the watermark back, for messages */
 	bool		has_cap;		/* and keep it at or below cap: a chain */
 	Datum		cap;			/* the upstreams' oldest committed watermark */
+	bool		upstream_empty;	/* an upstream has loaded nothing: the hold */
 	/* for the next run (time types: the limit before any transaction's start) */
 	bool		has_floor;
 	Datum		floor;			/* rows unseen now are at least this, or ... */
