@@ -376,6 +376,9 @@ up_hours() { same_rows "$1" dw.up_hourly "SELECT date_trunc('hour', updated_at),
 # minutes the stamp is the hour plus half the time since.
 recent="greatest(now() - interval '1 minute', date_trunc('hour', now()) + (now() - date_trunc('hour', now())) / 2)"
 mdbt "first dbt run of a table model and the hwm models reading it" run --select upstream
+mlogged "... both warn that dbt rebuilds their upstream wholesale, with the remedy (issue 41)" \
+    "hwm model dw\.up_hwm reads up_stage \(table\), which dbt rebuilds wholesale.*delay"
+mlogged "... the hwm_interval model too" "hwm model dw\.up_hourly reads up_stage \(table\), which dbt rebuilds wholesale"
 up_same "... the hwm model has the upstream's rows"
 up_hours "... the hwm_interval model every finished hour"
 ident=$(up_ident)
@@ -401,6 +404,8 @@ check "... a run in between fails, saying what is missing" "1" \
     "$(q "SET ROLE dbt; SELECT * FROM hwm.run('dw.up_hwm')" 2>&1 | grep -c 'up_stage.*does not exist')"
 q "INSERT INTO shop.upstream VALUES (63, $recent, 'a', 63)" >/dev/null
 mdbt "the upstream as a view now (a changed materialization)" run --select upstream --vars "{up_mat: view}"
+check "... over a view, hwm follows the view to its tables: no warning" "0" \
+    "$(grep -c 'which dbt rebuilds wholesale' "$mlog")"
 check "... same pipelines" "$ident" "$(up_ident)"
 up_same "... the hwm model has every row"
 q "INSERT INTO shop.upstream VALUES (64, $recent, 'b', 64)" >/dev/null

@@ -185,6 +185,7 @@
   {%- endif -%}
   {{ hwm._hwm_check_cast('schedule', c.schedule, 'interval') }}
   {{ hwm._hwm_check_cast('delay', c.delay, 'interval') }}
+  {%- do hwm._hwm_warn_rebuilt_upstreams(c) -%}
   {%- if c.schedule is not none -%}
     {%- set su = run_query("select rolsuper from pg_catalog.pg_roles where rolname = current_user").rows[0][0] -%}
     {%- if su -%}
@@ -620,4 +621,38 @@
   {%- do store_raw_result('main', message='HWM ' ~ written, code='HWM', rows_affected=written,
                           agate_table=load_result('main').table) -%}
   {{- return(msg) -}}
+{%- endmacro %}
+
+{#-
+  The models this one reads that dbt rebuilds wholesale (materialized
+  'table' or 'incremental', directly or through 'view' and 'ephemeral'
+  models): a rebuild writes old watermark values after hwm may have moved
+  past them, and hwm cannot see it coming (it follows hwm models, views and
+  its own helpers: README, Chains).  A dbt warning with the remedy, unless
+  the model has a delay.  Issue 41.
+-#}
+{% macro _hwm_warn_rebuilt_upstreams(c) -%}
+  {%- if not execute or c.delay is not none -%}{{- return(none) -}}{%- endif -%}
+  {%- set ns = namespace(todo=(model.depends_on.nodes or []) | list, seen=[], rebuilt=[]) -%}
+  {#- (dbt's sandbox has no while: a bounded walk of the graph) -#}
+  {%- for i in range(1000) if ns.todo | length > 0 -%}
+    {%- set id = ns.todo[0] -%}
+    {%- set ns.todo = ns.todo[1:] -%}
+    {%- if id not in ns.seen -%}
+      {%- do ns.seen.append(id) -%}
+      {%- set n = graph.nodes.get(id) -%}
+      {%- if n is not none and n.resource_type == 'model' -%}
+        {%- set mat = n.config.materialized -%}
+        {%- if mat in ['table', 'incremental'] -%}
+          {%- do ns.rebuilt.append(n.name ~ " (" ~ mat ~ ")") -%}
+        {%- elif mat in ['view', 'ephemeral'] -%}
+          {%- set ns.todo = ns.todo + ((n.depends_on.nodes or []) | list) -%}
+        {%- endif -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if ns.rebuilt | length > 0 -%}
+    {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ " reads " ~ ns.rebuilt | join(', ')
+         ~ ", which dbt rebuilds wholesale: a rebuild writes rows with old watermark values after hwm may have moved past them, and hwm cannot see it coming. Give this model a delay longer than a rebuild and the lag of its rows (config delay='15 minutes'), or make the upstream an hwm model (hwm then holds this one below what that one has loaded)") -%}
+  {%- endif -%}
 {%- endmacro %}
