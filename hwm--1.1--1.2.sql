@@ -89,7 +89,18 @@ LANGUAGE c
 AS 'MODULE_PATHNAME', 'hwm_reconcile';
 
 COMMENT ON PROCEDURE hwm.reconcile(text, text, text, integer, boolean) IS
-'Delete the target rows whose unique key the source no longer has (rows deleted in the source, which no watermark sees), over the whole target or the inclusive range from_key..to_key of the key''s first column (NULL: no bound), walking the target''s keys in order, batch_size keys per batch. Each batch runs under the pipeline''s lock and reads the source as it is then. Outside a transaction block it commits after every batch and records its progress in hwm.backfills (kind reconcile); calling it again resumes an unfinished reconcile. Every batch that deleted rows, and the last, is recorded in hwm.runs (kind reconcile). With dry_run it only reports (NOTICE) how many rows it would delete and their first and last keys.';
+'Delete the target rows whose unique key the source no longer has among its live rows (rows deleted in the source, which no watermark sees, or soft-deleted without a new watermark value), over the whole target or the inclusive range from_key..to_key of the key''s first column (the first column of the target''s unique index; NULL: no bound), walking the target''s keys in that index''s order, batch_size keys per batch; keys compare as the unique index has them equal, on source values in the target''s types. Each batch runs under the pipeline''s lock and reads the source as it is then. Outside a transaction block it commits after every batch and records its progress in hwm.backfills (kind reconcile); calling it again resumes an unfinished reconcile. Every batch that deleted rows, and the last, is recorded in hwm.runs (kind reconcile). With dry_run it only reports (NOTICE) how many rows it would delete and their first and last keys (hwm.reconcile_preview returns them).';
+
+CREATE FUNCTION hwm.reconcile_preview(
+    pipeline text,
+    from_key text DEFAULT NULL,
+    to_key   text DEFAULT NULL)
+RETURNS TABLE (rows_to_delete bigint, first_key text, last_key text)
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_reconcile_preview';
+
+COMMENT ON FUNCTION hwm.reconcile_preview(text, text, text) IS
+'What CALL hwm.reconcile(pipeline, from_key, to_key) would delete now, as one row: how many target rows, and the first and last of their keys (NULL: none). Its dry run as a result, for callers that cannot read a NOTICE (dbt). Changes and records nothing.';
 
 -- hwm.status gets a column: dropped and created again (see 1.1).
 DROP VIEW hwm.status;

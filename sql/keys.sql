@@ -47,6 +47,7 @@ SELECT rows_upserted FROM hwm.run('ci');
 -- that text's order puts some outside a batch's bounds in any locale)
 UPDATE ci_src SET name = CASE v WHEN 1 THEN 'ada' WHEN 2 THEN 'BOB' ELSE 'cY' END;
 CALL hwm.reconcile('ci', dry_run => true);
+SELECT * FROM hwm.reconcile_preview('ci');
 CALL hwm.reconcile('ci', batch_size => 1);
 SELECT name, n, v FROM ci_tgt ORDER BY v;
 -- a run with nothing new writes nothing: equal keys are rewritten only by
@@ -104,6 +105,9 @@ SELECT id, v FROM ev_tgt ORDER BY id;
 -- key 2: soft-deleted in place, no new watermark value: no run sees it
 UPDATE ev_src SET gone = true WHERE id = 2;
 CALL hwm.reconcile('ev', dry_run => true);
+-- the dry run as a row (dbt reads it so): the same count and keys
+SELECT * FROM hwm.reconcile_preview('ev');
+SELECT * FROM hwm.reconcile_preview('ev', '3', '3');
 CALL hwm.reconcile('ev');
 SELECT id, v FROM ev_tgt ORDER BY id;
 -- and the overwrite agrees: nothing more to delete or bring back
@@ -119,6 +123,13 @@ SELECT hwm.create_pipeline('ts', 'ts_src', 'ts_tgt', '{at}', 'updated_at');
 SELECT rows_upserted FROM hwm.run('ts');
 CALL hwm.reconcile('ts', batch_size => 1);
 SELECT at, v FROM ts_tgt ORDER BY at;
+
+-- hwm.reconcile_preview refuses what the reconcile refuses
+SELECT * FROM hwm.reconcile_preview(NULL);
+SELECT * FROM hwm.reconcile_preview('nosuch');
+SELECT * FROM hwm.reconcile_preview('num', '5', '1');
+SELECT * FROM hwm.reconcile_preview('num', 'five');
+SELECT * FROM hwm.reconcile_preview('num', '');
 
 -- refusals, at declaration, changing nothing: two unique indexes on the
 -- key's columns that disagree about equality (both are the upsert's

@@ -71,6 +71,7 @@
 #include "util.h"
 
 #include "access/xact.h"
+#include "funcapi.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -561,6 +562,25 @@ bound_arg(FunctionCallInfo fcinfo, int argno, const Reconcile *r, const char *wh
 	return hwm_value_out(&r->key->cols[0].vt, *value);
 }
 
+/*
+ * from_key and to_key (arguments 1 and 2) into r, in the key's first
+ * column's type, and their canonical text ("": no bound); refuses a
+ * reversed range.
+ */
+static void
+range_args(FunctionCallInfo fcinfo, Reconcile *r, char **from_text, char **to_text)
+{
+	*from_text = bound_arg(fcinfo, 1, r, "from_key", &r->from);
+	*to_text = bound_arg(fcinfo, 2, r, "to_key", &r->to);
+	r->has_from = (*from_text)[0] != '\0';
+	r->has_to = (*to_text)[0] != '\0';
+	if (r->has_from && r->has_to && hwm_value_cmp(&r->key->cols[0].vt, r->from, r->to) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("from_key %s is after to_key %s", *from_text, *to_text),
+				 errhint("The range is inclusive at both ends: pass the smaller key first.")));
+}
+
 /* The arguments that need no catalog: batch_size, dry_run */
 static void
 reconcile_check_args(FunctionCallInfo fcinfo)
@@ -597,15 +617,7 @@ hwm_reconcile(PG_FUNCTION_ARGS)
 	/* set-up: everything checked (an error here changes nothing) */
 	job = hwm_job_new(&reconcile_kind, fcinfo);
 	reconcile_begin(&r, name, false);
-	from_text = bound_arg(fcinfo, 1, &r, "from_key", &r.from);
-	to_text = bound_arg(fcinfo, 2, &r, "to_key", &r.to);
-	r.has_from = from_text[0] != '\0';
-	r.has_to = to_text[0] != '\0';
-	if (r.has_from && r.has_to && hwm_value_cmp(&r.key->cols[0].vt, r.from, r.to) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("from_key %s is after to_key %s", from_text, to_text),
-				 errhint("The range is inclusive at both ends: pass the smaller key first.")));
+	range_args(fcinfo, &r, &from_text, &to_text);
 
 	if (PG_GETARG_BOOL(4))
 	{
@@ -628,6 +640,57 @@ hwm_reconcile(PG_FUNCTION_ARGS)
 					job->pipeline, job->steps_done, job->rows_deleted)));
 	hwm_job_free(job);
 	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(hwm_reconcile_preview);
+
+/*
+ * hwm.reconcile_preview(pipeline, from_key, to_key): the dry run's reads as
+ * a row, for callers that cannot read a NOTICE (dbt's hwm_reconcile): how
+ * many target rows a reconcile of the range would delete now, and the
+ * first and last of their keys (NULL: none), by the key's one definition
+ * and the source's live rows, as the reconcile itself.  Changes and
+ * records nothing.
+ */
+Datum
+hwm_reconcile_preview(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	MemoryContext callercxt = CurrentMemoryContext;
+	Reconcile	r;
+	char	   *from_text;
+	char	   *to_text;
+	int64		count;
+	char	   *first = NULL;
+	char	   *last = NULL;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	MemoryContext old;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	reconcile_begin(&r, name, false);
+	range_args(fcinfo, &r, &from_text, &to_text);
+	(void) dry_read(&r, -1, &count);
+	if (count > 0)
+	{
+		first = dry_read(&r, 0, &count);
+		last = dry_read(&r, 1, &count);
+	}
+	reconcile_end(&r);
+	old = MemoryContextSwitchTo(callercxt);
+	values[0] = Int64GetDatum(count);
+	nulls[1] = first == NULL;
+	nulls[2] = last == NULL;
+	if (first)
+		values[1] = CStringGetTextDatum(first);
+	if (last)
+		values[2] = CStringGetTextDatum(last);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	MemoryContextSwitchTo(old);
+	SPI_finish();
+	return (Datum) 0;
 }
 
 /*

@@ -15,7 +15,7 @@
     running the operation again walks the keys again (it deletes only what
     is still absent).  dry_run: hwm.reconcile's dry run (which checks
     everything and changes nothing; its NOTICE does not reach dbt's log),
-    then a count of the target rows whose key the source lacks, logged.
+    then what it would delete (hwm.reconcile_preview), logged.
   - In a hook, hwm_reconcile returns the CALL, which runs in the hook's
     transaction (all batches in it).
   - config reconcile=true on a materialized='hwm' model: every incremental
@@ -145,24 +145,18 @@
 
 {#-
   dry_run under dbt: hwm.reconcile's dry run (it checks the pipeline, the
-  range and the owner's rights, and changes nothing), then the count of the
-  target rows in the range whose key the source does not have, logged
-  with the first and last of them (by the key's first column).
+  range and the owner's rights, and changes nothing), then its result as
+  a row (hwm.reconcile_preview: the count of the target rows it would
+  delete, the first and last of their keys), logged.
 -#}
 {% macro _hwm_reconcile_dry_run(pipeline, from_key, to_key, batch_size) -%}
   {%- do hwm._hwm_begin() -%}
   {%- do run_query(hwm._hwm_reconcile_call(pipeline, from_key, to_key, batch_size, true)) -%}
-  {%- set f = hwm._hwm_reconcile_facts(pipeline) -%}
-  {%- if f is none -%}{%- do adapter.commit() -%}{{- return(none) -}}{%- endif -%}
-  {%- set notnull = [] -%}{%- set match = [] -%}
-  {%- for k in f.key_cols -%}
-    {%- do notnull.append("t." ~ k ~ " is not null") -%}
-    {%- do match.append("s." ~ k ~ " = t." ~ k) -%}
-  {%- endfor -%}
-  {%- set k1 = f.key_cols[0] -%}
-  {%- set r = run_query("select count(*), min(t." ~ k1 ~ ")::text, max(t." ~ k1 ~ ")::text from " ~ f.target ~ " t
-                          where " ~ notnull | join(' and ') ~ hwm._hwm_reconcile_range(k1, from_key, to_key) ~ "
-                            and not exists (select from " ~ f.source ~ " s where " ~ match | join(' and ') ~ ")").rows[0] -%}
+  {#- hwm's own count, by the key's one definition and the source's live
+      rows (README, Keys): the same that the reconcile deletes -#}
+  {%- set r = run_query("select rows_to_delete, first_key, last_key from hwm.reconcile_preview("
+                        ~ hwm._hwm_literal(pipeline) ~ ", " ~ hwm._hwm_literal(from_key) ~ ", "
+                        ~ hwm._hwm_literal(to_key) ~ ")").rows[0] -%}
   {%- do adapter.commit() -%}
   {%- if r[0] == 0 -%}
     {%- do log("hwm_reconcile " ~ pipeline ~ ": dry run: no target row to delete; nothing was changed", info=true) -%}
