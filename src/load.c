@@ -181,14 +181,14 @@ find_slice(LoadRun *r)
 
 /*
  * Step 2: how far the watermark may go: W0, or the greatest visible value
- * below the limit that transactions in flight set (if any), or nowhere.
+ * below the limit that transactions in flight set (if any), no further than
+ * the upstreams of a chain have committed (watermark.c), or nowhere.
  */
 static void
 settle_watermark(LoadRun *r)
 {
 	HwmSafeBound *bound = &r->bound;
 	Datum		below;
-
 	Datum		end = r->w0;
 
 	hwm_safe_bound(r->plan, r->p->source, r->p->delay, r->carried, bound);
