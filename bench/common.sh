@@ -9,7 +9,9 @@
 # throwaway cluster (scripts/lib.sh) with the settings given, and sets LOG
 # (bench/work/NAME.log, emptied) and WORK.  HWM_BENCH_PGBIN=DIR runs the
 # benchmark on another installation of PostgreSQL (a copy, on a shared
-# machine; installations are relocatable).
+# machine; installations are relocatable).  HWM_BENCH_SRC=DIR builds and
+# installs hwm from another checkout (an older commit, to compare; the
+# scripts name its commit as BENCH_COMMIT).
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=scripts/lib.sh
@@ -20,6 +22,8 @@ if [[ -n ${HWM_BENCH_PGBIN:-} ]]; then
 fi
 WORK=$BENCH/work
 mkdir -p "$WORK"
+BENCH_SRC=${HWM_BENCH_SRC:-$REPO}
+BENCH_COMMIT=$(git -C "$BENCH_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 bench_cluster() {
     local name=$1
@@ -27,7 +31,7 @@ bench_cluster() {
     LOG=$WORK/$name.log
     : >"$LOG"
     hwm_install_deps
-    hwm_build_install >>"$LOG" 2>&1
+    hwm_build_install "$BENCH_SRC" >>"$LOG" 2>&1
     hwm_start_cluster >>"$LOG" 2>&1
     printf '%s\n' "" "# bench/$name.sh" "$@" |
         hwm_as_postgres tee -a "$HWM_CLUSTER_DIR/data/postgresql.conf" >/dev/null
