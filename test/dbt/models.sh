@@ -290,7 +290,7 @@ accounts_before=$(q "SELECT count(*) || ':' || sum(hashtext(a::text)) FROM dw.ac
 last=$(q "SELECT max(run_id) FROM hwm.runs")
 mdbt "dbt run-operation hwm_reconcile with dry_run" \
     run-operation hwm_reconcile --args "{model: accounts, batch_size: 7, dry_run: true}"
-mlogged "... logs what it would delete" 'hwm_reconcile dw\.accounts: dry run: 13 target rows would be deleted, keys 3 to 30; nothing was changed'
+mlogged "... logs what it would delete, its keys whole (hwm.reconcile_preview)" 'hwm_reconcile dw\.accounts: dry run: 13 target rows would be deleted, keys \{3,us\} to \{30,us\}; nothing was changed'
 check "... and changes and records nothing" "$accounts_before|0" \
     "$(q "SELECT count(*) || ':' || sum(hashtext(a::text)) FROM dw.accounts a")|$(q "SELECT count(*) FROM hwm.runs WHERE run_id > $last")"
 mdbt "dbt run-operation hwm_reconcile names the model's pipeline with model=" \
