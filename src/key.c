@@ -105,9 +105,6 @@ key_column(HwmKeyColumn *c, Relation index, int i, Relation target, Relation sou
 	Oid			equalimage;
 
 	c->name = pstrdup(quote_identifier(name));
-	c->type = tatt->atttypid;
-	c->typmod = tatt->atttypmod;
-	c->collation = collation;
 	c->opfamily = opfamily;
 	c->default_opfamily = tc->btree_opf == opfamily;
 	c->eq = family_operator(opfamily, opcintype, BTEqualStrategyNumber, c->name, tgtname);

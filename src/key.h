@@ -19,9 +19,6 @@
 typedef struct HwmKeyColumn
 {
 	char	   *name;			/* quoted */
-	Oid			type;			/* the target column's type and typmod */
-	int32		typmod;
-	Oid			collation;		/* the index's collation (InvalidOid: none) */
 	Oid			opfamily;		/* the index's btree operator family */
 	bool		default_opfamily;	/* ... is the type's default one */
 	char	   *eq;				/* that family's operators, OPERATOR(s.op) */
@@ -34,8 +31,9 @@ typedef struct HwmKeyColumn
 	bool		source_cast;	/* source values are cast to the target's type */
 	bool		source_as_is;	/* the source column has the target's type,
 								 * typmod and the index's collation */
-	HwmValueType vt;			/* the index's ordering, the target type's
-								 * input and output */
+	HwmValueType vt;			/* the target column's type and typmod, the
+								 * index's collation (InvalidOid: none) and
+								 * ordering: key values in and out */
 } HwmKeyColumn;
 
 typedef struct HwmKey

@@ -222,15 +222,9 @@ read_run_args(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 
 	if (!PG_ARGISNULL(pos->delay))
 	{
-		Interval	zero = {0};
-
 		a->delay = PG_GETARG_INTERVAL_P(pos->delay);
-		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a->delay),
-											 IntervalPGetDatum(&zero))))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("delay must not be negative"),
-					 errhint("delay is how long rows need to settle: the watermark never moves past now() - delay.")));
+		hwm_check_not_negative(a->delay, "delay",
+							   "delay is how long rows need to settle: the watermark never moves past now() - delay.");
 	}
 
 	if (pos->batch_size >= 0 && !PG_ARGISNULL(pos->batch_size))

@@ -811,11 +811,11 @@ merge_bounds(PlanBuild *b)
 	const HwmKeyColumn *k = &b->plan->key->cols[0];
 
 	if (!k->source_as_is || k->target_collate[0] != '\0' ||
-		!has_min_max(getBaseType(k->type)))
+		!has_min_max(getBaseType(k->vt.type)))
 		return;
 	b->bound_vt = k->vt;
 	b->bound_col = k->name;
-	b->plan->merge_bound_type = k->type;
+	b->plan->merge_bound_type = k->vt.type;
 }
 
 /*
@@ -908,7 +908,7 @@ source_key_unique(PlanBuild *b)
 			k = key_column_named(b->plan->key,
 								 NameStr(TupleDescAttr(RelationGetDescr(b->src), attno - 1)->attname));
 			ok = k != NULL && idx->rd_opfamily[i] == k->opfamily &&
-				idx->rd_indcollation[i] == k->collation;
+				idx->rd_indcollation[i] == k->vt.collation;
 		}
 		index_close(idx, AccessShareLock);
 		if (ok)

@@ -559,18 +559,10 @@ swap_args(FunctionCallInfo fcinfo, SwapArgs *a)
 	a->min_ratio = a->has_min_ratio ? PG_GETARG_FLOAT8(3) : 0;
 	a->check_query = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	a->lock_timeout = PG_GETARG_INTERVAL_P(5);
-	{
-		Interval	zero = {0};
-
-		if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(a->lock_timeout),
-											 IntervalPGetDatum(&zero))))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("lock_timeout must not be negative"),
-					 errhint("lock_timeout is how long the swap waits for each table's lock, such as '5s'; 0 does not wait.")));
-		hwm_check_timer_interval(a->lock_timeout, "lock_timeout",
-								 "lock_timeout is how long the swap waits for each table's lock: pass for example '5s' or '10 minutes'.");
-	}
+	hwm_check_not_negative(a->lock_timeout, "lock_timeout",
+						   "lock_timeout is how long the swap waits for each table's lock, such as '5s'; 0 does not wait.");
+	hwm_check_timer_interval(a->lock_timeout, "lock_timeout",
+							 "lock_timeout is how long the swap waits for each table's lock: pass for example '5s' or '10 minutes'.");
 	if (a->has_min_rows && a->min_rows < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("min_rows must not be negative")));

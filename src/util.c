@@ -199,6 +199,21 @@ hwm_spi_first(Datum *value)
 	return !isnull;
 }
 
+/* Refuse a negative interval (what); hint says what it is for */
+void
+hwm_check_not_negative(const Interval *iv, const char *what, const char *hint)
+{
+	Interval	zero = {0};
+
+	if (DatumGetBool(DirectFunctionCall2(interval_lt,
+										 IntervalPGetDatum(unconstify(Interval *, iv)),
+										 IntervalPGetDatum(&zero))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be negative", what),
+				 errhint("%s", hint)));
+}
+
 /*
  * Refuse a time limit (what) longer than a timer holds, HWM_TIMER_MAX_MS,
  * an infinite one (17) included, rather than arm a shorter one than asked

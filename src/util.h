@@ -44,6 +44,8 @@ extern void hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what
 #define HWM_TIMER_MAX_MS	((int64) PG_INT32_MAX)
 extern void hwm_check_timer_interval(const Interval *iv, const char *what,
 									 const char *hint);
+extern void hwm_check_not_negative(const Interval *iv, const char *what,
+								   const char *hint);
 extern char *hwm_text_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 extern bool hwm_call_is_atomic(FunctionCallInfo fcinfo);
 
