@@ -3,8 +3,9 @@
 \echo Use "ALTER EXTENSION hwm UPDATE TO '1.2'" to load this file. \quit
 
 -- ---------------------------------------------------------------------------
--- 1.2: owners are contained (issue 20).  The same block ends hwm--1.2.sql
--- (where hwm.status is created with its 1.2 columns instead).
+-- 1.2: owners are contained (issue 20).  hwm--1.2.sql creates the same
+-- objects in their final form; test/t/061_upgrade.pl checks that the two
+-- agree.
 --
 -- Every row of hwm.runs and hwm.backfills belongs to the role whose
 -- pipeline it is (or who ran it, without a pipeline), written with the row;
@@ -63,8 +64,7 @@ COMMENT ON POLICY homes_visible_to_owner ON hwm.homes IS
 -- Reconcile (issue 32): CALL hwm.reconcile deletes the target rows whose key
 -- the source no longer has, in batches of keys, as a resumable job of
 -- hwm.backfills (its kind says which job a row is), each batch recorded in
--- hwm.runs with kind 'reconcile'; hwm.status shows the last reconcile.  The
--- same block is in hwm--1.2.sql and hwm--1.1--1.2.sql, before hwm.status.
+-- hwm.runs with kind 'reconcile'; hwm.status shows the last reconcile.
 ALTER TABLE hwm.backfills ADD COLUMN kind text NOT NULL DEFAULT 'backfill'
     CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['backfill', 'rerun_intervals', 'reconcile']));
 COMMENT ON COLUMN hwm.backfills.kind IS
