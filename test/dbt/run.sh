@@ -21,7 +21,9 @@
 # reachable: if pip cannot install dbt, that is a failed check, not a skip.
 # HWM_DBT_VENV=DIR reuses (or creates) the virtual environment in DIR;
 # HWM_DBT_PART=models runs only the checks of test/dbt/models.sh,
-# HWM_DBT_PART=readme only those of test/dbt/readme.sh.
+# HWM_DBT_PART=readme only those of test/dbt/readme.sh, HWM_DBT_PART=hooks
+# all but models.sh's (each part starts a cluster of its own, so two parts
+# can run at once).
 set -uo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -219,8 +221,9 @@ same_as_source() {
     check "$name" "" "$bad"
 }
 
-# HWM_DBT_PART=models runs only test/dbt/models.sh (a shortcut while working on it).
-if [[ ${HWM_DBT_PART:-all} == all ]]; then
+# HWM_DBT_PART=models runs only test/dbt/models.sh; =hooks all but it
+# (scripts/test.sh runs the two side by side).
+if [[ ${HWM_DBT_PART:-all} == all || ${HWM_DBT_PART:-all} == hooks ]]; then
 dbt_ok "dbt deps installs the local hwm package" deps
 
 # --- what the macros render for a hook ----------------------------------------
@@ -330,10 +333,10 @@ check "... and the model, the targets and the orders pipeline's history are unch
 fi  # HWM_DBT_PART
 
 # --- dbt/hwm/README.md's Getting started, followed literally ---------------------------
-if [[ ${HWM_DBT_PART:-all} == all || ${HWM_DBT_PART:-all} == readme ]]; then
+if [[ ${HWM_DBT_PART:-all} == all || ${HWM_DBT_PART:-all} == hooks || ${HWM_DBT_PART:-all} == readme ]]; then
     # shellcheck source=test/dbt/readme.sh
     source "$REPO/test/dbt/readme.sh"
-    [[ ${HWM_DBT_PART:-all} == readme ]] && finish
+    [[ ${HWM_DBT_PART:-all} == all ]] || finish
 fi
 
 # --- models that are hwm pipelines: materialized='hwm' and 'hwm_interval' ----------
