@@ -1,8 +1,9 @@
 # Soak test for issue 14: the same traffic as 001_soak.pl (four writers,
 # transactions of random length, commits out of order), plus one transaction
-# held open for the whole time: it begins before everything, writes a row
-# stamped with its own start (and a sequence value) half-way, and commits
-# near the end.  The runner fires hwm.run every ~100 ms with
+# held open while the writers write: it begins before everything, writes
+# rows stamped with its own start (and sequence values) once they have
+# written, and commits once they have written more (the soak goes on after
+# it).  The runner fires hwm.run every ~100 ms with
 # hwm.start_margin = 0, so every run remembers the writers in flight.
 #
 # Nothing may be lost (each target equals the source at the end, with the
@@ -10,6 +11,15 @@
 # transaction: while it is open, the stored watermarks stay below it (they
 # must), but where the runs read from (hwm.state.reread_from) keeps up with
 # the writers.
+#
+# The long transaction's steps wait for the writers, not for the clock: its
+# rows are written once the writers have taken 400 sequence values more,
+# the check is made once they took 400 more and the runs' reading has
+# passed the long transaction (or the harness's timeout: then the check
+# fails), and it commits after 200 more.  At the writers' pace (about 80 a
+# second) it commits about 12 s into the soak's 30 seconds; on a machine so
+# loaded that they write less, a step goes ahead 2 seconds before the soak
+# ends rather than wait for writes that will not come.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -51,15 +61,35 @@ SQL
 local $ENV{PGOPTIONS} = '-c client_min_messages=warning -c hwm.start_margin=0';
 my $soak = soak_start($node, seconds => 30, writer => $writer, runner => $runner);
 
+# writers_wrote(n): once the writers have taken n more sequence values (or
+# the soak is about to end)
+my $soak_end = time() + 30;
+sub writers_wrote
+{
+	my ($n) = @_;
+	my $from = $node->safe_psql('postgres', 'SELECT last_value FROM src_seq');
+	while (time() < $soak_end - 2)
+	{
+		return if $node->safe_psql('postgres', "SELECT last_value >= $from + $n FROM src_seq") eq 't';
+		select(undef, undef, undef, 0.1);
+	}
+	note "the soak ends before the writers took $n sequence values more";
+}
+
 # half-way: the long transaction writes rows stamped with its own start
-sleep 10;
+writers_wrote(400);
 $long->query_safe(q{INSERT INTO src (id, v) VALUES (100001, 1), (100002, 2)});
-sleep 10;
+writers_wrote(400);
 
 # still open: the watermarks stay below it, the reading does not (its own
 # rows are visible only to itself: their values come from there)
 my ($long_start, $long_seq) = split /\|/,
   $long->query_safe(q{SELECT now(), min(seq) FROM src WHERE id > 100000});
+# (the runs' reading passes it as they go: polled, then checked below)
+$node->poll_query_until('postgres', qq{
+    SELECT bool_and(CASE pipeline WHEN 'long_time' THEN reread_from::timestamptz > '$long_start'
+                                  ELSE reread_from::bigint > $long_seq END)
+      FROM hwm.state});
 my $memory = $node->safe_psql('postgres', qq{
     SELECT pipeline,
            CASE pipeline WHEN 'long_time'
@@ -73,7 +103,7 @@ my $memory = $node->safe_psql('postgres', qq{
 is($memory, "long_seq|t|t|t\nlong_time|t|t|t",
     'while the long transaction is open: watermarks held below it, reading starts above it, and it is remembered');
 
-sleep 5;
+writers_wrote(200);
 $long->query_safe('COMMIT');
 $long->quit;
 soak_finish_ok($soak);

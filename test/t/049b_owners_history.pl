@@ -17,6 +17,7 @@
 #     message says whose;
 #  5. a long CALL hwm.catch_up or hwm.rerun_intervals left every run in
 #     hwm.runs until the next upkeep; now it prunes as it goes.
+# Nothing is timed: the listener of 2. asks until it has heard two runs end.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -97,12 +98,20 @@ is(sql($node, 'app', q{SELECT count(*) FROM hwm.runs WHERE pipeline = 'shared_na
 	'3', "bob's runs under the same name are his own history, kept");
 
 # --- 2. notifications tell nothing a listener could not read ---------------
-my $heard = $node->safe_psql('app', q{
-LISTEN hwm_runs;
-SELECT pg_sleep(4);
-SELECT 1;
-}, extra_params => [ '-U', 'nobody' ]);
-my @all = $heard =~ /payload "(\{.*?\})" received/g;
+# (psql prints the notifications it received after each statement: the
+# listener runs SELECT 1 until two have come, or the harness's timeout)
+my $listener = $node->background_psql('app', extra_params => [ '-U', 'nobody' ]);
+my $heard = $listener->query_safe('LISTEN hwm_runs');
+my @all;
+my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+while (time() < $deadline)
+{
+	$heard .= "\n" . $listener->query_safe('SELECT 1');
+	@all = $heard =~ /payload "(\{.*?\})" received/g;
+	last if @all >= 2;
+	select(undef, undef, undef, 0.2);
+}
+$listener->quit;
 cmp_ok(scalar(@all), '>=', 1, 'a role with no rights hears that scheduled runs ended');
 my $leaks = grep { !/^\{"database": "app", "run_id": \d+\}$/ } @all;
 is($leaks, 0, 'every payload is {"database": ..., "run_id": N}: no pipeline name, status or SQLSTATE');

@@ -15,6 +15,11 @@
 #    elsewhere, dropped) wins over the claim: the worker checks under the
 #    pipeline's lock, just before the run, and records the run as skipped,
 #    saying why.  Before the fix each of them ran (or failed, dropped).
+# 3. A claim handed back keeps what changed since: a pipeline moved to
+#    tomorrow while its run was claimed does not run.
+# Nothing waits a fixed time but the 0.1 s of 1., which is what puts the
+# unschedule inside the dispatcher's window (not a wait for an outcome);
+# "did not run" is checked once another pipeline, due after it, has run.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -69,9 +74,13 @@ for my $i (1 .. $tries)
 	sql($node, 'postgres',
 		"SET ROLE carol;\n" . pipeline_sql("race_$i", 'mark', ", schedule => '15 minutes'"));
 	# committed while the dispatcher woken by the schedule reads hwm.state
+	# (the 0.1 s aims at that window; it is how the race is made, not a wait)
 	sql($node, 'postgres', "SELECT pg_sleep(0.1); SET ROLE carol; SELECT hwm.$how('race_$i');");
-	# nothing of it is claimed from now on, by this dispatch or a later one
-	sql($node, 'postgres', "SELECT pg_sleep(0.4)");
+	# nothing of it is claimed from now on, by this dispatch or a later one;
+	# the next try once this dispatch has ended (the dispatcher exits)
+	$node->poll_query_until('postgres',
+		q{SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'hwm dispatcher')})
+	  or die "the dispatcher of try $i did not end";
 }
 # the dispatcher and workers have had their turns: no runs in progress
 wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
@@ -161,7 +170,14 @@ wait_for($node, 'postgres', $slow_running, undef, 'the slow run starts a third t
 sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('d_moved', '1 day', now() + interval '1 day');});
 wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
 	'the slow run ends, and what was behind it is handed back or skipped');
-sql($node, 'postgres', q{SELECT pg_sleep(2)});
+# (had the claim been handed back due now, as before the fix, the next
+# dispatch would claim it: f_kept, of the same owner and due after it, is
+# scheduled now, and once f_kept has run that dispatch is over)
+my $mark = sql($node, 'postgres', q{SELECT coalesce(max(run_id), 0) FROM hwm.runs});
+sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('f_kept', '1 hour', now());});
+wait_for($node, 'postgres',
+	"SELECT count(*) = 1 FROM hwm.runs WHERE pipeline = 'f_kept' AND status = 'succeeded' AND run_id > $mark",
+	undef, 'another pipeline of the owner, due now, runs');
 is(sql($node, 'postgres', q{SELECT count(*) FROM c.ran WHERE pipeline = 'd_moved'}), '0',
 	'the pipeline moved to tomorrow did not run');
 is(sql($node, 'postgres', q{SELECT next_run_at > now() + interval '23 hours' FROM hwm.state WHERE pipeline = 'd_moved'}),
