@@ -214,6 +214,14 @@ hwm_state_upstreams(const Oid *relids, int n)
 }
 
 /*
+ * The pipeline whose lock this backend was last refused (nowait), NULL
+ * after hwm_pipeline_busy_forget: what tells the scheduler's worker that
+ * its run met a busy pipeline, whatever language the error is in
+ * (hwm_pipeline_was_busy).  Kept in TopMemoryContext.
+ */
+static char *busy_pipeline = NULL;
+
+/*
  * Take the pipeline's lock until the end of the transaction: every run,
  * overwrite, backfill step, watermark change and drop of one pipeline takes
  * it, so they never interleave, while different pipelines proceed in
@@ -224,14 +232,6 @@ hwm_state_upstreams(const Oid *relids, int n)
  * pipeline is an error at once instead of a wait.
  */
 #define HWM_LOCK_SPACE 0x686d
-
-/*
- * The pipeline whose lock this backend was last refused (nowait), NULL
- * after hwm_pipeline_busy_forget: what tells the scheduler's worker that
- * its run met a busy pipeline, whatever language the error is in
- * (hwm_pipeline_was_busy).  Kept in TopMemoryContext.
- */
-static char *busy_pipeline = NULL;
 
 static void
 pipeline_lock(const char *name, bool nowait)
@@ -478,11 +478,6 @@ known_owner(const char *name, Oid *owner)
 }
 
 /*
- * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
- * was dropped, provided the caller is a superuser: such a pipeline runs for
- * nobody, and only a superuser may remove it (see check_may_manage).
- */
-/*
  * The pipeline's row, which must exist (waited: it was there before its lock
  * was waited for), its owner remembered before the rights check (so that a
  * caller refused once, on a name another owner has taken over, never locks
@@ -507,6 +502,11 @@ read_checked(const char *name, bool orphan_ok, bool waited)
 	return p;
 }
 
+/*
+ * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
+ * was dropped, provided the caller is a superuser: such a pipeline runs for
+ * nobody, and only a superuser may remove it (see check_may_manage).
+ */
 HwmPipeline *
 hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 							bool orphan_ok)
@@ -665,10 +665,6 @@ hwm_record_run(const HwmRunFacts *run)
 	run_args(run, argtypes, values, nulls);
 
 	/*
-	 * owner (who may see the row, see the row security policy on hwm.runs):
-	 * the pipeline's owner, or the caller for a run without a pipeline.
-	 */
-	/*
 	 * A scheduled run records itself in the 'running' row the dispatcher
 	 * inserted for it: one run id per run.
 	 */
@@ -687,6 +683,11 @@ hwm_record_run(const HwmRunFacts *run)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1, &isnull));
 	}
+	/*
+	 * Else a row of its own, whose owner (who may see the row, see the row
+	 * security policy on hwm.runs) is the pipeline's owner, or the caller for
+	 * a run without a pipeline.
+	 */
 	hwm_catalog_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 					 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
 					 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
