@@ -203,7 +203,7 @@ back_off(const char *pipeline, TimestampTz finished)
  * 'running'.  The caller is inside a transaction with SPI.
  */
 static void
-record_outcome(int64 run_id, const char *status, const char *sqlstate,
+record_outcome(int64 run_id, HwmRunStatus status, const char *sqlstate,
 			   const char *error)
 {
 	char	   *pipeline;
@@ -211,7 +211,7 @@ record_outcome(int64 run_id, const char *status, const char *sqlstate,
 
 	if (!hwm_runs_finish(run_id, status, sqlstate, error, &pipeline, &finished))
 		return;
-	if (strcmp(status, "failed") == 0)
+	if (status == HWM_RUN_FAILED)
 		back_off(pipeline, finished);
 	notify_outcome(run_id);
 }
@@ -325,7 +325,7 @@ record_orphans(void)
 	for (int i = 0; i < n; i++)
 	{
 		if (begun[i])
-			record_outcome(ids[i], "failed", NULL,
+			record_outcome(ids[i], HWM_RUN_FAILED, NULL,
 						   "the run's background worker exited before it recorded an outcome; the server log says why");
 		else
 			rest[nrest++] = Int64GetDatum(ids[i]);
@@ -814,7 +814,7 @@ claim_guarded(const DueRun *due, TimestampTz now, MemoryContext cxt)
 	c.edata = hwm_try_subxact(claim_step, &c, cxt);
 	if (c.edata == NULL && cannot_run.run_id != 0)
 	{
-		record_outcome(cannot_run.run_id, "failed", cannot_run.sqlstate, cannot_run.problem);
+		record_outcome(cannot_run.run_id, HWM_RUN_FAILED, cannot_run.sqlstate, cannot_run.problem);
 		return;
 	}
 	if (c.edata == NULL)
@@ -1229,7 +1229,7 @@ setting_origin(const char *name)
 static void
 worker_record_failure(ErrorData *edata)
 {
-	const char *status = "failed";
+	HwmRunStatus status = HWM_RUN_FAILED;
 	const char *sqlstate = unpack_sql_state(edata->sqlerrcode);
 	char	   *error;
 
@@ -1238,7 +1238,7 @@ worker_record_failure(ErrorData *edata)
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE && my_pipeline != NULL &&
 		hwm_pipeline_was_busy(my_pipeline))
 	{
-		status = "skipped";
+		status = HWM_RUN_SKIPPED;
 		error = edata->message ? edata->message : "the pipeline is busy";
 		ereport(LOG,
 				(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: it is busy with another run", my_pipeline)));
@@ -1311,7 +1311,7 @@ serve_claim(const char *pipeline)
 	}
 	ereport(LOG,
 			(errmsg("hwm: scheduled run of pipeline \"%s\" skipped: %s", pipeline, why)));
-	record_outcome(my_run_ids[my_current], "skipped", NULL, why);
+	record_outcome(my_run_ids[my_current], HWM_RUN_SKIPPED, NULL, why);
 }
 
 /*
