@@ -1051,7 +1051,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 }
 
 /* ------------------------------------------------------------------------
- * The scheduler's rows (dispatch.c)
+ * The scheduler's rows (dispatch.c, worker.c)
  * ------------------------------------------------------------------------
  */
 

@@ -171,18 +171,18 @@ extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   int64 rows, const HwmLoadMemory *memory);
 
 /*
- * The scheduler's rows (dispatch.c).  The due pipelines, oldest first in
- * turns between owners (the owner served longest ago first within a turn),
- * at most limit, locked, left in SPI_tuptable as (pipeline, owner,
+ * The scheduler's rows (dispatch.c, worker.c).  The due pipelines, oldest
+ * first in turns between owners (the owner served longest ago first within
+ * a turn), at most limit, locked, left in SPI_tuptable as (pipeline, owner,
  * next_run_at, schedule, anchor, timeout); when the next one is due
  * (DT_NOEND: none); a claimed run's 'running' row and its next slot (NULL:
  * none), which also marks the row's claim (claimed_run_id); whether a
  * claimed run is still to run, under its pipeline's lock (NULL, or why
- * not); its end (false: no longer 'running'), with the pipeline and the
- * time; a pipeline's schedule and failure count, and its next run time;
- * the 'running' rows no live run holds, made 'interrupted' (left in
- * SPI_tuptable as (pipeline, run_id)); a claim that failed; the pipeline of
- * a 'running' row (NULL: not running); a 'running' row removed.
+ * not); its end, failed or skipped (false: no longer 'running'), with the
+ * pipeline and the time; a pipeline's schedule and failure count, and its
+ * next run time; the 'running' rows no live run holds, made 'interrupted'
+ * (left in SPI_tuptable as (pipeline, run_id)); a claim that failed; the
+ * pipeline of a 'running' row (NULL: not running); a 'running' row removed.
  */
 extern void hwm_state_select_due(int limit, TimestampTz now);
 extern TimestampTz hwm_state_next_due(void);
@@ -221,7 +221,7 @@ extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
- * The reconcile's schedule (1.2; reconcile.c, dispatch.c): set (false when
+ * The reconcile's schedule (1.2; reconcile.c, worker.c): set (false when
  * the pipeline has no schedule: nothing written), cleared; whether it is due
  * now for a scheduled, unpaused pipeline (the row locked; false on a 1.0 or
  * 1.1 catalog), and its next slot.
