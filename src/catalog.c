@@ -68,6 +68,8 @@ static const char *const run_status_names[] = {
 	[HWM_RUN_SKIPPED] = SKIPPED_TEXT,
 	[HWM_RUN_INTERRUPTED] = INTERRUPTED_TEXT,
 };
+StaticAssertDecl(lengthof(run_status_names) == HWM_RUN_INTERRUPTED + 1,
+				 "every HwmRunStatus has its text (and a status added has its place in the CHECK on hwm.runs.status)");
 
 /* A run's status as hwm.runs stores it ("(none)" for HWM_RUN_NONE) */
 const char *
