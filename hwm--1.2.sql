@@ -45,8 +45,8 @@ CREATE TABLE hwm.state (
     lookback              integer     NOT NULL DEFAULT 0 CHECK (lookback OPERATOR(pg_catalog.>=) 0),
     delay                 interval,
     batch_size            bigint      CHECK (batch_size OPERATOR(pg_catalog.>) 0),
-    -- the schedule (src/schedule.c; the scheduler is src/launcher.c and
-    -- src/dispatch.c)
+    -- the schedule (src/schedule.c; the scheduler is src/launcher.c,
+    -- src/dispatch.c and src/worker.c)
     schedule              interval,
     next_run_at           timestamptz,
     schedule_anchor       timestamptz,
@@ -719,7 +719,7 @@ COMMENT ON FUNCTION hwm.reconcile_preview(text, text, text) IS
 
 -- ---------------------------------------------------------------------------
 -- Scheduling (src/schedule.c, src/reconcile.c; the background scheduler is
--- src/launcher.c and src/dispatch.c, see src/README.md).  The scheduler
+-- src/launcher.c, src/dispatch.c and src/worker.c, see src/README.md).  The scheduler
 -- needs shared_preload_libraries = 'hwm'.  A scheduled reconcile runs in the
 -- scheduler's worker after a scheduled run of the pipeline succeeded, once
 -- reconcile_next_run_at has come.

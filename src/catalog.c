@@ -44,6 +44,92 @@ int			hwm_history_days = 0;
 /* A run whose number is a multiple of this prunes its pipeline's history */
 #define PRUNE_EVERY 16
 
+/*
+ * The texts of a run's status (HwmRunStatus), the one definition: the CHECK
+ * on hwm.runs.status lists the same five.  Every statement that moves a
+ * run's row checks its move (run_status_move).  A status the caller chooses
+ * is the statement's parameter ($n); a status the statement always reads or
+ * writes is its literal, made here (SQL_STATUS), so that its plan, kept from
+ * one call to the next, is the one for that value (the partial index
+ * runs_running_idx serves status = 'running').
+ */
+#define RUNNING_TEXT		"running"
+#define SUCCEEDED_TEXT		"succeeded"
+#define FAILED_TEXT			"failed"
+#define SKIPPED_TEXT		"skipped"
+#define INTERRUPTED_TEXT	"interrupted"
+#define SQL_STATUS(s)		"'" s##_TEXT "'"
+
+static const char *const run_status_names[] = {
+	[HWM_RUN_NONE] = "(none)",
+	[HWM_RUN_RUNNING] = RUNNING_TEXT,
+	[HWM_RUN_SUCCEEDED] = SUCCEEDED_TEXT,
+	[HWM_RUN_FAILED] = FAILED_TEXT,
+	[HWM_RUN_SKIPPED] = SKIPPED_TEXT,
+	[HWM_RUN_INTERRUPTED] = INTERRUPTED_TEXT,
+};
+StaticAssertDecl(lengthof(run_status_names) == HWM_RUN_INTERRUPTED + 1,
+				 "every HwmRunStatus has its text (and a status added has its place in the CHECK on hwm.runs.status)");
+
+/* A run's status as hwm.runs stores it ("(none)" for HWM_RUN_NONE) */
+const char *
+hwm_run_status_name(HwmRunStatus status)
+{
+	if ((int) status < 0 || (int) status >= (int) lengthof(run_status_names))
+		elog(ERROR, "hwm: unknown run status %d", (int) status);
+	return run_status_names[status];
+}
+
+/* A status read from hwm.runs or hwm.backfills; anything else is an internal error */
+HwmRunStatus
+hwm_run_status_parse(const char *text)
+{
+	for (int s = HWM_RUN_RUNNING; s < (int) lengthof(run_status_names); s++)
+		if (text != NULL && strcmp(text, run_status_names[s]) == 0)
+			return (HwmRunStatus) s;
+	elog(ERROR, "hwm: unknown run status \"%s\"", text ? text : "(null)");
+	return HWM_RUN_NONE;		/* keep the compiler quiet */
+}
+
+/*
+ * May a run's row move from one status to the other?  The one statement of
+ * the moves (see catalog.h's table, and src/README.md's, which says who
+ * makes each): HWM_RUN_NONE is no row, before its insert or after its
+ * delete.
+ */
+bool
+hwm_run_status_can_move(HwmRunStatus from, HwmRunStatus to)
+{
+	switch (from)
+	{
+		case HWM_RUN_NONE:
+			return to == HWM_RUN_RUNNING || to == HWM_RUN_SUCCEEDED || to == HWM_RUN_FAILED;
+		case HWM_RUN_RUNNING:
+			return to == HWM_RUN_SUCCEEDED || to == HWM_RUN_FAILED ||
+				to == HWM_RUN_SKIPPED || to == HWM_RUN_INTERRUPTED || to == HWM_RUN_NONE;
+		case HWM_RUN_SUCCEEDED:
+		case HWM_RUN_FAILED:
+		case HWM_RUN_SKIPPED:
+		case HWM_RUN_INTERRUPTED:
+			return false;		/* final */
+	}
+	return false;
+}
+
+/*
+ * A move that a statement below is about to make, checked (an illegal one
+ * is a bug of hwm's, never the caller's); the status written, as the
+ * statement's parameter (a text Datum; NULL for a row deleted).
+ */
+static Datum
+run_status_move(HwmRunStatus from, HwmRunStatus to)
+{
+	if (!hwm_run_status_can_move(from, to))
+		elog(ERROR, "hwm: a run cannot move from status %s to %s",
+			 hwm_run_status_name(from), hwm_run_status_name(to));
+	return to == HWM_RUN_NONE ? (Datum) 0 : CStringGetTextDatum(hwm_run_status_name(to));
+}
+
 
 /* one parameter: value, or NULL when absent */
 static void
@@ -214,6 +300,14 @@ hwm_state_upstreams(const Oid *relids, int n)
 }
 
 /*
+ * The pipeline whose lock this backend was last refused (nowait), NULL
+ * after hwm_pipeline_busy_forget: what tells the scheduler's worker that
+ * its run met a busy pipeline, whatever language the error is in
+ * (hwm_pipeline_was_busy).  Kept in TopMemoryContext.
+ */
+static char *busy_pipeline = NULL;
+
+/*
  * Take the pipeline's lock until the end of the transaction: every run,
  * overwrite, backfill step, watermark change and drop of one pipeline takes
  * it, so they never interleave, while different pipelines proceed in
@@ -224,14 +318,6 @@ hwm_state_upstreams(const Oid *relids, int n)
  * pipeline is an error at once instead of a wait.
  */
 #define HWM_LOCK_SPACE 0x686d
-
-/*
- * The pipeline whose lock this backend was last refused (nowait), NULL
- * after hwm_pipeline_busy_forget: what tells the scheduler's worker that
- * its run met a busy pipeline, whatever language the error is in
- * (hwm_pipeline_was_busy).  Kept in TopMemoryContext.
- */
-static char *busy_pipeline = NULL;
 
 static void
 pipeline_lock(const char *name, bool nowait)
@@ -478,11 +564,6 @@ known_owner(const char *name, Oid *owner)
 }
 
 /*
- * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
- * was dropped, provided the caller is a superuser: such a pipeline runs for
- * nobody, and only a superuser may remove it (see check_may_manage).
- */
-/*
  * The pipeline's row, which must exist (waited: it was there before its lock
  * was waited for), its owner remembered before the rights check (so that a
  * caller refused once, on a name another owner has taken over, never locks
@@ -507,6 +588,11 @@ read_checked(const char *name, bool orphan_ok, bool waited)
 	return p;
 }
 
+/*
+ * hwm_pipeline_fetch, and with orphan_ok also a pipeline whose owner role
+ * was dropped, provided the caller is a superuser: such a pipeline runs for
+ * nobody, and only a superuser may remove it (see check_may_manage).
+ */
 HwmPipeline *
 hwm_pipeline_fetch_extended(const char *name, bool lock, bool nowait,
 							bool orphan_ok)
@@ -638,16 +724,17 @@ run_args(const HwmRunFacts *run, Oid *argtypes, Datum *values, char *nulls)
 			true);
 	set_arg(values, nulls, RUN_CALLER, ObjectIdGetDatum(GetUserId()), true);
 	set_text_arg(values, nulls, RUN_METHOD, run->method);
-	set_text_arg(values, nulls, RUN_STATUS, run->status ? run->status : "succeeded");
+	/* (RUN_STATUS: set by the move hwm_record_run makes, run_status_move) */
+	set_arg(values, nulls, RUN_STATUS, (Datum) 0, true);
 	set_text_arg(values, nulls, RUN_ERROR_SQLSTATE, run->error_sqlstate);
 	set_text_arg(values, nulls, RUN_ERROR, run->error ? hwm_clip_error(run->error) : NULL);
 	set_arg(values, nulls, RUN_SCHEDULED_ID, Int64GetDatum(run->scheduled_run_id), true);
 }
 
 /*
- * Append a successful run to hwm.runs, with every fact in its first write,
- * and return its run_id.  A negative count is recorded as NULL (not
- * applicable).
+ * Append a run with its outcome (run->status) to hwm.runs, with every fact
+ * in its first write, and return its run_id.  A negative count is recorded
+ * as NULL (not applicable).
  */
 int64
 hwm_record_run(const HwmRunFacts *run)
@@ -665,21 +752,18 @@ hwm_record_run(const HwmRunFacts *run)
 	run_args(run, argtypes, values, nulls);
 
 	/*
-	 * owner (who may see the row, see the row security policy on hwm.runs):
-	 * the pipeline's owner, or the caller for a run without a pipeline.
-	 */
-	/*
 	 * A scheduled run records itself in the 'running' row the dispatcher
 	 * inserted for it: one run id per run.
 	 */
 	if (run->scheduled_run_id != 0 && run->pipeline && strcmp(run->kind, "load") == 0)
 	{
+		values[RUN_STATUS] = run_status_move(HWM_RUN_RUNNING, run->status);
 		hwm_catalog_exec("UPDATE hwm.runs SET started_at = $3, finished_at = pg_catalog.clock_timestamp(), status = $15,"
 						 " rows_upserted = $4, partitions_overwritten = $5, rows_deleted = $6,"
 						 " rows_inserted = $7, watermark_before = $8, watermark_after = $9,"
 						 " from_partition = $10, to_partition = $11, method = $14,"
 						 " error_sqlstate = $16, error = $17"
-						 " WHERE run_id OPERATOR(pg_catalog.=) $18 AND status OPERATOR(pg_catalog.=) 'running'"
+						 " WHERE run_id OPERATOR(pg_catalog.=) $18 AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING)
 						 "  AND pipeline OPERATOR(pg_catalog.=) $1"
 						 " RETURNING run_id",
 						 RUN_NARGS_SCHEDULED, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
@@ -687,6 +771,12 @@ hwm_record_run(const HwmRunFacts *run)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 											   SPI_tuptable->tupdesc, 1, &isnull));
 	}
+	/*
+	 * Else a row of its own, whose owner (who may see the row, see the row
+	 * security policy on hwm.runs) is the pipeline's owner, or the caller for
+	 * a run without a pipeline.
+	 */
+	values[RUN_STATUS] = run_status_move(HWM_RUN_NONE, run->status);
 	hwm_catalog_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 					 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
 					 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
@@ -739,11 +829,11 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 static int64
 prune_runs(const char *pipeline, Oid owner, int64 above)
 {
-	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) 'running'";
+	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) " SQL_STATUS(RUNNING);
 	static const char *keep_backfill =
 		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
 		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-		"   AND b.status OPERATOR(pg_catalog.<>) 'succeeded'))";
+		"   AND b.status OPERATOR(pg_catalog.<>) " SQL_STATUS(SUCCEEDED) "))";
 	/* whose history: $2 the pipeline (NULL: none), $3 the owner (NULL: the pipeline's) */
 	const char *scope_r = psprintf(" AND r.pipeline %s"
 								   " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
@@ -939,7 +1029,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 						  " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
 						  " last_run_id = $2, last_run_started_at = $3,"
 						  " last_run_finished_at = pg_catalog.clock_timestamp(),"
-						  " last_status = 'succeeded', last_rows = $6,"
+						  " last_status = " SQL_STATUS(SUCCEEDED) ", last_rows = $6,"
 						  " consecutive_failures = 0, last_error = NULL%s"
 						  " WHERE pipeline OPERATOR(pg_catalog.=) $1"
 						  "  AND created_at OPERATOR(pg_catalog.=) $8",
@@ -963,7 +1053,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 }
 
 /* ------------------------------------------------------------------------
- * The scheduler's rows (dispatch.c)
+ * The scheduler's rows (dispatch.c, worker.c)
  * ------------------------------------------------------------------------
  */
 
@@ -977,7 +1067,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 	" s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL" \
 	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
 	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
-	"   AND r.status OPERATOR(pg_catalog.=) 'running'" \
+	"   AND r.status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) \
 	"   AND r.kind OPERATOR(pg_catalog.=) 'load')"
 #define AT_HOME \
 	" AND NOT EXISTS (SELECT FROM hwm.homes AS h" \
@@ -1064,12 +1154,13 @@ hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
 	values[2] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
 	nulls[2] = next ? ' ' : 'n';
 	values[3] = ObjectIdGetDatum(owner);
+	(void) run_status_move(HWM_RUN_NONE, HWM_RUN_RUNNING);
 	hwm_catalog_exec(hwm_catalog_is_1_0() ?
 					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), " SQL_STATUS(RUNNING) ", $2)"
 					 " RETURNING run_id" :
 					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by, owner)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), 'running', $2,"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), " SQL_STATUS(RUNNING) ", $2,"
 					 "  $4::pg_catalog.regrole)"
 					 " RETURNING run_id",
 					 4, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
@@ -1149,24 +1240,25 @@ hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
 }
 
 bool
-hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
+hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlstate,
 				const char *error, char **pipeline, TimestampTz *finished)
 {
-	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			argtypes[5] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 
 	values[0] = Int64GetDatum(run_id);
-	values[1] = CStringGetTextDatum(status);
+	values[1] = run_status_move(HWM_RUN_RUNNING, status);
 	values[2] = sqlstate ? CStringGetTextDatum(sqlstate) : (Datum) 0;
 	nulls[2] = sqlstate ? ' ' : 'n';
 	values[3] = error ? CStringGetTextDatum(hwm_clip_error(error)) : (Datum) 0;
 	nulls[3] = error ? ' ' : 'n';
+	values[4] = BoolGetDatum(status == HWM_RUN_FAILED);	/* counts as a failure */
 	hwm_catalog_exec("WITH r AS ("
 					 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
 					 "  error_sqlstate = $3, error = $4"
-					 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'"
+					 " WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING)
 					 " RETURNING pipeline, run_id, started_at, finished_at),"
 					 " s_upd AS (UPDATE hwm.state AS s SET"
 					 "  last_run_id = r.run_id, last_run_started_at = r.started_at,"
@@ -1174,9 +1266,9 @@ hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
 					 "  last_status = $2, last_rows = NULL, last_error = $4,"
 					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-					 "  AND $2 OPERATOR(pg_catalog.=) 'failed')"
+					 "  AND $5)"
 					 " SELECT pipeline, finished_at FROM r",
-					 4, argtypes, values, nulls, SPI_OK_SELECT);
+					 5, argtypes, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	*pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -1223,14 +1315,15 @@ hwm_runs_sweep_interrupted(Datum live_run_ids)
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		values[1] = {live_run_ids};
 
+	(void) run_status_move(HWM_RUN_RUNNING, HWM_RUN_INTERRUPTED);
 	hwm_catalog_exec("WITH r AS ("
-					 " UPDATE hwm.runs SET status = 'interrupted', finished_at = pg_catalog.clock_timestamp(),"
+					 " UPDATE hwm.runs SET status = " SQL_STATUS(INTERRUPTED) ", finished_at = pg_catalog.clock_timestamp(),"
 					 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
-					 " WHERE status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+					 " WHERE status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'"
 					 "  AND run_id OPERATOR(pg_catalog.<>) ALL ($1)"
 					 " RETURNING pipeline, run_id, started_at, error),"
 					 " s_upd AS (UPDATE hwm.state AS s SET last_run_id = r.run_id, last_run_started_at = r.started_at,"
-					 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = 'interrupted',"
+					 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = " SQL_STATUS(INTERRUPTED) ","
 					 "  last_rows = NULL, last_error = r.error"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 					 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
@@ -1252,15 +1345,16 @@ hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 	values[2] = CStringGetTextDatum(sqlstate);
 	values[3] = CStringGetTextDatum(hwm_clip_error(error));
 	values[4] = ObjectIdGetDatum(owner);
+	(void) run_status_move(HWM_RUN_NONE, HWM_RUN_FAILED);
 	hwm_catalog_exec(psprintf("WITH r AS ("
 							  " INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 							  "  run_by, error_sqlstate, error%s)"
 							  " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
-							  "  'failed', $2, $3, $4%s)"
+							  "  " SQL_STATUS(FAILED) ", $2, $3, $4%s)"
 							  " RETURNING run_id, started_at, finished_at)"
 							  " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
 							  "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
-							  "  last_status = 'failed', last_rows = NULL, last_error = $4,"
+							  "  last_status = " SQL_STATUS(FAILED) ", last_rows = NULL, last_error = $4,"
 							  "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
 							  "  next_run_at = CASE WHEN s.schedule IS NOT NULL"
 							  "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
@@ -1277,7 +1371,7 @@ hwm_runs_running_pipeline(int64 run_id)
 	Datum		values[1] = {Int64GetDatum(run_id)};
 
 	hwm_catalog_exec("SELECT pipeline FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
-					 " AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'",
+					 " AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
@@ -1290,8 +1384,9 @@ hwm_runs_delete_running(int64 run_id)
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(run_id)};
 
+	(void) run_status_move(HWM_RUN_RUNNING, HWM_RUN_NONE);
 	hwm_catalog_exec("DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) $1"
-					 " AND status OPERATOR(pg_catalog.=) 'running'",
+					 " AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING),
 					 1, argtypes, values, NULL, SPI_OK_DELETE);
 }
 
@@ -1350,9 +1445,10 @@ hwm_runs_release(Datum run_ids)
 	 * paused or unscheduled since keeps what its owner set (1.2: see
 	 * claimed_run_id).
 	 */
+	(void) run_status_move(HWM_RUN_RUNNING, HWM_RUN_NONE);
 	hwm_catalog_exec(psprintf("WITH r AS ("
 							  " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
-							  "  AND status OPERATOR(pg_catalog.=) 'running' AND kind OPERATOR(pg_catalog.=) 'load'"
+							  "  AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'"
 							  " RETURNING pipeline, started_at, run_id),"
 							  " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
 							  "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
@@ -1391,9 +1487,15 @@ hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
 
 /*
  * The last job of this kind (hwm.backfills.kind: backfill, rerun_intervals,
- * reconcile), pipeline and range, if it is unfinished ('running' or 'failed'): true, with its row in *row (done_through in the current
- * memory context).  A job that succeeded is done: calling it again starts
- * another.
+ * reconcile), pipeline and range, if it is unfinished ('running' or
+ * 'failed'): true, with its row in *row (done_through in the current memory
+ * context).  A job that succeeded is done: calling it again starts another.
+ *
+ * A job's row moves through three of a run's statuses (the CHECK on
+ * hwm.backfills.status): (none) -> running (hwm_backfills_start); running
+ * -> running, a step done, or succeeded, the last one (hwm_backfills_save);
+ * running -> failed (hwm_backfills_fail); running or failed -> running,
+ * taken over by the next call (hwm_backfills_resume).
  */
 bool
 hwm_backfills_find_unfinished(const char *pipeline, const char *kind,
@@ -1431,7 +1533,7 @@ hwm_backfills_find_unfinished(const char *pipeline, const char *kind,
 		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	if (strcmp(SPI_getvalue(tup, desc, 2), "succeeded") == 0)
+	if (hwm_run_status_parse(SPI_getvalue(tup, desc, 2)) == HWM_RUN_SUCCEEDED)
 		return false;			/* done: calling it again runs it again */
 	row->backfill_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 	row->done_through = SPI_getvalue(tup, desc, 3);
@@ -1456,7 +1558,7 @@ hwm_backfills_resume(int64 backfill_id, int batch_size)
 	Oid			argtypes[3] = {INT8OID, INT4OID, NAMEOID};
 	Datum		values[3] = {Int64GetDatum(backfill_id), Int32GetDatum(batch_size), run_by_datum()};
 
-	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'running', batch_size = $2,"
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = " SQL_STATUS(RUNNING) ", batch_size = $2,"
 					 " finished_at = NULL, error_sqlstate = NULL, error = NULL, run_by = $3"
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 					 3, argtypes, values, NULL, SPI_OK_UPDATE);
@@ -1483,11 +1585,11 @@ hwm_backfills_start(const char *pipeline, const char *kind, const char *from_tex
 	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
 					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
 					 " batch_size, status, run_by, owner, kind)"
-					 " SELECT $1, $2, $3, $4, 'running', $5, s.owner, $6 FROM hwm.state AS s"
+					 " SELECT $1, $2, $3, $4, " SQL_STATUS(RUNNING) ", $5, s.owner, $6 FROM hwm.state AS s"
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
 					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
 					 " batch_size, status, run_by)"
-					 " SELECT $1, $2, $3, $4, 'running', $5 WHERE $6 IS NOT NULL"
+					 " SELECT $1, $2, $3, $4, " SQL_STATUS(RUNNING) ", $5 WHERE $6 IS NOT NULL"
 					 " RETURNING backfill_id",
 					 6, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
@@ -1513,7 +1615,7 @@ hwm_backfills_save(const HwmBackfillRow *row, bool finished)
 	values[5] = BoolGetDatum(finished);
 	hwm_catalog_exec("UPDATE hwm.backfills SET done_through = $2, partitions_done = $3,"
 					 " rows_deleted = $4, rows_inserted = $5,"
-					 " status = CASE WHEN $6 THEN 'succeeded' ELSE 'running' END,"
+					 " status = CASE WHEN $6 THEN " SQL_STATUS(SUCCEEDED) " ELSE " SQL_STATUS(RUNNING) " END,"
 					 " finished_at = CASE WHEN $6 THEN pg_catalog.clock_timestamp() END"
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
 					 6, argtypes, values, nulls, SPI_OK_UPDATE);
@@ -1529,7 +1631,7 @@ hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error)
 	values[0] = Int64GetDatum(backfill_id);
 	values[1] = CStringGetTextDatum(sqlstate);
 	values[2] = CStringGetTextDatum(hwm_clip_error(error));
-	hwm_catalog_exec("UPDATE hwm.backfills SET status = 'failed',"
+	hwm_catalog_exec("UPDATE hwm.backfills SET status = " SQL_STATUS(FAILED) ","
 					 " finished_at = pg_catalog.clock_timestamp(),"
 					 " error_sqlstate = $2, error = $3"
 					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",

@@ -63,9 +63,48 @@ typedef struct HwmPipeline
 } HwmPipeline;
 
 /*
- * One successful run, as hwm.runs records it.  A negative count means "not
- * applicable to this kind of run" and is recorded as NULL; so is a NULL
- * string.
+ * A run's status in hwm.runs (the CHECK on hwm.runs.status lists the same
+ * five texts: hwm_run_status_name, hwm_run_status_parse).  A row moves only
+ * as hwm_run_status_can_move allows, through catalog.c's statements, which
+ * check every move they make (an illegal one is a bug: an internal error):
+ *
+ *   (none) -> running              the dispatcher claims a run (hwm_runs_start)
+ *   (none) -> succeeded, failed    a run recorded at once: by hand, a job's
+ *                                  failed step, a claim that failed
+ *                                  (hwm_record_run, hwm_runs_claim_failed)
+ *   running -> succeeded           the scheduled run records itself
+ *                                  (hwm_record_run)
+ *   running -> failed, skipped     the worker; the dispatcher, for an owner
+ *                                  that cannot start a session and for the
+ *                                  runs of an exited worker (hwm_runs_finish)
+ *   running -> interrupted         the upkeep's sweep (hwm_runs_sweep_interrupted)
+ *   running -> (none)              the row goes: handed back (hwm_runs_release),
+ *                                  or recorded in a row of its own
+ *                                  (hwm_runs_delete_running)
+ *
+ * succeeded, failed, skipped and interrupted are final (pruning forgets
+ * them; that is no move).  A job's row in hwm.backfills takes three of the
+ * same texts (running, succeeded, failed: its CHECK), with moves of its own
+ * (see hwm_backfills_find_unfinished).
+ */
+typedef enum HwmRunStatus
+{
+	HWM_RUN_NONE = 0,			/* no row: before its insert, after its delete */
+	HWM_RUN_RUNNING,
+	HWM_RUN_SUCCEEDED,
+	HWM_RUN_FAILED,
+	HWM_RUN_SKIPPED,
+	HWM_RUN_INTERRUPTED
+} HwmRunStatus;
+
+extern const char *hwm_run_status_name(HwmRunStatus status);
+extern HwmRunStatus hwm_run_status_parse(const char *text);
+extern bool hwm_run_status_can_move(HwmRunStatus from, HwmRunStatus to);
+
+/*
+ * One run and its outcome, as hwm.runs records it.  A negative count means
+ * "not applicable to this kind of run" and is recorded as NULL; so is a
+ * NULL string.
  */
 typedef struct HwmRunFacts
 {
@@ -81,7 +120,7 @@ typedef struct HwmRunFacts
 	const char *from_partition;
 	const char *to_partition;
 	const char *method;			/* overwrites: diff, exchange, exchange+diff */
-	const char *status;			/* NULL: succeeded */
+	HwmRunStatus status;		/* succeeded (HWM_RUN_FACTS_INIT), or failed */
 	const char *error_sqlstate; /* a failed run's error (stored cut to 8 kB) */
 	const char *error;
 	/*
@@ -94,7 +133,8 @@ typedef struct HwmRunFacts
 /* a run's facts with every count "not applicable" */
 #define HWM_RUN_FACTS_INIT(pipeline_, kind_, started_at_) \
 	{ .pipeline = (pipeline_), .kind = (kind_), .started_at = (started_at_), \
-	  .rows_upserted = -1, .partitions = -1, .rows_deleted = -1, .rows_inserted = -1 }
+	  .rows_upserted = -1, .partitions = -1, .rows_deleted = -1, .rows_inserted = -1, \
+	  .status = HWM_RUN_SUCCEEDED }
 
 /* hwm.max_runs_per_pipeline, hwm.history_days: what hwm.runs keeps */
 extern int	hwm_max_runs_per_pipeline;
@@ -131,25 +171,25 @@ extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   int64 rows, const HwmLoadMemory *memory);
 
 /*
- * The scheduler's rows (dispatch.c).  The due pipelines, oldest first in
- * turns between owners (the owner served longest ago first within a turn),
- * at most limit, locked, left in SPI_tuptable as (pipeline, owner,
+ * The scheduler's rows (dispatch.c, worker.c).  The due pipelines, oldest
+ * first in turns between owners (the owner served longest ago first within
+ * a turn), at most limit, locked, left in SPI_tuptable as (pipeline, owner,
  * next_run_at, schedule, anchor, timeout); when the next one is due
  * (DT_NOEND: none); a claimed run's 'running' row and its next slot (NULL:
  * none), which also marks the row's claim (claimed_run_id); whether a
  * claimed run is still to run, under its pipeline's lock (NULL, or why
- * not); its end (false: no longer 'running'), with the pipeline and the
- * time; a pipeline's schedule and failure count, and its next run time;
- * the 'running' rows no live run holds, made 'interrupted' (left in
- * SPI_tuptable as (pipeline, run_id)); a claim that failed; the pipeline of
- * a 'running' row (NULL: not running); a 'running' row removed.
+ * not); its end, failed or skipped (false: no longer 'running'), with the
+ * pipeline and the time; a pipeline's schedule and failure count, and its
+ * next run time; the 'running' rows no live run holds, made 'interrupted'
+ * (left in SPI_tuptable as (pipeline, run_id)); a claim that failed; the
+ * pipeline of a 'running' row (NULL: not running); a 'running' row removed.
  */
 extern void hwm_state_select_due(int limit, TimestampTz now);
 extern TimestampTz hwm_state_next_due(void);
 extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
 extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
 										  TimestampTz *checked_at);
-extern bool hwm_runs_finish(int64 run_id, const char *status, const char *sqlstate,
+extern bool hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlstate,
 							const char *error, char **pipeline, TimestampTz *finished);
 extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);
 extern void hwm_state_set_next_run(const char *pipeline, const TimestampTz *next);
@@ -181,7 +221,7 @@ extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
- * The reconcile's schedule (1.2; reconcile.c, dispatch.c): set (false when
+ * The reconcile's schedule (1.2; reconcile.c, worker.c): set (false when
  * the pipeline has no schedule: nothing written), cleared; whether it is due
  * now for a scheduled, unpaused pipeline (the row locked; false on a 1.0 or
  * 1.1 catalog), and its next slot.

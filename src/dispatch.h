@@ -1,15 +1,18 @@
 /*
  * dispatch.h
- *		The scheduler's processes inside a database (dispatch.c): the
- *		dispatcher, which claims a database's due runs, and the worker that
- *		serves a queue of them.  The launcher starts them by name (bgw_function_name) and
- *		never calls into dispatch.c; only hwm.c does, for its settings.
+ *		The scheduler's dispatcher (dispatch.c), which claims a database's
+ *		due runs into queues that workers serve (worker.c): the settings of
+ *		both, and what both do with a run's outcome.  The launcher starts
+ *		the dispatcher and the workers by name (bgw_function_name) and reads
+ *		only hwm.enabled here; hwm.c declares the settings; worker.c records
+ *		outcomes.
  */
 #ifndef HWM_DISPATCH_H
 #define HWM_DISPATCH_H
 
 #include "postgres.h"
 
+#include "catalog.h"
 #include "utils/guc.h"
 
 /* hwm.enabled: scheduled runs start (the launcher claims, a worker serves) */
@@ -25,5 +28,15 @@ extern int	hwm_queue_budget;
 extern int	hwm_scheduled_timeout;
 
 extern bool hwm_notify_channel_check(char **newval, void **extra, GucSource source);
+
+/*
+ * A 'running' row finished as failed or skipped (failed: counted, the next
+ * run backed off), and listeners told at commit; nothing when the row is no
+ * longer 'running'.  A finished scheduled run told to hwm.notify_channel's
+ * listeners at commit.
+ */
+extern void hwm_outcome_record(int64 run_id, HwmRunStatus status, const char *sqlstate,
+							   const char *error);
+extern void hwm_outcome_notify(int64 run_id);
 
 #endif							/* HWM_DISPATCH_H */

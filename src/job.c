@@ -221,7 +221,7 @@ hwm_job_record_failed_step(const HwmJob *job, const char *from, const char *to,
 {
 	HwmRunFacts run = HWM_RUN_FACTS_INIT(job->pipeline, job->kind->job, started_at);
 
-	run.status = "failed";
+	run.status = HWM_RUN_FAILED;
 	run.from_partition = from;
 	run.to_partition = to;
 	run.error_sqlstate = unpack_sql_state(edata->sqlerrcode);

@@ -2,8 +2,8 @@
  * launcher.h
  *		The background scheduler's launcher (launcher.c): registered at
  *		server start, it serves every database that hwm.database lets it
- *		serve, starting a dispatcher and the runs' workers (dispatch.c) by
- *		name.  Only hwm.c calls in, to register it; the SQL side reaches it
+ *		serve, starting a dispatcher (dispatch.c) and the runs' workers
+ *		(worker.c) by name.  Only hwm.c calls in, to register it; the SQL side reaches it
  *		through wakeup.h and the catalog tables.
  */
 #ifndef HWM_LAUNCHER_H

@@ -768,11 +768,11 @@ hwm_run(PG_FUNCTION_ARGS)
 }
 
 /*
- * A scheduled run (the scheduler's worker, dispatch.c): SELECT * FROM
+ * A scheduled run (the scheduler's worker, worker.c): SELECT * FROM
  * hwm.run(pipeline, nowait => true), which records the run in its
  * 'running' row run_id of hwm.runs rather than a row of its own (when that
  * row is still 'running' and the pipeline's), started at started_at (the
- * claim check's time, dispatch.c).  hwm.run's result is left in
+ * claim check's time, worker.c).  hwm.run's result is left in
  * SPI_tuptable.
  */
 void

@@ -26,8 +26,9 @@
  * roll back), as PostgreSQL terminates autovacuum workers there.  Each of
  * hwm's processes registers here, before connecting, the database it enters.
  *
- * Neither the launcher (launcher.c) nor dispatch.c nor schedule.c calls the
- * others: they all call down into this module, which calls no other module
+ * The launcher (launcher.c), the per-database processes (dispatch.c,
+ * worker.c) and schedule.c ring and listen here instead of calling one
+ * another: they all call down into this module, which calls no other module
  * of hwm.  Without shared_preload_libraries (or under pg_upgrade) there is no
  * launcher: nothing here is set up, and ringing does nothing.
  */

@@ -1,11 +1,12 @@
 /*
  * wakeup.h
  *		What the scheduler's SQL side (schedule.c), its launcher
- *		(launcher.c) and its per-database processes (dispatch.c) share, so
- *		that none calls another: which databases the scheduler serves
- *		(hwm.database), the launcher's doorbell, and which of hwm's processes
- *		are connected to which database, so that DROP DATABASE can make them
- *		leave (wakeup.c).  wakeup.c calls no other module of hwm.
+ *		(launcher.c) and its per-database processes (dispatch.c, worker.c)
+ *		share, so that they need not call one another for it: which
+ *		databases the scheduler serves (hwm.database), the launcher's
+ *		doorbell, and which of hwm's processes are connected to which
+ *		database, so that DROP DATABASE can make them leave (wakeup.c).
+ *		wakeup.c calls no other module of hwm.
  */
 #ifndef HWM_WAKEUP_H
 #define HWM_WAKEUP_H
