@@ -32,7 +32,10 @@
 #     two parts side by side;
 #  4. pgspot on hwm--*.sql, which does not depend on the server version
 #     (run while the lanes run): any finding fails the run (set
-#     HWM_PGSPOT_STRICT=0 to only report them).
+#     HWM_PGSPOT_STRICT=0 to only report them);
+#  5. after the lanes, the release archive (scripts/dist.sh) unpacked on
+#     its own, built, installed into the first version and its regression
+#     suite run there, as a user installing from it would.
 #
 # Every section header and every line of a suite's output names its version
 # ("==> [pg17] regression tests", "[pg17] ok 1 - install"); the lanes'
@@ -464,6 +467,37 @@ fi
 for pid in "${lanes[@]}"; do
     wait "$pid" || true
 done
+
+# --- 5. the release archive, as a user installs it ---------------------------
+# scripts/dist.sh's archive (the files git tracks at HEAD, PGXN's layout),
+# unpacked on its own, built and installed into the first version and its
+# regression suite run from there.  After the lanes: the install replaces
+# hwm in a PostgreSQL that test/t/065_major_upgrade.pl may be starting.
+release_check() {
+    local v tag dir=$tmp/release archive src
+    for v in "${versions[@]}"; do [[ -f $tmp/pg$v/ready ]] && break; done
+    tag=pg$v
+    [[ -f $tmp/$tag/ready ]] || return 0
+    PGBIN=$(<"$tmp/$tag/ready") PG_CONFIG=$PGBIN/pg_config HWM_LOG_TAG=$tag
+    hwm_log "release archive"
+    mkdir -p "$dir"
+    try bash "$REPO/scripts/dist.sh" "$dir/out"
+    if ((rc != 0)); then step_failed "[$tag] release archive: scripts/dist.sh"; return 0; fi
+    archive=$(echo "$dir"/out/hwm-*.zip)
+    hwm_log "unpacking ${archive##*/}"
+    python3 -m zipfile -e "$archive" "$dir"
+    src=$(echo "$dir"/hwm-*/)
+    try hwm_build_install "${src%/}"
+    if ((rc != 0)); then step_failed "[$tag] release archive: build and install"; return 0; fi
+    chown -R postgres: "$dir"
+    try run_suite "$tag" "${src%/}" release ISOLATION= TAP_TESTS=
+    count_suite "$tmp/$tag/release.log" regress "[$tag] release archive regress" "$rc"
+    guard_logs "[$tag] release archive regress" "${src%/}"/log/*.log "${src%/}"/tmp_check/log/*.log
+    HWM_LOG_TAG=
+}
+if ((quick == 0)); then
+    release_check
+fi
 
 if ((quick == 0)); then
     hwm_log "pgspot"
