@@ -5,7 +5,8 @@
  *		(declare, drop, schedule, pause, owners...) and writing the state
  *		back after a run, the run history in hwm.runs (and the scheduler's
  *		run rows), the resumable jobs' rows in hwm.backfills (job.c's), the
- *		homes in hwm.homes; with the branches on the catalog's version.
+ *		homes in hwm.homes; the refusal of a catalog older than this
+ *		library's.  Rows leave as structs, their columns read here.
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;
@@ -886,6 +887,77 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 	(void) prune_runs(pipeline, owner, 0);
 }
 
+/* Never pruned: a run in progress; by age, a backfill's runs while it is unfinished */
+#define KEEP_RUNNING " AND r.status OPERATOR(pg_catalog.<>) " SQL_STATUS(RUNNING)
+#define KEEP_BACKFILL \
+	" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b" \
+	"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline" \
+	"   AND b.status OPERATOR(pg_catalog.<>) " SQL_STATUS(SUCCEEDED) "))"
+
+/*
+ * hwm.history_days: the runs of one history (scope: prune_runs's condition
+ * on r, with its parameters $2 and $3; "" and nargs 1 for every history)
+ * that started longer ago.
+ */
+static void
+prune_by_age(const char *scope, int nargs, Oid *argtypes, Datum *values, const char *nulls)
+{
+	values[0] = Int32GetDatum(hwm_history_days);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.started_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))%s"
+							  KEEP_RUNNING KEEP_BACKFILL, scope),
+					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
+}
+
+/* hwm.max_runs_per_pipeline, in every history of the database at once */
+static void
+prune_all_by_count(void)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(hwm_max_runs_per_pipeline)};
+
+	hwm_catalog_exec("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+					 "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
+					 "  FROM hwm.runs) AS x"
+					 " WHERE x.n OPERATOR(pg_catalog.>) $1))" KEEP_RUNNING,
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * hwm.max_runs_per_pipeline in one history (scope, as prune_by_age's), for
+ * the runs after run_id above: returns the newest run_id beyond the bound
+ * (above when there is none).  That run is found through the index on
+ * (pipeline, run_id) from its newest end (a pipeline's rows by its name,
+ * runs without a pipeline by the IS NULL part of it); then the runs up to
+ * it, after the last cut, go: a loop that prunes as it goes reads the
+ * bound's rows and the few beyond it, never the index entries of the runs
+ * it deleted before (dead until VACUUM).
+ */
+static int64
+prune_by_count(const char *scope, int64 above, Oid *argtypes, Datum *values, const char *nulls)
+{
+	int64		cut;
+
+	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
+							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope),
+					 3, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return above;
+	cut = DatumGetInt64(first_not_null(1));
+	if (cut <= above)
+		return above;
+	values[3] = Int64GetDatum(above);
+	values[4] = Int64GetDatum(cut);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s"
+							  KEEP_RUNNING, scope),
+					 5, argtypes, values, nulls, SPI_OK_DELETE);
+	return cut;
+}
+
 /*
  * hwm_prune_runs, and by count only the runs after run_id above (0: all) of
  * one history; returns the newest run_id beyond the bound there (above when
@@ -894,77 +966,29 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 static int64
 prune_runs(const char *pipeline, Oid owner, int64 above)
 {
-	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) " SQL_STATUS(RUNNING);
-	static const char *keep_backfill =
-		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
-		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-		"   AND b.status OPERATOR(pg_catalog.<>) " SQL_STATUS(SUCCEEDED) "))";
 	/* whose history: $2 the pipeline (NULL: none), $3 the owner (NULL: the pipeline's) */
-	const char *scope_r = psprintf(" AND r.pipeline %s"
-								   " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
-								   " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
-								   "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
-								   pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
+	const char *scope = psprintf(" AND r.pipeline %s"
+								 " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
+								 " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
+								 "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
+								 pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
 	Oid			argtypes[5] = {INT4OID, TEXTOID, OIDOID, INT8OID, INT8OID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		all = pipeline == NULL && !OidIsValid(owner);
-	int			nargs = all ? 1 : 3;
-	int64		cut = above;
 
-	if (pipeline)
-		values[1] = CStringGetTextDatum(pipeline);
-	else
-		nulls[1] = 'n';
-	values[2] = ObjectIdGetDatum(owner);
-	if (!OidIsValid(owner))
-		nulls[2] = 'n';
+	set_text_arg(values, nulls, 1, pipeline);
+	set_arg(values, nulls, 2, ObjectIdGetDatum(owner), OidIsValid(owner));
 	if (hwm_history_days > 0)
-	{
-		values[0] = Int32GetDatum(hwm_history_days);
-		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-							  " WHERE r.started_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
-							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))%s%s%s",
-							  all ? "" : scope_r, keep_running, keep_backfill),
-					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
-	}
+		prune_by_age(all ? "" : scope, all ? 1 : 3, argtypes, values, nulls);
 	if (hwm_max_runs_per_pipeline <= 0)
-		return cut;
-	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+		return above;
 	if (all)
 	{
-		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-							  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-							  "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
-							  "  FROM hwm.runs) AS x"
-							  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep_running),
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-		return cut;
-	}
-
-	/*
-	 * The newest run beyond the bound, through the index on (pipeline,
-	 * run_id) from its newest end (a pipeline's rows by its name, runs
-	 * without a pipeline by the IS NULL part of it); then the runs up to it,
-	 * after the last cut: a loop that prunes as it goes reads the bound's
-	 * rows and the few beyond it, never the index entries of the runs it
-	 * deleted before (dead until VACUUM).
-	 */
-	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
-							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope_r),
-					 3, argtypes, values, nulls, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return cut;
-	cut = DatumGetInt64(first_not_null(1));
-	if (cut <= above)
+		prune_all_by_count();
 		return above;
-	values[3] = Int64GetDatum(above);
-	values[4] = Int64GetDatum(cut);
-	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s%s",
-							  scope_r, keep_running),
-					 5, argtypes, values, nulls, SPI_OK_DELETE);
-	return cut;
+	}
+	return prune_by_count(scope, above, argtypes, values, nulls);
 }
 
 /*
