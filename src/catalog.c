@@ -225,6 +225,7 @@ refuse_old_catalog(void)
 	Datum		version;
 	const char *installed = "older";
 
+	(void) hwm_catalog_owner();	/* no hwm.state at all: that error */
 	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension"
 					" WHERE extname OPERATOR(pg_catalog.=) 'hwm'", true, 1) == SPI_OK_SELECT &&
 		hwm_spi_first(&version))
