@@ -5,7 +5,8 @@
  *		(declare, drop, schedule, pause, owners...) and writing the state
  *		back after a run, the run history in hwm.runs (and the scheduler's
  *		run rows), the resumable jobs' rows in hwm.backfills (job.c's), the
- *		homes in hwm.homes; with the branches on the catalog's version.
+ *		homes in hwm.homes; the refusal of a catalog older than this
+ *		library's.  Rows leave as structs, their columns read here.
  *
  * Ordinary users cannot write hwm's tables (the install script revokes it),
  * so every access here runs as the catalog's owner, with search_path pinned;
@@ -139,53 +140,109 @@ set_arg(Datum *values, char *nulls, int i, Datum value, bool present)
 	nulls[i] = present ? ' ' : 'n';
 }
 
+/*
+ * Reading the rows of a statement below: its columns by number, in the
+ * order its SELECT list or RETURNING writes them (the only place that
+ * numbers them), each tested for NULL.  A column that hwm's tables declare
+ * NOT NULL, or that the statement cannot make NULL, is read with
+ * col_not_null: a NULL there is a broken catalog, an internal error naming
+ * the column.
+ */
+static Datum
+col_not_null(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	if (isnull)
+		elog(ERROR, "hwm: column \"%s\" of a row of hwm's catalog is NULL", SPI_fname(desc, col));
+	return d;
+}
+
+/* the same of the first row of the last statement's result, which has one */
+static Datum
+first_not_null(int col)
+{
+	if (SPI_processed == 0)
+		elog(ERROR, "hwm: a statement on hwm's catalog returned no row");
+	return col_not_null(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col);
+}
+
+/* a column of type interval, copied (NULL: NULL) */
+static Interval *
+col_interval(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, col, &isnull);
+
+	return isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
+}
+
 static void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 							 const char *nulls, int expected);
+static void catalog_exec_any_version(const char *sql, int nargs, Oid *argtypes, Datum *values,
+									 const char *nulls, int expected);
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
 /*
- * Is hwm.state still 1.0's?  Between installing this library and ALTER
- * EXTENSION hwm UPDATE, a database keeps the 1.0 catalog, which has neither
- * the load memory of issue 14 nor the command and interval pipelines of
- * issue 16: copy pipelines run as in 1.0 (reading from the watermark), and
- * the rest is refused until the update.
+ * The catalog this library serves: hwm 1.2's (default_version in
+ * hwm.control).  A database whose catalog is older (1.0 or 1.1, between
+ * installing this library and ALTER EXTENSION hwm UPDATE, or restored by
+ * pg_upgrade from a cluster with an older hwm) is refused by every
+ * statement below but the few that catalog_exec_any_version runs: see "Old
+ * catalogs" in src/README.md.  Its mark is the newest column of hwm.state, which
+ * hwm--1.1--1.2.sql adds last; the next release's script moves both.
  */
-int
-hwm_catalog_version(void)
-{
-	Oid			nsp = get_namespace_oid("hwm", false);
-	Oid			relid = get_relname_relid("state", nsp);
+#define CATALOG_VERSION			"1.2"
+#define CATALOG_NEWEST_COLUMN	"delete_column"
 
-	if (OidIsValid(get_relname_relid("homes", nsp)))
-		return 12;
-	return OidIsValid(relid) && get_attnum(relid, "command") == InvalidAttrNumber ? 10 : 11;
-}
-
-bool
-hwm_catalog_is_1_0(void)
+/* hwm.state, or InvalidOid when the schema or the table is missing */
+static Oid
+state_relid(void)
 {
-	return hwm_catalog_version() == 10;
+	Oid			nsp = get_namespace_oid("hwm", true);
+
+	return OidIsValid(nsp) ? get_relname_relid("state", nsp) : InvalidOid;
 }
 
 /*
- * Has hwm.state the delete_column of tombstones (issue 32)?  Only a 1.2
- * catalog made by this version's scripts: asked of the column itself.
+ * Is this database's hwm catalog the one this library serves?  false
+ * without hwm, and before ALTER EXTENSION hwm UPDATE.
  */
 bool
-hwm_catalog_has_delete_column(void)
+hwm_catalog_is_current(void)
 {
-	Oid			nsp = get_namespace_oid("hwm", false);
-	Oid			relid = get_relname_relid("state", nsp);
+	Oid			relid = state_relid();
 
-	return OidIsValid(relid) && get_attnum(relid, "delete_column") != InvalidAttrNumber;
+	return OidIsValid(relid) && get_attnum(relid, CATALOG_NEWEST_COLUMN) != InvalidAttrNumber;
+}
+
+/* The refusal of everything on an older catalog (hwm_catalog_is_current) */
+static void
+refuse_old_catalog(void)
+{
+	Datum		version;
+	const char *installed = "older";
+
+	(void) hwm_catalog_owner();	/* no hwm.state at all: that error */
+	if (SPI_execute("SELECT extversion FROM pg_catalog.pg_extension"
+					" WHERE extname OPERATOR(pg_catalog.=) 'hwm'", true, 1) == SPI_OK_SELECT &&
+		hwm_spi_first(&version))
+		installed = TextDatumGetCString(version);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("hwm's catalog in this database is version %s, and the installed hwm library serves version %s",
+					installed, CATALOG_VERSION),
+			 errdetail("Until the catalog is updated, hwm runs, schedules and changes no pipeline here; "
+					   "watermarks, schedules and the run history stay as they are."),
+			 errhint("Run ALTER EXTENSION hwm UPDATE in this database.")));
 }
 
 /*
  * Pipeline name is declared, or resumed, in this database: its row of
  * hwm.homes says so (the scheduler leaves alone a pipeline whose row names
- * another database: it came with a copy of that database).  Nothing on a
- * catalog older than 1.2, which has no hwm.homes.
+ * another database: it came with a copy of that database).
  */
 void
 hwm_pipeline_set_home(const char *name)
@@ -193,8 +250,6 @@ hwm_pipeline_set_home(const char *name)
 	Oid			argtypes[2] = {TEXTOID, OIDOID};
 	Datum		values[2];
 
-	if (hwm_catalog_version() < 12)
-		return;
 	values[0] = CStringGetTextDatum(name);
 	values[1] = ObjectIdGetDatum(MyDatabaseId);
 	hwm_catalog_exec("INSERT INTO hwm.homes (pipeline, dboid) VALUES ($1, $2)"
@@ -208,8 +263,7 @@ hwm_pipeline_set_home(const char *name)
 Oid
 hwm_catalog_owner(void)
 {
-	Oid			nsp = get_namespace_oid("hwm", false);
-	Oid			relid = get_relname_relid("state", nsp);
+	Oid			relid = state_relid();
 	HeapTuple	tup;
 	Oid			owner;
 
@@ -231,11 +285,29 @@ hwm_catalog_owner(void)
  * not apply), with hwm_spi_exec's checks; the caller's SPI connection and
  * role are kept.  Every read and write of hwm.state, hwm.runs,
  * hwm.backfills and hwm.homes on the caller's behalf goes through here
- * (static: no other file writes SQL on them).
+ * (static: no other file writes SQL on them), and is refused on a catalog
+ * older than this library's (refuse_old_catalog): the statements are
+ * written for this version's tables alone.
  */
 static void
 hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 				 const char *nulls, int expected)
+{
+	if (!hwm_catalog_is_current())
+		refuse_old_catalog();
+	catalog_exec_any_version(sql, nargs, argtypes, values, nulls, expected);
+}
+
+/*
+ * hwm_catalog_exec without the version's refusal, for the statements on
+ * what every catalog since 1.0 has (a pipeline's name, source, target and
+ * owner in hwm.state) that an older catalog must not block: the sql_drop
+ * event trigger's (DROP TABLE) and the role hooks' (DROP ROLE, REASSIGN
+ * OWNED, DROP OWNED).
+ */
+static void
+catalog_exec_any_version(const char *sql, int nargs, Oid *argtypes, Datum *values,
+						 const char *nulls, int expected)
 {
 	HwmRoleSwitch sw;
 
@@ -425,77 +497,74 @@ enum
 	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN
 };
 
+/*
+ * A pipeline from a row of pipeline_read's statement (ROW_*): the columns
+ * that hwm.state declares NOT NULL are never NULL; the others are NULL,
+ * InvalidOid, 0 or false in HwmPipeline when they are.
+ */
+static HwmPipeline *
+pipeline_from_row(HeapTuple tup, TupleDesc desc)
+{
+	HwmPipeline *p = palloc0(sizeof(HwmPipeline));
+	ArrayType  *key = DatumGetArrayTypeP(col_not_null(tup, desc, ROW_UNIQUE_KEY));
+	Datum	   *elems;
+	bool	   *elem_nulls;
+	int			nelems;
+	bool		isnull;
+	Datum		d;
+
+	p->name = TextDatumGetCString(col_not_null(tup, desc, ROW_PIPELINE));
+	p->source = DatumGetObjectId(col_not_null(tup, desc, ROW_SOURCE));
+	d = SPI_getbinval(tup, desc, ROW_TARGET, &isnull);
+	p->target = isnull ? InvalidOid : DatumGetObjectId(d);
+	deconstruct_array(key, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elem_nulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		if (elem_nulls[i])
+			elog(ERROR, "hwm: pipeline \"%s\" has a NULL among its unique_key columns", p->name);
+		p->unique_key = lappend(p->unique_key, TextDatumGetCString(elems[i]));
+	}
+	p->watermark_column = TextDatumGetCString(col_not_null(tup, desc, ROW_WATERMARK_COLUMN));
+	p->partition_column = SPI_getvalue(tup, desc, ROW_PARTITION_COLUMN);
+	p->lookback = DatumGetInt32(col_not_null(tup, desc, ROW_LOOKBACK));
+	p->watermark = SPI_getvalue(tup, desc, ROW_WATERMARK);
+	p->owner = DatumGetObjectId(col_not_null(tup, desc, ROW_OWNER));
+	p->enabled = DatumGetBool(col_not_null(tup, desc, ROW_ENABLED));
+	p->delay = col_interval(tup, desc, ROW_DELAY);
+	d = SPI_getbinval(tup, desc, ROW_BATCH_SIZE, &isnull);
+	p->batch_size = isnull ? 0 : DatumGetInt64(d);
+	memory_read(&p->memory, tup, desc, ROW_REREAD_FROM);
+	p->command = SPI_getvalue(tup, desc, ROW_COMMAND);
+	p->time_interval = col_interval(tup, desc, ROW_TIME_INTERVAL);
+	p->interval_anchor = SPI_getvalue(tup, desc, ROW_INTERVAL_ANCHOR);
+	p->batched = DatumGetBool(col_not_null(tup, desc, ROW_BATCHED));
+	p->skip_empty = DatumGetBool(col_not_null(tup, desc, ROW_SKIP_EMPTY));
+	p->created_at = DatumGetTimestampTz(col_not_null(tup, desc, ROW_CREATED_AT));
+	p->delete_column = SPI_getvalue(tup, desc, ROW_DELETE_COLUMN);
+	return p;
+}
+
 /* Read a pipeline's catalog row as it is now, or NULL */
 static HwmPipeline *
 pipeline_read(const char *name)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
-	HwmPipeline *p;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
 
 	values[0] = CStringGetTextDatum(name);
-	hwm_catalog_exec(psprintf("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
-						  " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
-						  " partition_column::pg_catalog.text, lookback, watermark,"
-						  " owner::pg_catalog.oid, enabled, delay, batch_size, %s, created_at, %s"
-						  " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
-						  hwm_catalog_is_1_0() ?
-						  "NULL::pg_catalog.text, NULL::pg_catalog.text[],"
-						  " NULL::pg_catalog.timestamptz[], NULL::pg_catalog.timestamptz,"
-						  " NULL::pg_catalog.text, NULL::pg_catalog.interval, NULL::pg_catalog.text,"
-						  " false, false" :
-						  "reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
-						  " command, time_interval, interval_anchor, batched, skip_empty",
-						  hwm_catalog_has_delete_column() ?
-						  "delete_column::pg_catalog.text" : "NULL::pg_catalog.text"),
-				 1, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_catalog_exec("SELECT pipeline, source::pg_catalog.oid, target::pg_catalog.oid,"
+					 " unique_key::pg_catalog.text[], watermark_column::pg_catalog.text,"
+					 " partition_column::pg_catalog.text, lookback, watermark,"
+					 " owner::pg_catalog.oid, enabled, delay, batch_size,"
+					 " reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
+					 " command, time_interval, interval_anchor, batched, skip_empty,"
+					 " created_at, delete_column::pg_catalog.text"
+					 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
 	Assert(SPI_tuptable->tupdesc->natts == ROW_DELETE_COLUMN);
-
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	p = palloc0(sizeof(HwmPipeline));
-	p->name = SPI_getvalue(tup, desc, ROW_PIPELINE);
-	p->source = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_SOURCE, &isnull));
-	p->target = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_TARGET, &isnull));
-	d = SPI_getbinval(tup, desc, ROW_UNIQUE_KEY, &isnull);
-	{
-		ArrayType  *arr = DatumGetArrayTypeP(d);
-		Datum	   *elems;
-		int			nelems;
-
-		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
-						  &elems, NULL, &nelems);
-		for (int i = 0; i < nelems; i++)
-			p->unique_key = lappend(p->unique_key, TextDatumGetCString(elems[i]));
-	}
-	p->watermark_column = SPI_getvalue(tup, desc, ROW_WATERMARK_COLUMN);
-	p->partition_column = SPI_getvalue(tup, desc, ROW_PARTITION_COLUMN);
-	p->lookback = DatumGetInt32(SPI_getbinval(tup, desc, ROW_LOOKBACK, &isnull));
-	p->watermark = SPI_getvalue(tup, desc, ROW_WATERMARK);
-	p->owner = DatumGetObjectId(SPI_getbinval(tup, desc, ROW_OWNER, &isnull));
-	p->enabled = DatumGetBool(SPI_getbinval(tup, desc, ROW_ENABLED, &isnull));
-	d = SPI_getbinval(tup, desc, ROW_DELAY, &isnull);
-	p->delay = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	d = SPI_getbinval(tup, desc, ROW_BATCH_SIZE, &isnull);
-	p->batch_size = isnull ? 0 : DatumGetInt64(d);
-	memory_read(&p->memory, tup, desc, ROW_REREAD_FROM);
-	p->command = SPI_getvalue(tup, desc, ROW_COMMAND);
-	d = SPI_getbinval(tup, desc, ROW_TIME_INTERVAL, &isnull);
-	p->time_interval = isnull ? NULL : DatumGetIntervalP(datumCopy(d, false, sizeof(Interval)));
-	p->interval_anchor = SPI_getvalue(tup, desc, ROW_INTERVAL_ANCHOR);
-	p->batched = DatumGetBool(SPI_getbinval(tup, desc, ROW_BATCHED, &isnull));
-	p->skip_empty = DatumGetBool(SPI_getbinval(tup, desc, ROW_SKIP_EMPTY, &isnull));
-	p->created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, ROW_CREATED_AT, &isnull));
-	if (isnull)
-		p->created_at = DT_NOBEGIN;
-	p->delete_column = SPI_getvalue(tup, desc, ROW_DELETE_COLUMN);
-	return p;
+	return pipeline_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 }
 
 /*
@@ -768,8 +837,7 @@ hwm_record_run(const HwmRunFacts *run)
 						 " RETURNING run_id",
 						 RUN_NARGS_SCHEDULED, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
 		if (SPI_processed > 0)
-			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-											   SPI_tuptable->tupdesc, 1, &isnull));
+			return DatumGetInt64(first_not_null(1));
 	}
 	/*
 	 * Else a row of its own, whose owner (who may see the row, see the row
@@ -788,8 +856,7 @@ hwm_record_run(const HwmRunFacts *run)
 					 " $16, $17)"
 					 " RETURNING run_id, owner::pg_catalog.oid",
 					 RUN_NARGS, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
-	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
+	run_id = DatumGetInt64(first_not_null(1));
 	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 										   SPI_tuptable->tupdesc, 2, &isnull));
 	/* its own history: the pipeline's under its owner, or the caller's runs without one */
@@ -821,6 +888,77 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 	(void) prune_runs(pipeline, owner, 0);
 }
 
+/* Never pruned: a run in progress; by age, a backfill's runs while it is unfinished */
+#define KEEP_RUNNING " AND r.status OPERATOR(pg_catalog.<>) " SQL_STATUS(RUNNING)
+#define KEEP_BACKFILL \
+	" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b" \
+	"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline" \
+	"   AND b.status OPERATOR(pg_catalog.<>) " SQL_STATUS(SUCCEEDED) "))"
+
+/*
+ * hwm.history_days: the runs of one history (scope: prune_runs's condition
+ * on r, with its parameters $2 and $3; "" and nargs 1 for every history)
+ * that started longer ago.
+ */
+static void
+prune_by_age(const char *scope, int nargs, Oid *argtypes, Datum *values, const char *nulls)
+{
+	values[0] = Int32GetDatum(hwm_history_days);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.started_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))%s"
+							  KEEP_RUNNING KEEP_BACKFILL, scope),
+					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
+}
+
+/* hwm.max_runs_per_pipeline, in every history of the database at once */
+static void
+prune_all_by_count(void)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		values[1] = {Int32GetDatum(hwm_max_runs_per_pipeline)};
+
+	hwm_catalog_exec("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
+					 "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
+					 "  FROM hwm.runs) AS x"
+					 " WHERE x.n OPERATOR(pg_catalog.>) $1))" KEEP_RUNNING,
+					 1, argtypes, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * hwm.max_runs_per_pipeline in one history (scope, as prune_by_age's), for
+ * the runs after run_id above: returns the newest run_id beyond the bound
+ * (above when there is none).  That run is found through the index on
+ * (pipeline, run_id) from its newest end (a pipeline's rows by its name,
+ * runs without a pipeline by the IS NULL part of it); then the runs up to
+ * it, after the last cut, go: a loop that prunes as it goes reads the
+ * bound's rows and the few beyond it, never the index entries of the runs
+ * it deleted before (dead until VACUUM).
+ */
+static int64
+prune_by_count(const char *scope, int64 above, Oid *argtypes, Datum *values, const char *nulls)
+{
+	int64		cut;
+
+	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
+							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope),
+					 3, argtypes, values, nulls, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return above;
+	cut = DatumGetInt64(first_not_null(1));
+	if (cut <= above)
+		return above;
+	values[3] = Int64GetDatum(above);
+	values[4] = Int64GetDatum(cut);
+	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
+							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s"
+							  KEEP_RUNNING, scope),
+					 5, argtypes, values, nulls, SPI_OK_DELETE);
+	return cut;
+}
+
 /*
  * hwm_prune_runs, and by count only the runs after run_id above (0: all) of
  * one history; returns the newest run_id beyond the bound there (above when
@@ -829,81 +967,29 @@ hwm_prune_runs(const char *pipeline, Oid owner)
 static int64
 prune_runs(const char *pipeline, Oid owner, int64 above)
 {
-	static const char *keep_running = " AND r.status OPERATOR(pg_catalog.<>) " SQL_STATUS(RUNNING);
-	static const char *keep_backfill =
-		" AND NOT (r.kind OPERATOR(pg_catalog.=) 'backfill' AND EXISTS (SELECT FROM hwm.backfills AS b"
-		"  WHERE b.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-		"   AND b.status OPERATOR(pg_catalog.<>) " SQL_STATUS(SUCCEEDED) "))";
 	/* whose history: $2 the pipeline (NULL: none), $3 the owner (NULL: the pipeline's) */
-	const char *scope_r = psprintf(" AND r.pipeline %s"
-								   " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
-								   " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
-								   "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
-								   pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
+	const char *scope = psprintf(" AND r.pipeline %s"
+								 " AND r.owner::pg_catalog.oid OPERATOR(pg_catalog.=)"
+								 " COALESCE($3, (SELECT s.owner::pg_catalog.oid FROM hwm.state AS s"
+								 "  WHERE s.pipeline OPERATOR(pg_catalog.=) $2))",
+								 pipeline ? "OPERATOR(pg_catalog.=) $2" : "IS NULL AND $2 IS NULL");
 	Oid			argtypes[5] = {INT4OID, TEXTOID, OIDOID, INT8OID, INT8OID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		all = pipeline == NULL && !OidIsValid(owner);
-	int			nargs = all ? 1 : 3;
-	int64		cut = above;
 
-	if (pipeline)
-		values[1] = CStringGetTextDatum(pipeline);
-	else
-		nulls[1] = 'n';
-	values[2] = ObjectIdGetDatum(owner);
-	if (!OidIsValid(owner))
-		nulls[2] = 'n';
+	set_text_arg(values, nulls, 1, pipeline);
+	set_arg(values, nulls, 2, ObjectIdGetDatum(owner), OidIsValid(owner));
 	if (hwm_history_days > 0)
-	{
-		values[0] = Int32GetDatum(hwm_history_days);
-		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-							  " WHERE r.started_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
-							  "  OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $1))%s%s%s",
-							  all ? "" : scope_r, keep_running, keep_backfill),
-					 nargs, argtypes, values, nulls, SPI_OK_DELETE);
-	}
+		prune_by_age(all ? "" : scope, all ? 1 : 3, argtypes, values, nulls);
 	if (hwm_max_runs_per_pipeline <= 0)
-		return cut;
-	values[0] = Int32GetDatum(hwm_max_runs_per_pipeline);
+		return above;
 	if (all)
 	{
-		hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY (ARRAY("
-							  " SELECT x.run_id FROM (SELECT run_id, pg_catalog.row_number() OVER"
-							  "   (PARTITION BY pipeline, owner ORDER BY run_id DESC) AS n"
-							  "  FROM hwm.runs) AS x"
-							  " WHERE x.n OPERATOR(pg_catalog.>) $1))%s", keep_running),
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
-		return cut;
-	}
-
-	/*
-	 * The newest run beyond the bound, through the index on (pipeline,
-	 * run_id) from its newest end (a pipeline's rows by its name, runs
-	 * without a pipeline by the IS NULL part of it); then the runs up to it,
-	 * after the last cut: a loop that prunes as it goes reads the bound's
-	 * rows and the few beyond it, never the index entries of the runs it
-	 * deleted before (dead until VACUUM).
-	 */
-	hwm_catalog_exec(psprintf("SELECT r.run_id FROM hwm.runs AS r WHERE TRUE%s"
-							  " ORDER BY r.pipeline DESC, r.run_id DESC OFFSET $1 LIMIT 1", scope_r),
-					 3, argtypes, values, nulls, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-		return cut;
-	{
-		bool		isnull;
-
-		cut = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	if (cut <= above)
+		prune_all_by_count();
 		return above;
-	values[3] = Int64GetDatum(above);
-	values[4] = Int64GetDatum(cut);
-	hwm_catalog_exec(psprintf("DELETE FROM hwm.runs AS r"
-							  " WHERE r.run_id OPERATOR(pg_catalog.>) $4 AND r.run_id OPERATOR(pg_catalog.<=) $5%s%s",
-							  scope_r, keep_running),
-					 5, argtypes, values, nulls, SPI_OK_DELETE);
-	return cut;
+	}
+	return prune_by_count(scope, above, argtypes, values, nulls);
 }
 
 /*
@@ -1007,7 +1093,6 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 	TEXTOID, INT8OID, BOOLOID, TIMESTAMPTZOID};
 	Datum		values[8 + MEMORY_NARGS];
 	char		nulls[8 + MEMORY_NARGS];
-	bool		old;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(p->name);
@@ -1023,26 +1108,23 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 	values[7] = TimestampTzGetDatum(p->created_at);
 	memory_args(memory, argtypes + 8, values + 8, nulls + 8);
 
-	/* a 1.0 catalog has no memory columns: the facts only */
-	old = hwm_catalog_is_1_0();
-	hwm_catalog_exec(psprintf("UPDATE hwm.state SET"
-						  " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
-						  " last_run_id = $2, last_run_started_at = $3,"
-						  " last_run_finished_at = pg_catalog.clock_timestamp(),"
-						  " last_status = " SQL_STATUS(SUCCEEDED) ", last_rows = $6,"
-						  " consecutive_failures = 0, last_error = NULL%s"
-						  " WHERE pipeline OPERATOR(pg_catalog.=) $1"
-						  "  AND created_at OPERATOR(pg_catalog.=) $8",
-						  old ? "" :
-						  ", reread_from = CASE WHEN $7 THEN $9 ELSE reread_from END,"
-						  " reread_vxids = CASE WHEN $7 THEN $10 ELSE reread_vxids END,"
-						  " reread_starts = CASE WHEN $7 THEN $11 ELSE reread_starts END,"
-						  " reread_epoch = CASE WHEN $7 THEN $12 ELSE reread_epoch END,"
-						  " held_by_pid = CASE WHEN $7 THEN $13 ELSE held_by_pid END,"
-						  " held_by_application = CASE WHEN $7 THEN $14 ELSE held_by_application END,"
-						  " held_since = CASE WHEN $7 THEN $15 ELSE held_since END,"
-						  " null_watermarks = CASE WHEN $7 THEN $16 ELSE null_watermarks END"),
-				 old ? 8 : 8 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_catalog_exec("UPDATE hwm.state SET"
+					 " watermark = CASE WHEN $4 THEN $5 ELSE watermark END,"
+					 " last_run_id = $2, last_run_started_at = $3,"
+					 " last_run_finished_at = pg_catalog.clock_timestamp(),"
+					 " last_status = " SQL_STATUS(SUCCEEDED) ", last_rows = $6,"
+					 " consecutive_failures = 0, last_error = NULL,"
+					 " reread_from = CASE WHEN $7 THEN $9 ELSE reread_from END,"
+					 " reread_vxids = CASE WHEN $7 THEN $10 ELSE reread_vxids END,"
+					 " reread_starts = CASE WHEN $7 THEN $11 ELSE reread_starts END,"
+					 " reread_epoch = CASE WHEN $7 THEN $12 ELSE reread_epoch END,"
+					 " held_by_pid = CASE WHEN $7 THEN $13 ELSE held_by_pid END,"
+					 " held_by_application = CASE WHEN $7 THEN $14 ELSE held_by_application END,"
+					 " held_since = CASE WHEN $7 THEN $15 ELSE held_since END,"
+					 " null_watermarks = CASE WHEN $7 THEN $16 ELSE null_watermarks END"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1"
+					 "  AND created_at OPERATOR(pg_catalog.=) $8",
+					 8 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1060,36 +1142,71 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 /*
  * What makes a pipeline the dispatcher's to run: enabled, scheduled, no run
  * of the scheduler's in progress, and at home in this database (not a copy
- * that came with CREATE DATABASE ... TEMPLATE: see hwm.homes, which a
- * catalog older than 1.2 lacks; $2 is this database).
+ * that came with CREATE DATABASE ... TEMPLATE: see hwm.homes).  $1 is this
+ * database, in every statement that uses it.
  */
 #define SCHEDULABLE \
 	" s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL" \
 	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
 	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
 	"   AND r.status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) \
-	"   AND r.kind OPERATOR(pg_catalog.=) 'load')"
-#define AT_HOME \
+	"   AND r.kind OPERATOR(pg_catalog.=) 'load')" \
 	" AND NOT EXISTS (SELECT FROM hwm.homes AS h" \
 	"  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
-	"   AND h.dboid OPERATOR(pg_catalog.<>) $2)"
+	"   AND h.dboid OPERATOR(pg_catalog.<>) $1)"
 
-static const char *
-schedulable(void)
+/* The columns of hwm_state_select_due's statement, in order */
+enum
 {
-	return hwm_catalog_version() >= 12 ? SCHEDULABLE AT_HOME : SCHEDULABLE;
+	DUE_PIPELINE = 1, DUE_OWNER, DUE_SCHEDULE, DUE_ANCHOR, DUE_TIMEOUT
+};
+
+/*
+ * A due row (DUE_*) into *due; false, logged, when a column it needs is
+ * NULL (the statement states that none is: a row that breaks it is left
+ * alone, never read).
+ */
+static bool
+due_from_row(HeapTuple tup, TupleDesc desc, HwmDueRow *due)
+{
+	bool		owner_null,
+				every_null,
+				anchor_null;
+	Datum		owner = SPI_getbinval(tup, desc, DUE_OWNER, &owner_null);
+	Datum		every = SPI_getbinval(tup, desc, DUE_SCHEDULE, &every_null);
+	Datum		anchor = SPI_getbinval(tup, desc, DUE_ANCHOR, &anchor_null);
+
+	due->pipeline = SPI_getvalue(tup, desc, DUE_PIPELINE);
+	if (due->pipeline == NULL || owner_null || every_null || anchor_null)
+	{
+		ereport(LOG,
+				(errmsg("hwm: due pipeline \"%s\" not claimed: its row lacks an owner, a schedule or a run time",
+						due->pipeline ? due->pipeline : "?")));
+		return false;
+	}
+	due->owner = DatumGetObjectId(owner);
+	due->every = *DatumGetIntervalP(every);
+	due->anchor = DatumGetTimestampTz(anchor);
+	due->timeout = col_interval(tup, desc, DUE_TIMEOUT);
+	return true;
 }
 
-void
-hwm_state_select_due(int limit, TimestampTz now)
+/*
+ * The pipelines due at now, oldest first in turns between owners (the
+ * owner served longest ago first within a turn), at most limit rows of
+ * hwm.state, locked until the end of the transaction (*nrows: how many);
+ * returns those that can be claimed (*ndue of them), in that order.
+ */
+HwmDueRow *
+hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 {
-	Oid			argtypes[3] = {INT4OID, OIDOID, TIMESTAMPTZOID};
+	Oid			argtypes[3] = {OIDOID, TIMESTAMPTZOID, INT4OID};
 	Datum		values[3];
-	const char *due = schedulable();
+	HwmDueRow  *due;
 
-	values[0] = Int32GetDatum(limit);
-	values[1] = ObjectIdGetDatum(MyDatabaseId);
-	values[2] = TimestampTzGetDatum(now);
+	values[0] = ObjectIdGetDatum(MyDatabaseId);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Int32GetDatum(limit);
 
 	/*
 	 * The turns (a window) cannot be computed at the level that locks, so
@@ -1100,34 +1217,41 @@ hwm_state_select_due(int limit, TimestampTz now)
 	 * conditions on s alone, so a pipeline unscheduled, paused or moved
 	 * later in that window is not claimed.
 	 */
-	hwm_catalog_exec(psprintf("SELECT s.pipeline, s.owner::pg_catalog.oid, s.next_run_at, s.schedule,"
-							  " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
-							  " FROM (SELECT s.pipeline, s.owner,"
-							  "        pg_catalog.row_number() OVER"
-							  "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
-							  "       FROM hwm.state AS s"
-							  "       WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3) AS d"
-							  " JOIN (SELECT o.owner, pg_catalog.max(o.last_run_started_at) AS served"
-							  "       FROM hwm.state AS o GROUP BY o.owner) AS w"
-							  "  ON w.owner OPERATOR(pg_catalog.=) d.owner"
-							  " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
-							  " WHERE %s AND s.next_run_at OPERATOR(pg_catalog.<=) $3"
-							  " ORDER BY d.turn, w.served NULLS FIRST, s.next_run_at, s.pipeline LIMIT $1"
-							  " FOR UPDATE OF s SKIP LOCKED", due, due),
+	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.schedule,"
+					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
+					 " FROM (SELECT s.pipeline, s.owner,"
+					 "        pg_catalog.row_number() OVER"
+					 "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
+					 "       FROM hwm.state AS s"
+					 "       WHERE" SCHEDULABLE " AND s.next_run_at OPERATOR(pg_catalog.<=) $2) AS d"
+					 " JOIN (SELECT o.owner, pg_catalog.max(o.last_run_started_at) AS served"
+					 "       FROM hwm.state AS o GROUP BY o.owner) AS w"
+					 "  ON w.owner OPERATOR(pg_catalog.=) d.owner"
+					 " JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) d.pipeline"
+					 " WHERE" SCHEDULABLE " AND s.next_run_at OPERATOR(pg_catalog.<=) $2"
+					 " ORDER BY d.turn, w.served NULLS FIRST, s.next_run_at, s.pipeline LIMIT $3"
+					 " FOR UPDATE OF s SKIP LOCKED",
 					 3, argtypes, values, NULL, SPI_OK_SELECT);
+	*nrows = SPI_processed;
+	*ndue = 0;
+	due = palloc0(sizeof(HwmDueRow) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+		if (due_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &due[*ndue]))
+			(*ndue)++;
+	return due;
 }
 
+/* When the next pipeline is due here (DT_NOEND: none is scheduled) */
 TimestampTz
 hwm_state_next_due(void)
 {
-	Oid			argtypes[2] = {INT4OID, OIDOID};
-	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(MyDatabaseId)};
 	Datum		next;
 
-	/* ($1 is hwm_state_select_due's limit, unused here) */
-	hwm_catalog_exec(psprintf("SELECT pg_catalog.min(s.next_run_at) FROM hwm.state AS s"
-							  " WHERE %s", schedulable()),
-					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	hwm_catalog_exec("SELECT pg_catalog.min(s.next_run_at) FROM hwm.state AS s"
+					 " WHERE" SCHEDULABLE,
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	return hwm_spi_first(&next) ? DatumGetTimestampTz(next) : DT_NOEND;
 }
 
@@ -1140,39 +1264,34 @@ owner_name_datum(Oid owner)
 	return DirectFunctionCall1(namein, CStringGetDatum(name ? name : "?"));
 }
 
+/*
+ * A claimed run: its 'running' row (returns its run_id), and its
+ * pipeline's next slot (NULL: none), which also marks the row's claim
+ * (claimed_run_id; a change of schedule, pause or owner clears it).
+ */
 int64
 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next)
 {
 	Oid			argtypes[5] = {TEXTOID, NAMEOID, TIMESTAMPTZOID, OIDOID, INT8OID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
 	int64		run_id;
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = owner_name_datum(owner);
-	values[2] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
-	nulls[2] = next ? ' ' : 'n';
+	set_arg(values, nulls, 2, next ? TimestampTzGetDatum(*next) : (Datum) 0, next != NULL);
 	values[3] = ObjectIdGetDatum(owner);
 	(void) run_status_move(HWM_RUN_NONE, HWM_RUN_RUNNING);
-	hwm_catalog_exec(hwm_catalog_is_1_0() ?
-					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by)"
-					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), " SQL_STATUS(RUNNING) ", $2)"
-					 " RETURNING run_id" :
-					 "INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by, owner)"
+	hwm_catalog_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, status, run_by, owner)"
 					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), " SQL_STATUS(RUNNING) ", $2,"
 					 "  $4::pg_catalog.regrole)"
 					 " RETURNING run_id",
 					 4, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
-	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										 SPI_tuptable->tupdesc, 1, &isnull));
+	run_id = DatumGetInt64(first_not_null(1));
 	values[4] = Int64GetDatum(run_id);
-	/* the claim, which a change of schedule, pause or owner clears (1.2) */
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET next_run_at = $3, claimed_run_id = $5"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET next_run_at = $3 WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 hwm_catalog_version() >= 12 ? 5 : 3, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $3, claimed_run_id = $5"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 5, argtypes, values, nulls, SPI_OK_UPDATE);
 	return run_id;
 }
 
@@ -1204,41 +1323,40 @@ hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
 		Int64GetDatum(run_id)};
 		HeapTuple	tup;
 		TupleDesc	desc;
-		bool		enabled_null,
-					scheduled_null,
-					home_null,
-					claimed_null,
-					owner_null;
-		bool		v12 = hwm_catalog_version() >= 12;
 
 		if (pass == 1)
 			pipeline_lock(pipeline, true);
 		*checked_at = GetCurrentTimestamp();
-		hwm_catalog_exec(psprintf("SELECT s.enabled, s.schedule IS NOT NULL, %s, %s, s.owner::pg_catalog.oid"
-								  " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
-								  v12 ? "NOT EXISTS (SELECT FROM hwm.homes AS h"
-								  " WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
-								  " AND h.dboid OPERATOR(pg_catalog.<>) $2)" : "$2 IS NOT NULL",
-								  v12 ? "s.claimed_run_id IS NOT DISTINCT FROM $3" : "$3 IS NOT NULL"),
+		hwm_catalog_exec("SELECT s.enabled, s.schedule IS NOT NULL,"
+						 " NOT EXISTS (SELECT FROM hwm.homes AS h"
+						 "  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+						 "   AND h.dboid OPERATOR(pg_catalog.<>) $2),"
+						 " s.claimed_run_id IS NOT DISTINCT FROM $3, s.owner::pg_catalog.oid"
+						 " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
 						 3, argtypes, values, NULL, SPI_OK_SELECT);
 		if (SPI_processed == 0)
 			return "the pipeline was dropped after the run was claimed";
 		tup = SPI_tuptable->vals[0];
 		desc = SPI_tuptable->tupdesc;
-		if (!DatumGetBool(SPI_getbinval(tup, desc, 1, &enabled_null)) || enabled_null)
+		if (!DatumGetBool(col_not_null(tup, desc, 1)))
 			why = "the pipeline was paused after the run was claimed";
-		else if (!DatumGetBool(SPI_getbinval(tup, desc, 2, &scheduled_null)) || scheduled_null)
+		else if (!DatumGetBool(col_not_null(tup, desc, 2)))
 			why = "the pipeline was unscheduled after the run was claimed";
-		else if (!DatumGetBool(SPI_getbinval(tup, desc, 3, &home_null)) || home_null)
+		else if (!DatumGetBool(col_not_null(tup, desc, 3)))
 			why = "the pipeline is not at home in this database (see hwm.homes)";
-		else if (!DatumGetBool(SPI_getbinval(tup, desc, 4, &claimed_null)) || claimed_null)
+		else if (!DatumGetBool(col_not_null(tup, desc, 4)))
 			why = "the pipeline's schedule or pause state changed after the run was claimed";
-		else if (DatumGetObjectId(SPI_getbinval(tup, desc, 5, &owner_null)) != owner || owner_null)
+		else if (DatumGetObjectId(col_not_null(tup, desc, 5)) != owner)
 			why = "the pipeline's owner changed after the run was claimed";
 	}
 	return why;
 }
 
+/*
+ * A 'running' row ends, failed or skipped (status): false when it is no
+ * longer 'running'; else its pipeline and the time it ended.  A failure
+ * counts in its pipeline's row (consecutive_failures).
+ */
 bool
 hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlstate,
 				const char *error, char **pipeline, TimestampTz *finished)
@@ -1246,14 +1364,11 @@ hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlstate,
 	Oid			argtypes[5] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
 
 	values[0] = Int64GetDatum(run_id);
 	values[1] = run_status_move(HWM_RUN_RUNNING, status);
-	values[2] = sqlstate ? CStringGetTextDatum(sqlstate) : (Datum) 0;
-	nulls[2] = sqlstate ? ' ' : 'n';
-	values[3] = error ? CStringGetTextDatum(hwm_clip_error(error)) : (Datum) 0;
-	nulls[3] = error ? ' ' : 'n';
+	set_text_arg(values, nulls, 2, sqlstate);
+	set_text_arg(values, nulls, 3, error ? hwm_clip_error(error) : NULL);
 	values[4] = BoolGetDatum(status == HWM_RUN_FAILED);	/* counts as a failure */
 	hwm_catalog_exec("WITH r AS ("
 					 " UPDATE hwm.runs SET status = $2, finished_at = pg_catalog.clock_timestamp(),"
@@ -1271,28 +1386,30 @@ hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlstate,
 					 5, argtypes, values, nulls, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	*pipeline = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	*finished = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	/* (a scheduled run's row always names its pipeline, and has just ended) */
+	*pipeline = TextDatumGetCString(first_not_null(1));
+	*finished = DatumGetTimestampTz(first_not_null(2));
 	return true;
 }
 
+/* A scheduled pipeline's schedule and failure count; false: not scheduled */
 bool
 hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(pipeline)};
-	bool		isnull;
 
 	hwm_catalog_exec("SELECT schedule, consecutive_failures FROM hwm.state"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND schedule IS NOT NULL",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	*every = *DatumGetIntervalP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	*failures = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	*every = *DatumGetIntervalP(first_not_null(1));
+	*failures = DatumGetInt32(first_not_null(2));
 	return true;
 }
 
+/* A scheduled pipeline's next run time (NULL: none, it stops) */
 void
 hwm_state_set_next_run(const char *pipeline, const TimestampTz *next)
 {
@@ -1301,19 +1418,23 @@ hwm_state_set_next_run(const char *pipeline, const TimestampTz *next)
 	char		nulls[2] = {' ', ' '};
 
 	values[0] = CStringGetTextDatum(pipeline);
-	values[1] = next ? TimestampTzGetDatum(*next) : (Datum) 0;
-	nulls[1] = next ? ' ' : 'n';
+	set_arg(values, nulls, 1, next ? TimestampTzGetDatum(*next) : (Datum) 0, next != NULL);
 	/* (unscheduled since its schedule was read: stays unscheduled) */
 	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1"
 					 " AND schedule IS NOT NULL",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
-uint64
-hwm_runs_sweep_interrupted(Datum live_run_ids)
+/*
+ * The 'running' rows of kind 'load' that no live run holds (live_run_ids,
+ * an int8[]) become 'interrupted'; returns their run_ids (*n of them).
+ */
+int64 *
+hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n)
 {
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		values[1] = {live_run_ids};
+	int64	   *run_ids;
 
 	(void) run_status_move(HWM_RUN_RUNNING, HWM_RUN_INTERRUPTED);
 	hwm_catalog_exec("WITH r AS ("
@@ -1327,18 +1448,25 @@ hwm_runs_sweep_interrupted(Datum live_run_ids)
 					 "  last_rows = NULL, last_error = r.error"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 					 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
-					 " SELECT pipeline, run_id FROM r",
+					 " SELECT run_id FROM r",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	return SPI_processed;
+	*n = SPI_processed;
+	run_ids = palloc(sizeof(int64) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+		run_ids[i] = DatumGetInt64(col_not_null(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	return run_ids;
 }
 
+/*
+ * A claim that failed for a reason of the pipeline's row: a failed run of
+ * its own, counted, and the pipeline's next try an hour away.
+ */
 void
 hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 					  const char *error)
 {
 	Oid			argtypes[5] = {TEXTOID, NAMEOID, TEXTOID, TEXTOID, OIDOID};
 	Datum		values[5];
-	bool		with_owner = !hwm_catalog_is_1_0();
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = owner_name_datum(owner);
@@ -1346,24 +1474,23 @@ hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 	values[3] = CStringGetTextDatum(hwm_clip_error(error));
 	values[4] = ObjectIdGetDatum(owner);
 	(void) run_status_move(HWM_RUN_NONE, HWM_RUN_FAILED);
-	hwm_catalog_exec(psprintf("WITH r AS ("
-							  " INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
-							  "  run_by, error_sqlstate, error%s)"
-							  " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
-							  "  " SQL_STATUS(FAILED) ", $2, $3, $4%s)"
-							  " RETURNING run_id, started_at, finished_at)"
-							  " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
-							  "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
-							  "  last_status = " SQL_STATUS(FAILED) ", last_rows = NULL, last_error = $4,"
-							  "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-							  "  next_run_at = CASE WHEN s.schedule IS NOT NULL"
-							  "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
-							  " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
-							  with_owner ? ", owner" : "",
-							  with_owner ? ", $5::pg_catalog.regrole" : ""),
+	hwm_catalog_exec("WITH r AS ("
+					 " INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
+					 "  run_by, error_sqlstate, error, owner)"
+					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
+					 "  " SQL_STATUS(FAILED) ", $2, $3, $4, $5::pg_catalog.regrole)"
+					 " RETURNING run_id, started_at, finished_at)"
+					 " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
+					 "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
+					 "  last_status = " SQL_STATUS(FAILED) ", last_rows = NULL, last_error = $4,"
+					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
+					 "  next_run_at = CASE WHEN s.schedule IS NOT NULL"
+					 "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
+					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
 					 5, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
+/* The pipeline of a 'running' row of kind 'load' (NULL: no such row) */
 char *
 hwm_runs_running_pipeline(int64 run_id)
 {
@@ -1378,6 +1505,7 @@ hwm_runs_running_pipeline(int64 run_id)
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }
 
+/* A 'running' row goes (its run recorded itself in a row of its own) */
 void
 hwm_runs_delete_running(int64 run_id)
 {
@@ -1393,37 +1521,63 @@ hwm_runs_delete_running(int64 run_id)
 /*
  * For the dispatcher's fair shares: per owner of the pipelines at home here,
  * when its next scheduled run is due (the earliest next_run_at of its
- * schedulable pipelines), as SPI rows (owner oid, due).
+ * schedulable pipelines); *n owners.
  */
-uint64
-hwm_state_due_by_owner(void)
+HwmOwnerDue *
+hwm_state_due_by_owner(int *n)
 {
-	Oid			argtypes[2] = {INT4OID, OIDOID};
-	Datum		values[2] = {Int32GetDatum(0), ObjectIdGetDatum(MyDatabaseId)};
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(MyDatabaseId)};
+	HwmOwnerDue *owners;
 
-	/* ($1 is hwm_state_select_due's limit, unused here) */
-	hwm_catalog_exec(psprintf("SELECT s.owner::pg_catalog.oid, pg_catalog.min(s.next_run_at)"
-							  " FROM hwm.state AS s WHERE %s GROUP BY s.owner", schedulable()),
-					 2, argtypes, values, NULL, SPI_OK_SELECT);
-	return SPI_processed;
+	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.min(s.next_run_at)"
+					 " FROM hwm.state AS s WHERE" SCHEDULABLE " GROUP BY s.owner",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	owners = palloc(sizeof(HwmOwnerDue) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+
+		/* (owner: NOT NULL; the earliest of next_run_at IS NOT NULL) */
+		owners[i].owner = DatumGetObjectId(col_not_null(tup, SPI_tuptable->tupdesc, 1));
+		owners[i].due = DatumGetTimestampTz(col_not_null(tup, SPI_tuptable->tupdesc, 2));
+	}
+	*n = (int) SPI_processed;
+	return owners;
 }
 
 /*
- * How long the last run of each pipeline named (text[]) took, in ms, as SPI
- * rows (pipeline, ms); a pipeline without a finished last run is left out.
+ * How long the last run of each of n pipelines took, in ms, into ms[i]
+ * (-1: unknown, no finished last run).
  */
-uint64
-hwm_state_last_durations(Datum pipelines)
+void
+hwm_state_last_durations(char *const *pipelines, int n, int64 *ms)
 {
 	Oid			argtypes[1] = {TEXTARRAYOID};
-	Datum		values[1] = {pipelines};
+	Datum		values[1];
+	Datum	   *names = palloc(sizeof(Datum) * (n + 1));
 
+	for (int i = 0; i < n; i++)
+	{
+		names[i] = CStringGetTextDatum(pipelines[i]);
+		ms[i] = -1;
+	}
+	values[0] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
 	hwm_catalog_exec("SELECT s.pipeline, (pg_catalog.date_part('epoch', s.last_run_finished_at"
 					 "  OPERATOR(pg_catalog.-) s.last_run_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
 					 " FROM hwm.state AS s WHERE s.pipeline OPERATOR(pg_catalog.=) ANY ($1)"
 					 "  AND s.last_run_finished_at OPERATOR(pg_catalog.>=) s.last_run_started_at",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	return SPI_processed;
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		char	   *name = TextDatumGetCString(col_not_null(tup, SPI_tuptable->tupdesc, 1));
+		int64		d = DatumGetInt64(col_not_null(tup, SPI_tuptable->tupdesc, 2));
+
+		for (int i = 0; i < n; i++)
+			if (strcmp(pipelines[i], name) == 0)
+				ms[i] = d;
+	}
 }
 
 /*
@@ -1438,26 +1592,24 @@ hwm_runs_release(Datum run_ids)
 {
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		values[1] = {run_ids};
-	Datum		n;
 
 	/*
 	 * Due again only where the claim still holds: a pipeline rescheduled,
-	 * paused or unscheduled since keeps what its owner set (1.2: see
+	 * paused or unscheduled since keeps what its owner set (see
 	 * claimed_run_id).
 	 */
 	(void) run_status_move(HWM_RUN_RUNNING, HWM_RUN_NONE);
-	hwm_catalog_exec(psprintf("WITH r AS ("
-							  " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
-							  "  AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'"
-							  " RETURNING pipeline, started_at, run_id),"
-							  " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
-							  "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
-							  "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at%s RETURNING 1)"
-							  " SELECT pg_catalog.count(*) FROM r",
-							  hwm_catalog_version() >= 12 ?
-							  " AND s.claimed_run_id OPERATOR(pg_catalog.=) r.run_id" : ""),
+	hwm_catalog_exec("WITH r AS ("
+					 " DELETE FROM hwm.runs WHERE run_id OPERATOR(pg_catalog.=) ANY ($1)"
+					 "  AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'"
+					 " RETURNING pipeline, started_at, run_id),"
+					 " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
+					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
+					 "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at"
+					 "   AND s.claimed_run_id OPERATOR(pg_catalog.=) r.run_id RETURNING 1)"
+					 " SELECT pg_catalog.count(*) FROM r",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	return hwm_spi_first(&n) ? DatumGetInt64(n) : 0;
+	return DatumGetInt64(first_not_null(1));
 }
 
 /*
@@ -1506,40 +1658,30 @@ hwm_backfills_find_unfinished(const char *pipeline, const char *kind,
 	Datum		values[4];
 	HeapTuple	tup;
 	TupleDesc	desc;
-	bool		isnull;
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = CStringGetTextDatum(from_text);
 	values[2] = CStringGetTextDatum(to_text);
 	values[3] = CStringGetTextDatum(kind);
-	/* before 1.2 a row has no kind: a backfill or a rerun, by its pipeline's */
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
+	hwm_catalog_exec("SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
 					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
 					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
 					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
 					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
 					 " AND b.kind OPERATOR(pg_catalog.=) $4"
-					 " ORDER BY b.backfill_id DESC LIMIT 1" :
-					 "SELECT b.backfill_id, b.status, b.done_through, b.partitions_done,"
-					 " b.rows_deleted, b.rows_inserted FROM hwm.backfills AS b"
-					 " WHERE b.pipeline OPERATOR(pg_catalog.=) $1"
-					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
-					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
-					 " AND $4 IS NOT NULL"
 					 " ORDER BY b.backfill_id DESC LIMIT 1",
 					 4, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	if (hwm_run_status_parse(SPI_getvalue(tup, desc, 2)) == HWM_RUN_SUCCEEDED)
+	if (hwm_run_status_parse(TextDatumGetCString(col_not_null(tup, desc, 2))) == HWM_RUN_SUCCEEDED)
 		return false;			/* done: calling it again runs it again */
-	row->backfill_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	row->backfill_id = DatumGetInt64(col_not_null(tup, desc, 1));
 	row->done_through = SPI_getvalue(tup, desc, 3);
-	row->partitions_done = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
-	row->rows_deleted = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-	row->rows_inserted = DatumGetInt64(SPI_getbinval(tup, desc, 6, &isnull));
+	row->partitions_done = DatumGetInt32(col_not_null(tup, desc, 4));
+	row->rows_deleted = DatumGetInt64(col_not_null(tup, desc, 5));
+	row->rows_inserted = DatumGetInt64(col_not_null(tup, desc, 6));
 	return true;
 }
 
@@ -1565,8 +1707,8 @@ hwm_backfills_resume(int64 backfill_id, int batch_size)
 }
 
 /*
- * A new job's row, 'running', run by the caller (owned by the pipeline's
- * owner from a 1.2 catalog on); returns its backfill_id.
+ * A new job's row, 'running', run by the caller and owned by the
+ * pipeline's owner; returns its backfill_id.
  */
 int64
 hwm_backfills_start(const char *pipeline, const char *kind, const char *from_text,
@@ -1574,7 +1716,6 @@ hwm_backfills_start(const char *pipeline, const char *kind, const char *from_tex
 {
 	Oid			argtypes[6] = {TEXTOID, TEXTOID, TEXTOID, INT4OID, NAMEOID, TEXTOID};
 	Datum		values[6];
-	bool		isnull;
 
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = CStringGetTextDatum(from_text);
@@ -1582,18 +1723,12 @@ hwm_backfills_start(const char *pipeline, const char *kind, const char *from_tex
 	values[3] = Int32GetDatum(batch_size);
 	values[4] = run_by_datum();
 	values[5] = CStringGetTextDatum(kind);
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
+	hwm_catalog_exec("INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
 					 " batch_size, status, run_by, owner, kind)"
 					 " SELECT $1, $2, $3, $4, " SQL_STATUS(RUNNING) ", $5, s.owner, $6 FROM hwm.state AS s"
-					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id" :
-					 "INSERT INTO hwm.backfills (pipeline, from_partition, to_partition,"
-					 " batch_size, status, run_by)"
-					 " SELECT $1, $2, $3, $4, " SQL_STATUS(RUNNING) ", $5 WHERE $6 IS NOT NULL"
-					 " RETURNING backfill_id",
+					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1 RETURNING backfill_id",
 					 6, argtypes, values, NULL, SPI_OK_INSERT_RETURNING);
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-									   SPI_tuptable->tupdesc, 1, &isnull));
+	return DatumGetInt64(first_not_null(1));
 }
 
 /* A job's progress after a step; finished: 'succeeded', with its end time */
@@ -1645,7 +1780,7 @@ hwm_backfills_fail(int64 backfill_id, const char *sqlstate, const char *error)
 
 /*
  * A pipeline's schedule (every, anchored at anchor) and its next run; a run
- * claimed under the old schedule is not run (see claimed_run_id, 1.2).
+ * claimed under the old schedule is not run (see claimed_run_id).
  */
 void
 hwm_state_set_schedule(const char *pipeline, const Interval *every,
@@ -1658,11 +1793,8 @@ hwm_state_set_schedule(const char *pipeline, const Interval *every,
 	values[1] = IntervalPGetDatum(every);
 	values[2] = TimestampTzGetDatum(anchor);
 	values[3] = TimestampTzGetDatum(next);
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
-					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	hwm_catalog_exec("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
@@ -1673,16 +1805,13 @@ hwm_state_clear_schedule(const char *pipeline)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {PIPELINE_ARG(pipeline)};
 
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
-					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	hwm_catalog_exec("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
+					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
 /*
- * The reconcile's schedule (1.2): every, its batch size, its anchor and its
+ * The reconcile's schedule: every, its batch size, its anchor and its
  * first slot; false (nothing written) when the pipeline has no schedule of
  * its own, which the reconcile rides on.
  */
@@ -1705,7 +1834,7 @@ hwm_state_set_reconcile_schedule(const char *pipeline, const Interval *every,
 	return SPI_processed > 0;
 }
 
-/* No scheduled reconcile (1.2) */
+/* No scheduled reconcile */
 void
 hwm_state_clear_reconcile_schedule(const char *pipeline)
 {
@@ -1720,8 +1849,7 @@ hwm_state_clear_reconcile_schedule(const char *pipeline)
 
 /*
  * Is the pipeline's reconcile due at now (the worker, after a scheduled run
- * of it succeeded)?  Only for a 1.2 catalog, a pipeline that is scheduled and
- * not paused, whose reconcile is scheduled and due; its row locked, with its
+ * of it succeeded)?  Only for a pipeline that is scheduled and not paused, whose reconcile is scheduled and due; its row locked, with its
  * schedule, anchor and batch size.  The conditions are on the row it locks,
  * so a concurrent change (a pause, an unschedule) is seen by the recheck.
  */
@@ -1738,8 +1866,6 @@ hwm_state_reconcile_due(const char *pipeline, TimestampTz now, Interval *every,
 	Datum		d_anchor;
 	Datum		d_batch;
 
-	if (hwm_catalog_version() < 12)
-		return false;
 	hwm_catalog_exec("SELECT reconcile_schedule, reconcile_anchor, reconcile_batch_size FROM hwm.state"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND enabled AND schedule IS NOT NULL"
 					 " AND reconcile_schedule IS NOT NULL AND reconcile_anchor IS NOT NULL"
@@ -1787,11 +1913,9 @@ hwm_state_set_enabled(const char *pipeline, bool enabled)
 	Oid			argtypes[2] = {TEXTOID, BOOLOID};
 	Datum		values[2] = {PIPELINE_ARG(pipeline), BoolGetDatum(enabled)};
 
-	hwm_catalog_exec(hwm_catalog_version() >= 12 ?
-					 "UPDATE hwm.state SET enabled = $2, claimed_run_id = CASE"
+	hwm_catalog_exec("UPDATE hwm.state SET enabled = $2, claimed_run_id = CASE"
 					 " WHEN enabled OPERATOR(pg_catalog.=) $2 THEN claimed_run_id END"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET enabled = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
@@ -1847,21 +1971,19 @@ hwm_state_owned_by_any(Datum owners, Oid *owner, int64 *count, char **names)
 {
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		values[1] = {owners};
-	HeapTuple	tup;
-	bool		isnull;
 
-	hwm_catalog_exec("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
-					 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
-					 "                       ORDER BY s.pipeline)"
-					 " FROM hwm.state AS s WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
-					 " GROUP BY 1 ORDER BY 1 LIMIT 1",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	catalog_exec_any_version("SELECT s.owner::pg_catalog.oid, pg_catalog.count(*),"
+							 " pg_catalog.string_agg(pg_catalog.quote_literal(s.pipeline), ', '"
+							 "                       ORDER BY s.pipeline)"
+							 " FROM hwm.state AS s WHERE s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+							 " GROUP BY 1 ORDER BY 1 LIMIT 1",
+							 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	tup = SPI_tuptable->vals[0];
-	*owner = DatumGetObjectId(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-	*count = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-	*names = SPI_getvalue(tup, SPI_tuptable->tupdesc, 3);
+	/* (a group of NOT NULL owners and pipelines: none is NULL) */
+	*owner = DatumGetObjectId(first_not_null(1));
+	*count = DatumGetInt64(first_not_null(2));
+	*names = TextDatumGetCString(first_not_null(3));
 	return true;
 }
 
@@ -1872,9 +1994,9 @@ hwm_state_reassign_owners(Datum owners, Oid newrole)
 	Oid			argtypes[2] = {OIDARRAYOID, OIDOID};
 	Datum		values[2] = {owners, ObjectIdGetDatum(newrole)};
 
-	hwm_catalog_exec("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
-					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	catalog_exec_any_version("UPDATE hwm.state SET owner = $2::pg_catalog.regrole"
+							 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							 2, argtypes, values, NULL, SPI_OK_UPDATE);
 	return SPI_processed;
 }
 
@@ -1885,9 +2007,9 @@ hwm_state_delete_owned(Datum owners)
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		values[1] = {owners};
 
-	hwm_catalog_exec("DELETE FROM hwm.state"
-					 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	catalog_exec_any_version("DELETE FROM hwm.state"
+							 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+							 1, argtypes, values, NULL, SPI_OK_DELETE);
 	return SPI_processed;
 }
 
@@ -1899,9 +2021,7 @@ enum
 	NEW_PIPELINE, NEW_SOURCE, NEW_TARGET, NEW_UNIQUE_KEY, NEW_WATERMARK_COLUMN,
 	NEW_WATERMARK_TYPE, NEW_PARTITION_COLUMN, NEW_LOOKBACK, NEW_SCHEDULE,
 	NEW_WATERMARK, NEW_OWNER, NEW_DELAY, NEW_BATCH_SIZE,
-	/* 1.1 on: command and interval pipelines */
 	NEW_COMMAND, NEW_TIME_INTERVAL, NEW_INTERVAL_ANCHOR, NEW_BATCHED, NEW_SKIP_EMPTY,
-	/* a 1.2 catalog with tombstones */
 	NEW_DELETE_COLUMN,
 	NEW_NARGS
 };
@@ -1934,8 +2054,8 @@ enum
 /*
  * hwm.alter_pipeline: the settings a pipeline's row takes from row (its
  * name, source, target, key, partition column, lookback, delay,
- * batch_size, and from a 1.1 catalog on its command, batched and
- * skip_empty); the rest of the row is kept.
+ * batch_size, command, batched, skip_empty and delete column); the rest of
+ * the row is kept.
  */
 void
 hwm_state_alter(const HwmNewPipeline *row)
@@ -1943,8 +2063,6 @@ hwm_state_alter(const HwmNewPipeline *row)
 	Oid			argtypes[ALTER_NARGS];
 	Datum		values[ALTER_NARGS];
 	char		nulls[ALTER_NARGS];
-	bool		old = hwm_catalog_is_1_0();
-	bool		tombstones = hwm_catalog_has_delete_column();
 
 #define SET_ARG(n, type, value, isnull) \
 	(argtypes[(n) - 1] = (type), values[(n) - 1] = (value), nulls[(n) - 1] = (isnull) ? 'n' : ' ')
@@ -1965,19 +2083,17 @@ hwm_state_alter(const HwmNewPipeline *row)
 			row->delete_column == NULL);
 #undef SET_ARG
 	StaticAssertStmt(ALTER_NARGS == 12, "hwm_state_alter's statement numbers 12 parameters");
-	hwm_catalog_exec(psprintf("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
-							  " partition_column = $5, lookback = $6, delay = $7, batch_size = $8%s%s"
-							  " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-							  old ? "" : ", command = $9, batched = $10, skip_empty = $11",
-							  tombstones ? ", delete_column = $12::pg_catalog.name" : ""),
-					 old ? ALTER_BATCH_SIZE : tombstones ? ALTER_NARGS : ALTER_SKIP_EMPTY,
+	hwm_catalog_exec("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
+					 " partition_column = $5, lookback = $6, delay = $7, batch_size = $8,"
+					 " command = $9, batched = $10, skip_empty = $11,"
+					 " delete_column = $12::pg_catalog.name"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 ALTER_NARGS,
 					 argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
 /*
- * A new pipeline's row.  A 1.0 catalog has only copy pipelines (1.0 has no
- * function that declares others): the command and interval columns are
- * left out.  created_at comes from the clock, not the transaction's start:
+ * A new pipeline's row.  created_at comes from the clock, not the transaction's start:
  * with the name, it is the pipeline's identity, which a run writes its
  * result back by, so a pipeline dropped and declared again in one
  * transaction is another.
@@ -1988,8 +2104,6 @@ hwm_state_insert(const HwmNewPipeline *row)
 	Oid			argtypes[NEW_NARGS];
 	Datum		values[NEW_NARGS];
 	char		nulls[NEW_NARGS];
-	bool		old = hwm_catalog_is_1_0();
-	bool		tombstones = hwm_catalog_has_delete_column();
 
 #define ARG(i, type, value, present) \
 	(argtypes[i] = (type), set_arg(values, nulls, (i), (value), (present)))
@@ -2025,16 +2139,14 @@ hwm_state_insert(const HwmNewPipeline *row)
 					 NEW_DELETE_COLUMN + 1 == 19,
 					 "hwm_state_insert's statement numbers its parameters as NEW_* does");
 
-	hwm_catalog_exec(psprintf("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
-							  " watermark_column, watermark_type, partition_column, lookback,"
-							  " schedule, watermark, owner, delay, batch_size, created_at%s%s)"
-							  " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
-							  " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp()%s%s)",
-							  old ? "" : ", command, time_interval, interval_anchor, batched, skip_empty",
-							  tombstones ? ", delete_column" : "",
-							  old ? "" : ", $14, $15, $16, $17, $18",
-							  tombstones ? ", $19::pg_catalog.name" : ""),
-					 old ? NEW_COMMAND : tombstones ? NEW_NARGS : NEW_DELETE_COLUMN,
+	hwm_catalog_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
+					 " watermark_column, watermark_type, partition_column, lookback,"
+					 " schedule, watermark, owner, delay, batch_size, created_at,"
+					 " command, time_interval, interval_anchor, batched, skip_empty, delete_column)"
+					 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
+					 " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp(),"
+					 " $14, $15, $16, $17, $18, $19::pg_catalog.name)",
+					 NEW_NARGS,
 					 argtypes, values, nulls, SPI_OK_INSERT);
 }
 
@@ -2049,64 +2161,90 @@ hwm_state_delete(const char *pipeline)
 					 1, argtypes, values, NULL, SPI_OK_DELETE);
 }
 
+/* The names in column 1 of the last statement's rows (pipelines: never NULL) */
+static List *
+pipeline_names(void)
+{
+	List	   *names = NIL;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+		names = lappend(names, TextDatumGetCString(col_not_null(SPI_tuptable->vals[i],
+																SPI_tuptable->tupdesc, 1)));
+	return names;
+}
+
 /*
  * In the sql_drop event trigger: the tables dropped that are some
- * pipeline's source or target, left in SPI_tuptable as (objid, schema_name,
- * object_name).
+ * pipeline's source or target (HwmDroppedTable *).
  */
-void
+List *
 hwm_state_dropped_tables(void)
 {
-	hwm_catalog_exec("SELECT d.objid, d.schema_name, d.object_name"
-					 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
-					 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
-					 "  WHERE d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid]))",
-					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	List	   *tables = NIL;
+
+	catalog_exec_any_version("SELECT d.objid, d.schema_name, d.object_name"
+							 " FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+							 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+							 " AND d.objsubid OPERATOR(pg_catalog.=) 0 AND EXISTS (SELECT FROM hwm.state AS s"
+							 "  WHERE d.objid OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid]))",
+							 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		HwmDroppedTable *t = palloc(sizeof(HwmDroppedTable));
+
+		t->relid = DatumGetObjectId(col_not_null(tup, SPI_tuptable->tupdesc, 1));
+		t->schema = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+		t->name = SPI_getvalue(tup, SPI_tuptable->tupdesc, 3);
+		tables = lappend(tables, t);
+	}
+	return tables;
 }
 
 /*
  * The pipelines of table old (as source or target) follow it to table new
- * (a Citus conversion); their names left in SPI_tuptable.
+ * (a Citus conversion); returns their names (char *).
  */
-void
+List *
 hwm_state_follow_table(Oid old, Oid new)
 {
 	Oid			argtypes[2] = {OIDOID, OIDOID};
 	Datum		values[2] = {ObjectIdGetDatum(old), ObjectIdGetDatum(new)};
 
-	hwm_catalog_exec("UPDATE hwm.state AS s SET"
-					 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
-					 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
-					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
-					 " RETURNING s.pipeline",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+	catalog_exec_any_version("UPDATE hwm.state AS s SET"
+							 " source = CASE WHEN s.source::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.source END,"
+							 " target = CASE WHEN s.target::pg_catalog.oid OPERATOR(pg_catalog.=) $1 THEN $2::pg_catalog.regclass ELSE s.target END"
+							 " WHERE $1 OPERATOR(pg_catalog.=) ANY (ARRAY[s.source::pg_catalog.oid, s.target::pg_catalog.oid])"
+							 " RETURNING s.pipeline",
+							 2, argtypes, values, NULL, SPI_OK_UPDATE_RETURNING);
+	return pipeline_names();
 }
 
 /*
  * In the sql_drop event trigger: the pipelines of the tables dropped go;
- * their names left in SPI_tuptable, in name order (whatever order the rows
- * are stored in, for the notices).
+ * returns their names (char *) in name order (whatever order the rows are
+ * stored in, for the notices).
  */
-void
+List *
 hwm_state_delete_of_dropped_tables(void)
 {
-	hwm_catalog_exec("WITH dropped AS ("
-					 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
-					 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
-					 " gone AS (DELETE FROM hwm.state AS s"
-					 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
-					 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
-					 " RETURNING s.pipeline)"
-					 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
-					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	catalog_exec_any_version("WITH dropped AS ("
+							 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
+							 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+							 " AND d.objsubid OPERATOR(pg_catalog.=) 0),"
+							 " gone AS (DELETE FROM hwm.state AS s"
+							 " WHERE s.source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+							 " OR s.target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT objid FROM dropped)"
+							 " RETURNING s.pipeline)"
+							 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
+							 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	return pipeline_names();
 }
 
 /*
- * hwm.set_watermark: the watermark (NULL: load everything again); from 1.1
- * on, what the last load remembered goes too, since it no longer describes
- * the new watermark.
+ * hwm.set_watermark: the watermark (NULL: load everything again); what the
+ * last load remembered goes too, since it no longer describes the new
+ * watermark.
  */
 void
 hwm_state_set_watermark(const char *pipeline, const char *watermark)
@@ -2115,9 +2253,7 @@ hwm_state_set_watermark(const char *pipeline, const char *watermark)
 	Datum		values[2] = {PIPELINE_ARG(pipeline), watermark ? CStringGetTextDatum(watermark) : (Datum) 0};
 	char		nulls[2] = {' ', watermark ? ' ' : 'n'};
 
-	hwm_catalog_exec(hwm_catalog_is_1_0() ?
-					 "UPDATE hwm.state SET watermark = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1" :
-					 "UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+	hwm_catalog_exec("UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
 					 " reread_starts = NULL, reread_epoch = NULL"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);

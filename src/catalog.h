@@ -141,10 +141,11 @@ extern int	hwm_max_runs_per_pipeline;
 extern int	hwm_history_days;
 
 extern Oid	hwm_catalog_owner(void);
-/* the catalog's version: 10, 11 or 12 (1.0, 1.1, 1.2), whatever the library's */
-extern int	hwm_catalog_version(void);
-extern bool hwm_catalog_is_1_0(void);
-extern bool hwm_catalog_has_delete_column(void);
+/*
+ * Is this database's catalog the version this library serves?  Every other
+ * catalog is refused (see "Old catalogs" in src/README.md).
+ */
+extern bool hwm_catalog_is_current(void);
 extern HwmPipeline *hwm_pipeline_fetch(const char *name, bool lock, bool nowait);
 extern HwmPipeline *hwm_pipeline_fetch_extended(const char *name, bool lock,
 												bool nowait, bool orphan_ok);
@@ -171,20 +172,29 @@ extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   int64 rows, const HwmLoadMemory *memory);
 
 /*
- * The scheduler's rows (dispatch.c, worker.c).  The due pipelines, oldest
- * first in turns between owners (the owner served longest ago first within
- * a turn), at most limit, locked, left in SPI_tuptable as (pipeline, owner,
- * next_run_at, schedule, anchor, timeout); when the next one is due
- * (DT_NOEND: none); a claimed run's 'running' row and its next slot (NULL:
- * none), which also marks the row's claim (claimed_run_id); whether a
- * claimed run is still to run, under its pipeline's lock (NULL, or why
- * not); its end, failed or skipped (false: no longer 'running'), with the
- * pipeline and the time; a pipeline's schedule and failure count, and its
- * next run time; the 'running' rows no live run holds, made 'interrupted'
- * (left in SPI_tuptable as (pipeline, run_id)); a claim that failed; the
- * pipeline of a 'running' row (NULL: not running); a 'running' row removed.
+ * The scheduler's rows (dispatch.c, worker.c); each function's comment in
+ * catalog.c says what it reads or writes.
  */
-extern void hwm_state_select_due(int limit, TimestampTz now);
+
+/* A due pipeline, as the dispatcher claims it (hwm_state_select_due) */
+typedef struct HwmDueRow
+{
+	char	   *pipeline;
+	Oid			owner;
+	Interval	every;			/* its schedule */
+	TimestampTz anchor;			/* its grid's anchor (else its next run time) */
+	Interval   *timeout;		/* a scheduled run's time limit; NULL: none */
+} HwmDueRow;
+
+/* An owner of pipelines at home here, and when its next run is due */
+typedef struct HwmOwnerDue
+{
+	Oid			owner;
+	TimestampTz due;
+} HwmOwnerDue;
+
+extern HwmDueRow *hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows,
+									   uint64 *ndue);
 extern TimestampTz hwm_state_next_due(void);
 extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
 extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
@@ -193,18 +203,13 @@ extern bool hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlst
 							const char *error, char **pipeline, TimestampTz *finished);
 extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);
 extern void hwm_state_set_next_run(const char *pipeline, const TimestampTz *next);
-extern uint64 hwm_runs_sweep_interrupted(Datum live_run_ids);
+extern int64 *hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n);
 extern void hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 								  const char *error);
 extern char *hwm_runs_running_pipeline(int64 run_id);
 extern void hwm_runs_delete_running(int64 run_id);
-/* the dispatcher's fair shares: per owner here, when its next run is due
- * (rows of owner oid, timestamptz); the last run's duration in ms of the
- * pipelines named in a text[] (rows of pipeline, int8) */
-extern uint64 hwm_state_due_by_owner(void);
-extern uint64 hwm_state_last_durations(Datum pipelines);
-/* a worker hands back claimed runs it will not start (int8[] of run_ids):
- * their 'running' rows go and their pipelines are due again; how many */
+extern HwmOwnerDue *hwm_state_due_by_owner(int *n);
+extern void hwm_state_last_durations(char *const *pipelines, int n, int64 *ms);
 extern int64 hwm_runs_release(Datum run_ids);
 
 /*
@@ -221,10 +226,9 @@ extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
- * The reconcile's schedule (1.2; reconcile.c, worker.c): set (false when
- * the pipeline has no schedule: nothing written), cleared; whether it is due
- * now for a scheduled, unpaused pipeline (the row locked; false on a 1.0 or
- * 1.1 catalog), and its next slot.
+ * The reconcile's schedule (reconcile.c, worker.c): set (false when the
+ * pipeline has no schedule: nothing written), cleared; whether it is due now
+ * for a scheduled, unpaused pipeline (the row locked), and its next slot.
  */
 extern bool hwm_state_set_reconcile_schedule(const char *pipeline, const Interval *every,
 											 int batch_size, TimestampTz anchor,
@@ -253,35 +257,42 @@ typedef struct HwmNewPipeline
 	Oid			owner;
 	const Interval *delay;
 	int64		batch_size;		/* 0: no cap */
-	/* command and interval pipelines (from a 1.1 catalog on) */
+	/* command and interval pipelines */
 	const char *command;
 	const Interval *time_interval;
 	const char *interval_anchor;
 	bool		batched;
 	bool		skip_empty;
-	const char *delete_column;	/* NULL: none (a 1.2 catalog on) */
+	const char *delete_column;	/* NULL: none */
 } HwmNewPipeline;
 
 /*
  * hwm.state: declaring and dropping pipelines (manage.c).  In the sql_drop
- * event trigger, statements on pg_event_trigger_dropped_objects(): the
- * dropped tables some pipeline uses (left in SPI_tuptable as (objid,
- * schema_name, object_name)), the pipelines of a table that Citus converts
+ * event trigger, statements on pg_event_trigger_dropped_objects(), which
+ * work on every catalog: the dropped tables some pipeline uses
+ * (HwmDroppedTable *), the pipelines of a table that Citus converts
  * following its successor, and the pipelines of the dropped tables deleted
- * (names left in SPI_tuptable, in name order).
+ * (their names, char *, the latter in name order).
  */
+typedef struct HwmDroppedTable
+{
+	Oid			relid;
+	char	   *schema;			/* NULL: not known */
+	char	   *name;			/* NULL: not known */
+} HwmDroppedTable;
+
 extern void hwm_state_insert(const HwmNewPipeline *row);
 extern Oid	hwm_state_watermark_type(const char *pipeline);
 extern void hwm_state_alter(const HwmNewPipeline *row);
 extern void hwm_state_delete(const char *pipeline);
-extern void hwm_state_dropped_tables(void);
-extern void hwm_state_follow_table(Oid old, Oid new);
-extern void hwm_state_delete_of_dropped_tables(void);
+extern List *hwm_state_dropped_tables(void);
+extern List *hwm_state_follow_table(Oid old, Oid new);
+extern List *hwm_state_delete_of_dropped_tables(void);
 extern void hwm_state_set_watermark(const char *pipeline, const char *watermark);
 
 /*
  * hwm.state by owner, for DROP ROLE, REASSIGN OWNED and DROP OWNED
- * (owners.c): owners is an oid[] of roles.  Whether they own pipelines
+ * (owners.c), on every catalog: owners is an oid[] of roles.  Whether they own pipelines
  * (the first owner by oid, its count and its pipelines' names quoted);
  * their pipelines given to newrole, or dropped (how many).
  */
@@ -292,7 +303,8 @@ extern uint64 hwm_state_delete_owned(Datum owners);
 /*
  * hwm.backfills: one resumable job's row (job.c), by name of column, found
  * and started by its kind (HwmJobKind.job: backfill, rerun_intervals,
- * reconcile; a 1.0 or 1.1 catalog has no kind column).  A job's id, the end of its last step (NULL: none), its steps and counts.
+ * reconcile).  A job's id, the end of its last step (NULL: none), its
+ * steps and counts.
  */
 typedef struct HwmBackfillRow
 {

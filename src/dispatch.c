@@ -12,7 +12,9 @@
  * superuser, telling it how many workers it may have (its fair share of the
  * free hwm.max_workers).  The dispatcher:
  *
- *	1. leaves at once when the extension does not exist in the database;
+ *	1. leaves at once when the extension does not exist in the database,
+ *	   or when its catalog is older than this library's (before ALTER
+ *	   EXTENSION hwm UPDATE: logged, and nothing runs there until then);
  *	2. records the runs whose worker exited without recording an outcome
  *	   ('failed': the one it was serving; those it had not started are
  *	   handed back, due again), and, when asked (at the first dispatch of
@@ -206,17 +208,11 @@ hwm_outcome_record(int64 run_id, HwmRunStatus status, const char *sqlstate,
 static void
 sweep_interrupted(void)
 {
-	uint64		n = hwm_runs_sweep_interrupted(hwm_slots_live_run_ids(MyDatabaseId));
+	uint64		n;
+	int64	   *run_ids = hwm_runs_sweep_interrupted(hwm_slots_live_run_ids(MyDatabaseId), &n);
 
 	for (uint64 i = 0; i < n; i++)
-	{
-		bool		isnull;
-		Datum		run_id = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2,
-										   &isnull);
-
-		if (!isnull)			/* (the primary key: never NULL) */
-			hwm_outcome_notify(DatumGetInt64(run_id));
-	}
+		hwm_outcome_notify(run_ids[i]);
 }
 
 /*
@@ -326,7 +322,7 @@ record_orphans(void)
 }
 
 
-/* One due row of select_due, copied out of SPI's result */
+/* One due run (hwm_state_select_due's row), and what the dispatch makes of it */
 typedef struct DueRun
 {
 	char	   *pipeline;
@@ -403,57 +399,28 @@ queue_for(const DueRun *due)
 
 /* This database's owners, and when each is next due (hwm_state_due_by_owner) */
 static int	n_due_owners = 0;
-static Oid *due_owners = NULL;
-static TimestampTz *due_owners_at = NULL;
+static HwmOwnerDue *due_owners = NULL;
 static const HwmDispatchArgs *share_args = NULL;
 
 /* Read when each owner of this database is next due (after claims, too) */
 static void
 read_due_owners(void)
 {
-	uint64		n = hwm_state_due_by_owner();
-
-	n_due_owners = (int) n;
-	due_owners = palloc(sizeof(Oid) * (n + 1));
-	due_owners_at = palloc(sizeof(TimestampTz) * (n + 1));
-	for (uint64 i = 0; i < n; i++)
-	{
-		bool		isnull;
-		Datum		d;
-
-		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-		due_owners[i] = isnull ? InvalidOid : DatumGetObjectId(d);
-		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
-		due_owners_at[i] = isnull ? DT_NOEND : DatumGetTimestampTz(d);
-	}
+	due_owners = hwm_state_due_by_owner(&n_due_owners);
 }
 
 /* The expected duration of each due run: its pipeline's last run (-1: unknown) */
 static void
 read_expected(DueRun *due, uint64 ndue)
 {
-	Datum	   *names = palloc(sizeof(Datum) * (ndue + 1));
-	uint64		n;
+	char	  **names = palloc(sizeof(char *) * (ndue + 1));
+	int64	   *ms = palloc(sizeof(int64) * (ndue + 1));
 
 	for (uint64 i = 0; i < ndue; i++)
-	{
-		names[i] = CStringGetTextDatum(due[i].pipeline);
-		due[i].expected_ms = -1;
-	}
-	n = hwm_state_last_durations(PointerGetDatum(construct_array(names, (int) ndue, TEXTOID,
-																  -1, false, TYPALIGN_INT)));
-	for (uint64 r = 0; r < n; r++)
-	{
-		char	   *name = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
-		bool		isnull;
-		Datum		ms = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
-
-		if (name == NULL || isnull)
-			continue;
-		for (uint64 i = 0; i < ndue; i++)
-			if (strcmp(due[i].pipeline, name) == 0)
-				due[i].expected_ms = DatumGetInt64(ms);
-	}
+		names[i] = due[i].pipeline;
+	hwm_state_last_durations(names, (int) ndue, ms);
+	for (uint64 i = 0; i < ndue; i++)
+		due[i].expected_ms = ms[i];
 }
 
 /*
@@ -529,10 +496,10 @@ fair_to_claim(const DueRun *due, TimestampTz now)
 			first_db = Min(first_db, share_args->others_due_at[i]);
 		}
 	for (int i = 0; i < n_due_owners; i++)
-		if (due_owners[i] != due->owner && due_owners_at[i] <= until)
+		if (due_owners[i].owner != due->owner && due_owners[i].due <= until)
 		{
 			other_owners++;
-			first_owner = Min(first_owner, due_owners_at[i]);
+			first_owner = Min(first_owner, due_owners[i].due);
 		}
 	if (other_dbs > 0 &&
 		workers_held(InvalidOid, Max(first_db, now)) >= share_of(other_dbs))
@@ -667,40 +634,6 @@ claim_failed_step(void *arg)
 }
 
 /*
- * Copy row i of select_due's result; pipeline NULL when a column it needs
- * is NULL (select_due states that none is: a row that breaks it is left
- * alone and logged, never read).
- */
-static void
-read_due(SPITupleTable *tt, uint64 i, DueRun *due)
-{
-	HeapTuple	tup = tt->vals[i];
-	bool		owner_null,
-				every_null,
-				anchor_null;
-	bool		no_timeout;
-	Datum		owner = SPI_getbinval(tup, tt->tupdesc, 2, &owner_null);
-	Datum		every = SPI_getbinval(tup, tt->tupdesc, 4, &every_null);
-	Datum		anchor = SPI_getbinval(tup, tt->tupdesc, 5, &anchor_null);
-	Datum		timeout = SPI_getbinval(tup, tt->tupdesc, 6, &no_timeout);
-
-	due->pipeline = SPI_getvalue(tup, tt->tupdesc, 1);
-	if (due->pipeline == NULL || owner_null || every_null || anchor_null)
-	{
-		ereport(LOG,
-				(errmsg("hwm: due pipeline \"%s\" not claimed: its row lacks an owner, a schedule or a run time",
-						due->pipeline ? due->pipeline : "?")));
-		due->pipeline = NULL;
-		return;
-	}
-	due->owner = DatumGetObjectId(owner);
-	due->every = palloc(sizeof(Interval));
-	*due->every = *DatumGetIntervalP(every);
-	due->anchor = DatumGetTimestampTz(anchor);
-	due->timeout_ms = no_timeout ? 0 : interval_ms(DatumGetIntervalP(timeout));
-}
-
-/*
  * When the dispatch that held back the runs of some owners for fairness
  * should look again: when the next run of another owner is due, and at
  * the latest HOLD_RETRY_MS from now (workers may have ended by then).
@@ -716,9 +649,9 @@ next_due_not_held(const Oid *held, int nheld, TimestampTz now)
 		bool		was_held = false;
 
 		for (int k = 0; k < nheld && !was_held; k++)
-			was_held = held[k] == due_owners[i];
+			was_held = held[k] == due_owners[i].owner;
 		if (!was_held)
-			next = Min(next, due_owners_at[i]);
+			next = Min(next, due_owners[i].due);
 	}
 	/* and once another database's runs are due, the shares change */
 	for (int i = 0; i < share_args->nothers; i++)
@@ -741,30 +674,24 @@ start_queues(int quota)
 
 /*
  * The runs due at now, at most limit rows of hwm.state (*nrows: how many
- * there were), those read_due can read (*ndue of them) in the order they are
- * claimed (due_cmp), each with its owner's workers in flight and its
- * expected time.
+ * there were), those that can be claimed (*ndue of them: a row that lacks
+ * what a claim needs is logged and left out by hwm_state_select_due) in the
+ * order they are claimed (due_cmp), each with its owner's workers in flight
+ * and its expected time.
  */
 static DueRun *
 read_due_runs(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 {
-	SPITupleTable *tt;
-	DueRun	   *due;
+	HwmDueRow  *rows = hwm_state_select_due(limit, now, nrows, ndue);
+	DueRun	   *due = palloc0(sizeof(DueRun) * (*ndue + 1));
 
-	hwm_state_select_due(limit, now);
-	tt = SPI_tuptable;
-	*nrows = SPI_processed;
-	due = palloc0(sizeof(DueRun) * (*nrows + 1));
-	*ndue = 0;
-	/* (a row read_due cannot read is left out: logged there) */
-	for (uint64 i = 0; i < *nrows; i++)
-	{
-		read_due(tt, i, &due[*ndue]);
-		if (due[*ndue].pipeline != NULL)
-			(*ndue)++;
-	}
 	for (uint64 i = 0; i < *ndue; i++)
 	{
+		due[i].pipeline = rows[i].pipeline;
+		due[i].owner = rows[i].owner;
+		due[i].every = &rows[i].every;
+		due[i].anchor = rows[i].anchor;
+		due[i].timeout_ms = rows[i].timeout ? interval_ms(rows[i].timeout) : 0;
 		due[i].order = (int) i;
 		due[i].inflight = workers_held(due[i].owner, DT_NOBEGIN);
 	}
@@ -861,14 +788,34 @@ claim_due_runs(const HwmDispatchArgs *args)
 	return hwm_state_next_due();
 }
 
-/* Steps 2 and 3 in one transaction; false when hwm is not installed here */
+/*
+ * Steps 2 and 3 in one transaction; false when hwm is not installed here,
+ * or its catalog is older than this library's (logged: the launcher comes
+ * back at ALTER EXTENSION, which rings the doorbell, or a few minutes
+ * later, as for a database without hwm).
+ */
 static bool
 dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 {
+	bool		present;
+
 	hwm_bgw_begin();
-	if (!OidIsValid(get_extension_oid("hwm", true)))
+	present = OidIsValid(get_extension_oid("hwm", true));
+	if (present && !hwm_catalog_is_current())
 	{
-		/* nothing to record without the catalog: forget the runs */
+		char	   *dbname = get_database_name(MyDatabaseId);
+
+		ereport(LOG,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("hwm: the scheduler skips database \"%s\": its hwm catalog is older than the installed hwm library",
+						dbname ? dbname : "?"),
+				 errdetail("No pipeline of that database runs until its catalog is updated."),
+				 errhint("Run ALTER EXTENSION hwm UPDATE in database \"%s\".", dbname ? dbname : "?")));
+		present = false;
+	}
+	if (!present)
+	{
+		/* nothing to record without a catalog it can write: forget the runs */
 		pfree(hwm_slots_release(MyDatabaseId, HWM_SLOT_ORPHANED, NULL, NULL));
 		hwm_bgw_commit();
 		return false;

@@ -102,25 +102,14 @@ typedef struct CreateArgs
 } CreateArgs;
 
 /*
- * Whether argument argno was given: a catalog older than the library may
- * declare the function with fewer arguments (delete_column, issue 32).
+ * Whether argument argno was given: a catalog older than the library
+ * declares the function with fewer arguments (delete_column, issue 32),
+ * which are read before its first statement on the catalog refuses it.
  */
 #define ARG_GIVEN(argno) (PG_NARGS() > (argno) && !PG_ARGISNULL(argno))
 
 /* create_pipeline's delete_column (its last argument) */
 #define CREATE_DELETE_COLUMN 11
-
-/* A delete marker needs hwm.state.delete_column: refuse it before ALTER EXTENSION UPDATE */
-static void
-check_delete_column_catalog(void)
-{
-	if (!hwm_catalog_has_delete_column())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("delete_column needs the hwm 1.2 catalog"),
-				 errdetail("This database's hwm catalog has no hwm.state.delete_column."),
-				 errhint("Run ALTER EXTENSION hwm UPDATE first.")));
-}
 
 /* Where each create function has its run arguments (-1: it has none) */
 typedef struct RunArgPos
@@ -193,10 +182,7 @@ read_columns_args(FunctionCallInfo fcinfo, CreateArgs *a)
 	a->partition_column = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	a->lookback = PG_GETARG_INT32(6);
 	if (ARG_GIVEN(CREATE_DELETE_COLUMN))
-	{
-		check_delete_column_catalog();
 		a->spec.delete_column = pstrdup(NameStr(*PG_GETARG_NAME(CREATE_DELETE_COLUMN)));
-	}
 
 	if (a->lookback < 0)
 		ereport(ERROR,
@@ -476,36 +462,25 @@ hwm_drop_pipeline(PG_FUNCTION_ARGS)
 static void
 follow_citus_conversions(void)
 {
-	uint64		n;
-	Oid		   *old;
-	char	  **nsp;
-	char	  **rel;
+	List	   *dropped = hwm_state_dropped_tables();
+	ListCell   *lc;
 
-	hwm_state_dropped_tables();
-	n = SPI_processed;
-	old = palloc(sizeof(Oid) * Max(n, 1));
-	nsp = palloc(sizeof(char *) * Max(n, 1));
-	rel = palloc(sizeof(char *) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
+	foreach(lc, dropped)
 	{
-		bool		isnull;
+		HwmDroppedTable *t = lfirst(lc);
+		Oid			new;
+		ListCell   *lc2;
 
-		old[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		nsp[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		rel[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-	}
-	for (uint64 i = 0; i < n; i++)
-	{
-		Oid			new = hwm_citus_successor(nsp[i], rel[i]);
-
+		if (t->schema == NULL || t->name == NULL)
+			continue;			/* (no name: no successor of that name either) */
+		new = hwm_citus_successor(t->schema, t->name);
 		if (!OidIsValid(new))
 			continue;
-		hwm_state_follow_table(old[i], new);
-		for (uint64 j = 0; j < SPI_processed; j++)
+		foreach(lc2, hwm_state_follow_table(t->relid, new))
 			ereport(NOTICE,
 					(errmsg("hwm: pipeline \"%s\" follows %s.%s to the table Citus converts it into",
-							SPI_getvalue(SPI_tuptable->vals[j], SPI_tuptable->tupdesc, 1),
-							quote_identifier(nsp[i]), quote_identifier(rel[i]))));
+							(char *) lfirst(lc2),
+							quote_identifier(t->schema), quote_identifier(t->name))));
 	}
 }
 
@@ -521,6 +496,8 @@ Datum
 hwm_on_sql_drop(PG_FUNCTION_ARGS)
 {
 	Oid			nsp;
+	List	   *gone;
+	ListCell   *lc;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -535,14 +512,14 @@ hwm_on_sql_drop(PG_FUNCTION_ARGS)
 	SPI_connect();
 	follow_citus_conversions();
 	/* the notices in name order, whatever order the rows are stored in */
-	hwm_state_delete_of_dropped_tables();
+	gone = hwm_state_delete_of_dropped_tables();
 	/* a run's command that drops its own pipeline's table: refused */
-	for (uint64 i = 0; i < SPI_processed; i++)
-		hwm_running_refuse(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-	for (uint64 i = 0; i < SPI_processed; i++)
+	foreach(lc, gone)
+		hwm_running_refuse(lfirst(lc));
+	foreach(lc, gone)
 		ereport(NOTICE,
 				(errmsg("hwm: pipeline \"%s\" dropped with its source or target table",
-						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1)),
+						(char *) lfirst(lc)),
 				 errdetail("Its run history stays in hwm.runs.")));
 	SPI_finish();
 	PG_RETURN_NULL();
@@ -698,8 +675,6 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 	alter_refuse_arg(fcinfo, ALTER_SKIP_EMPTY, interval, p, "skip_empty", "interval pipelines (hwm.create_interval_pipeline)");
 	alter_refuse_arg(fcinfo, ALTER_BATCH_SIZE, !interval, p, "batch_size", "copy and command pipelines");
 	alter_refuse_arg(fcinfo, ALTER_DELETE_COLUMN, copy, p, "delete_column", "copy pipelines (hwm.create_pipeline)");
-	if (ARG_GIVEN(ALTER_DELETE_COLUMN))
-		check_delete_column_catalog();
 
 	a->name = p->name;
 	a->owner = p->owner;

@@ -67,7 +67,7 @@ typedef struct HwmDispatchResult
 {
 	uint64		dispatch_id;	/* the launcher's number for the dispatch */
 	bool		done;			/* it got to the end */
-	bool		has_extension;	/* hwm exists in the database */
+	bool		has_extension;	/* hwm exists in the database, its catalog current */
 	TimestampTz next_due_at;	/* earliest unclaimed run (DT_NOEND: none) */
 } HwmDispatchResult;
 

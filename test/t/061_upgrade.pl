@@ -1,15 +1,20 @@
 # The upgrade path: ALTER EXTENSION hwm UPDATE from every older version.
 #
 # For every upgrade script hwm--A--B.sql of the repository this test
-#   1. installs version A (CREATE EXTENSION hwm VERSION 'A'), declares a
-#      pipeline and runs it;
-#   2. runs ALTER EXTENSION hwm UPDATE TO 'B';
-#   3. compares every object of the extension (functions with their full
+#   1. installs version A (CREATE EXTENSION hwm VERSION 'A') and a pipeline
+#      in it as version A left it after a run (written into hwm.state by
+#      hand: the library under test serves only default_version's catalog);
+#   2. checks the policy for older catalogs (README, Upgrades): the library
+#      refuses to run or declare a pipeline there, with a hint to ALTER
+#      EXTENSION hwm UPDATE, while DROP TABLE (the sql_drop event trigger)
+#      and DROP ROLE (the role hooks) still work;
+#   3. runs ALTER EXTENSION hwm UPDATE TO 'B';
+#   4. compares every object of the extension (functions with their full
 #      definitions, tables with columns, defaults, constraints and indexes,
 #      views, comments, grants, what pg_dump dumps) with a fresh
 #      CREATE EXTENSION hwm VERSION 'B' in another database;
-#   4. checks that the pipeline survived and runs on: it loads the new rows
-#      once.
+#   5. checks that the pipeline survived, and, when B is default_version,
+#      runs on: it loads the new rows once (an older B is still refused).
 # It does the same for ALTER EXTENSION hwm UPDATE from every older version
 # to default_version, along whatever chain PostgreSQL picks.
 #
@@ -142,17 +147,30 @@ sub upgrade_and_compare
 	my ($rc, $out, $err) = $node->psql($db, "CREATE EXTENSION hwm VERSION '$from'");
 	is($rc, 0, "$what: CREATE EXTENSION hwm VERSION '$from'")
 	  or diag("$err\nKeep the install script of every released version (or a chain to it).");
+	# the pipeline p after one run of version $from (20 rows, watermark 20),
+	# and q, whose table goes below; written as 1.0 and 1.1 wrote them
 	$node->safe_psql($db, q{
 		CREATE TABLE src (id bigint PRIMARY KEY, day date NOT NULL, v text);
 		CREATE TABLE tgt (id bigint PRIMARY KEY, day date NOT NULL, v text);
+		CREATE TABLE gone (id bigint PRIMARY KEY);
 		INSERT INTO src SELECT i, date '2024-01-01' + i / 5, 'v' || i FROM generate_series(1, 20) i;
+		INSERT INTO tgt SELECT * FROM src;
 		GRANT SELECT ON src TO loader;
 		GRANT SELECT, INSERT, UPDATE, DELETE ON tgt TO loader;
-		SET ROLE loader;
-		SELECT hwm.create_pipeline('p', 'src', 'tgt', '{id}', 'id', partition_column => 'day', lookback => 1);
-		SELECT * FROM hwm.run('p');
-		RESET ROLE;
+		INSERT INTO hwm.state (pipeline, source, target, unique_key, watermark_column, watermark_type,
+		                       partition_column, lookback, watermark, owner, last_status, last_rows)
+		VALUES ('p', 'src', 'tgt', '{id}', 'id', 'bigint', 'day', 1, '20', 'loader', 'succeeded', 20),
+		       ('q', 'gone', 'gone', '{id}', 'id', 'bigint', NULL, 0, NULL, 'loader', NULL, NULL);
 	});
+	refused($db, $from, "$what: on the $from catalog");
+	my ($rc2, $out2, $err2) = $node->psql($db, 'DROP TABLE gone');
+	is($rc2, 0, "$what: DROP TABLE works on the $from catalog") or diag($err2);
+	like($err2, qr/pipeline "q" dropped with its source or target table/,
+		"$what: ... and drops the table's pipeline, as the event trigger of $from did");
+	# (LOAD: this node does not preload hwm, whose role hooks come with the library)
+	is($node->safe_psql($db, q{LOAD 'hwm'; CREATE ROLE passing; DROP ROLE passing; SELECT count(*) FROM hwm.state}), '1',
+		"$what: DROP ROLE works on the $from catalog, and the pipeline p stays");
+
 	my $state_sql = q{SELECT pipeline, source::text, target::text, unique_key, watermark_column, watermark,
 	                         partition_column, lookback, owner::text, last_rows FROM hwm.state};
 	my $state_before = $node->safe_psql($db, $state_sql);
@@ -168,10 +186,34 @@ sub upgrade_and_compare
 	  or diag("- fresh install, + updated:\n" . join("\n", @d));
 
 	is($node->safe_psql($db, $state_sql), $state_before, "$what: the pipeline survived the update");
+	if ($to ne $default_version)
+	{
+		refused($db, $to, "$what: on the $to catalog, still older than the library's");
+		return;
+	}
 	$node->safe_psql($db, q{INSERT INTO src SELECT i, date '2024-01-05', 'v' || i FROM generate_series(21, 23) i});
 	is($node->safe_psql($db, q{SELECT rows_upserted, watermark_before, watermark_after FROM hwm.run('p')}),
 		'3|20|23', "$what: the pipeline runs after the update and loads only the new rows");
 	is($node->safe_psql($db, q{SELECT count(*), count(DISTINCT id) FROM tgt}), '23|23', "$what: nothing doubled");
+	return;
+}
+
+# In database $db, whose catalog is version $version (older than
+# default_version), the library refuses to run or declare a pipeline, saying
+# why and what to do; nothing is changed.
+sub refused
+{
+	my ($db, $version, $what) = @_;
+	my $state = $node->safe_psql($db, 'SELECT * FROM hwm.state ORDER BY pipeline');
+	for my $call ("SELECT * FROM hwm.run('p')",
+		"SELECT hwm.create_pipeline('p2', 'src', 'tgt', '{id}', 'id')")
+	{
+		my ($rc, $out, $err) = $node->psql($db, "SET ROLE loader; $call");
+		like($err,
+			qr/ERROR:  hwm's catalog in this database is version \Q$version\E, and the installed hwm library serves version \Q$default_version\E\n(.*\n)?HINT:  Run ALTER EXTENSION hwm UPDATE in this database\./,
+			"$what: $call is refused, with the hint to update");
+	}
+	is($node->safe_psql($db, 'SELECT * FROM hwm.state ORDER BY pipeline'), $state, "$what: ... and changes nothing");
 	return;
 }
 
