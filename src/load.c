@@ -73,6 +73,7 @@ typedef struct LoadRun
 	char	   *from_text;
 	char	   *to_text;
 	int64		scheduled_run_id;	/* its 'running' row (hwm_load_scheduled), 0: none */
+	const char *aside_refusal;	/* why the first load aside gave up (exchange.c) */
 } LoadRun;
 
 /*
@@ -292,7 +293,7 @@ aside_slice(void *arg)
 {
 	LoadRun    *r = arg;
 
-	r->upserted = hwm_aside_load(r->plan, fill_aside, r);
+	r->upserted = hwm_aside_load(r->plan, fill_aside, r, &r->aside_refusal);
 }
 
 /*
@@ -376,7 +377,7 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 	}
 	if (fn == aside_slice)
 	{
-		const char *why = hwm_aside_gave_up(edata);
+		const char *why = hwm_aside_gave_up(edata, r->aside_refusal);
 
 		if (why == NULL)
 			ReThrowError(edata);
@@ -418,6 +419,7 @@ first_load_aside(LoadRun *r)
 								 r->p->name, why)));
 		return false;
 	}
+	r->aside_refusal = NULL;
 	return fast_path(r, aside_slice, "building it aside");
 }
 
