@@ -62,6 +62,38 @@ SELECT hwm.create_pipeline('catch_up_bad', 'src', 'tgt', '{id}', 'n', batch_size
 CALL hwm.catch_up(NULL);
 CALL hwm.catch_up('no_such_pipeline');
 
+-- an interval pipeline's catch-up goes no further than the intervals ready
+-- at its first run (its horizon), and that horizon is its own: a run of
+-- another interval pipeline that its command makes is held to that
+-- pipeline's ready intervals alone (issue 39: the horizon was kept in a
+-- variable of interval.c that any interval run during a catch-up read).
+-- iv_a: one row in 1900 and a delay of 100 years, so its horizon is a
+-- century ago; its command runs iv_b, whose rows are in 2020 and ready.
+CREATE TABLE ev_a (t timestamptz);
+CREATE TABLE ev_b (t timestamptz);
+CREATE TABLE b_done (lo timestamptz, hi timestamptz, n bigint);
+INSERT INTO ev_a VALUES ('1900-01-01 12:00+00');
+INSERT INTO ev_b VALUES ('2020-01-01 12:00+00'), ('2020-01-02 12:00+00');
+SELECT hwm.create_interval_pipeline('iv_b', 'ev_b', 't', '1 day', $$
+  INSERT INTO catch_up.b_done SELECT $1, $2, count(*) FROM catch_up.ev_b AS e
+   WHERE e.t >= $1 AND e.t < $2$$);
+SELECT hwm.create_interval_pipeline('iv_a', 'ev_a', 't', '1 day', $$
+  SELECT $1, $2, r.watermark_after FROM hwm.run('iv_b') AS r$$,
+  batched => true, delay => '100 years');
+-- (the NOTICEs name iv_a's horizon, which follows the clock)
+SET client_min_messages = warning;
+CALL hwm.catch_up('iv_a');
+RESET client_min_messages;
+-- iv_b ran its first day, [2020-01-01, 2020-01-02), not nothing
+SELECT lo AT TIME ZONE 'UTC' AS lo_utc, hi AT TIME ZONE 'UTC' AS hi_utc, n
+  FROM b_done ORDER BY lo;
+SELECT pipeline, watermark FROM hwm.state WHERE pipeline = 'iv_b';
+-- iv_a did its one batch, then stopped at its horizon
+SELECT count(*) AS iv_a_runs, count(from_partition) AS iv_a_commands
+  FROM hwm.runs WHERE pipeline = 'iv_a';
+SELECT hwm.drop_pipeline('iv_a');
+SELECT hwm.drop_pipeline('iv_b');
+
 SELECT hwm.drop_pipeline('catch_up');
 RESET search_path;
 DROP SCHEMA catch_up CASCADE;

@@ -335,9 +335,6 @@ typedef struct DueRun
 	int			order;			/* its place in select_due's order */
 } DueRun;
 
-/* set when a claim found no free slot: the dispatch stops claiming */
-static bool no_free_slot = false;
-
 /*
  * The queues this dispatch claimed: one slot per owner with room, at most
  * quota of them (the launcher's share for this database), each holding up
@@ -522,22 +519,32 @@ due_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : (x->order > y->order ? 1 : 0);
 }
 
-/* a claimed run whose owner cannot run it, recorded after its claim */
-static struct
+/*
+ * One claim (claim_run in a subtransaction, claim_guarded), and what it
+ * tells its caller once the subtransaction is over: a run whose owner
+ * cannot run it, to record; a claim that found no free slot.
+ */
+typedef struct ClaimStep
 {
-	int64		run_id;
-	const char *sqlstate;
-	const char *problem;
-}			cannot_run;
+	const DueRun *due;
+	TimestampTz now;
+	ErrorData  *edata;			/* the claim's error, or NULL */
+	int64		cannot_run_id;	/* a claimed run its owner cannot run, 0: none */
+	const char *cannot_run_sqlstate;
+	const char *cannot_run_problem;
+	bool		no_free_slot;	/* the dispatch stops claiming */
+} ClaimStep;
 
 /*
- * Claim one due run: its 'running' row, its next slot on the grid, a run
- * slot for the launcher.  A run whose owner cannot run it is recorded as a
- * failure at once.
+ * Claim one due run (c->due, at c->now): its 'running' row, its next slot
+ * on the grid, a run slot for the launcher.  A run whose owner cannot run
+ * it is left in c for the caller to record as a failure at once.
  */
 static void
-claim_run(const DueRun *due, TimestampTz now)
+claim_run(ClaimStep *c)
 {
+	const DueRun *due = c->due;
+	TimestampTz now = c->now;
 	const char *sqlstate = NULL;
 	const char *problem;
 	TimestampTz next;
@@ -557,9 +564,9 @@ claim_run(const DueRun *due, TimestampTz now)
 		/* it cannot run at all: a failure, recorded by the caller */
 		ereport(LOG,
 				(errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", due->pipeline, problem)));
-		cannot_run.run_id = run_id;
-		cannot_run.sqlstate = sqlstate;
-		cannot_run.problem = problem;
+		c->cannot_run_id = run_id;
+		c->cannot_run_sqlstate = sqlstate;
+		c->cannot_run_problem = problem;
 		return;
 	}
 	/*
@@ -582,7 +589,7 @@ claim_run(const DueRun *due, TimestampTz now)
 	slotno = hwm_slot_claim(MyDatabaseId, due->owner, due->timeout_ms, run_id, due->expected_ms);
 	if (slotno < 0)
 	{
-		no_free_slot = true;
+		c->no_free_slot = true;
 		elog(ERROR, "hwm: no free scheduler slot for pipeline \"%s\"", due->pipeline);
 	}
 	queues.owners[queues.n] = due->owner;
@@ -610,19 +617,10 @@ claim_failed(const DueRun *due, ErrorData *edata)
 }
 
 /* One claim, and the recording of one that failed, for hwm_try_subxact */
-typedef struct ClaimStep
-{
-	const DueRun *due;
-	TimestampTz now;
-	ErrorData  *edata;
-} ClaimStep;
-
 static void
 claim_step(void *arg)
 {
-	ClaimStep  *c = arg;
-
-	claim_run(c->due, c->now);
+	claim_run((ClaimStep *) arg);
 }
 
 static void
@@ -717,16 +715,16 @@ claim_guarded(const DueRun *due, TimestampTz now, MemoryContext cxt)
 	ClaimStep	c = {.due = due, .now = now};
 	ErrorData  *edata2;
 
-	cannot_run.run_id = 0;
 	c.edata = hwm_try_subxact(claim_step, &c, cxt);
-	if (c.edata == NULL && cannot_run.run_id != 0)
+	if (c.edata == NULL && c.cannot_run_id != 0)
 	{
-		hwm_outcome_record(cannot_run.run_id, HWM_RUN_FAILED, cannot_run.sqlstate, cannot_run.problem);
+		hwm_outcome_record(c.cannot_run_id, HWM_RUN_FAILED, c.cannot_run_sqlstate,
+						   c.cannot_run_problem);
 		return;
 	}
 	if (c.edata == NULL)
 		return;
-	if (no_free_slot)
+	if (c.no_free_slot)
 		ReThrowError(c.edata);	/* the scheduler's fault, not the pipeline's */
 	edata2 = hwm_try_subxact(claim_failed_step, &c, cxt);
 	if (edata2 != NULL)

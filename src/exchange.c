@@ -118,6 +118,8 @@ typedef struct CoveredLeaf
 	char	   *newqual;
 	int64		old_rows;
 	int64		new_rows;
+	/* where refuse() says why it gave up: the caller's, read after the error */
+	const char **refusal;
 } CoveredLeaf;
 
 /* The partitioning of a target, when hwm can exchange its partitions */
@@ -128,10 +130,7 @@ typedef struct Partitioning
 	List	   *covered;		/* CoveredLeaf * */
 } Partitioning;
 
-/* Set just before a refusal found inside the subtransaction is raised */
-static const char *refusal = NULL;
-
-static void refuse(const char *why);
+static void refuse(const CoveredLeaf *lf, const char *why);
 
 /*
  * The smallest value above v of a type whose values are discrete (integers,
@@ -474,11 +473,15 @@ leaf_refusal(const HwmPlan *plan, Relation leaf, Relation tgt)
 	return index_refusal(leaf);
 }
 
-/* Give up the exchange from inside the subtransaction (see exchange_guarded) */
+/*
+ * Give up the exchange of lf from inside the subtransaction: why goes to
+ * the caller's *lf->refusal (see exchange_guarded, hwm_aside_load), which
+ * reads it once the error has rolled the subtransaction back.
+ */
 static void
-refuse(const char *why)
+refuse(const CoveredLeaf *lf, const char *why)
 {
-	refusal = why;
+	*lf->refusal = why;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s", why)));
@@ -678,7 +681,7 @@ start_aside(CoveredLeaf *lf)
 
 	lf->newqual = quote_qualified_identifier(get_namespace_name(nsp), newname);
 	if (OidIsValid(get_relname_relid(newname, nsp)))
-		refuse(psprintf("a table named %s is in the way", lf->newqual));
+		refuse(lf, psprintf("a table named %s is in the way", lf->newqual));
 	create_aside(lf, newname, nsp);
 }
 
@@ -733,7 +736,7 @@ trade_in(CoveredLeaf *lf)
 	ListCell   *lc;
 
 	if (leaf->rd_refcnt != 1 || AfterTriggerPendingOnRel(lf->relid))
-		refuse("it is in use by this session");
+		refuse(lf, "it is in use by this session");
 	newrel = table_open(lf->newoid, AccessExclusiveLock);
 	if (RelationGetDescr(leaf)->natts != RelationGetDescr(newrel)->natts ||
 		leaf->rd_rel->relam != newrel->rd_rel->relam ||
@@ -741,7 +744,7 @@ trade_in(CoveredLeaf *lf)
 		leaf->rd_rel->reltablespace != newrel->rd_rel->reltablespace ||
 		leaf->rd_rel->relowner != newrel->rd_rel->relowner ||
 		OidIsValid(leaf->rd_rel->reltoastrelid) != OidIsValid(newrel->rd_rel->reltoastrelid))
-		refuse("a copy made with CREATE TABLE ... LIKE does not have its storage layout");
+		refuse(lf, "a copy made with CREATE TABLE ... LIKE does not have its storage layout");
 	for (int i = 0; i < RelationGetDescr(leaf)->natts; i++)
 	{
 		Form_pg_attribute a = TupleDescAttr(RelationGetDescr(leaf), i);
@@ -751,12 +754,12 @@ trade_in(CoveredLeaf *lf)
 			a->attcollation != b->attcollation || a->attlen != b->attlen ||
 			a->attalign != b->attalign || a->attnotnull != b->attnotnull ||
 			strcmp(NameStr(a->attname), NameStr(b->attname)) != 0)
-			refuse("a copy made with CREATE TABLE ... LIKE does not have its storage layout");
+			refuse(lf, "a copy made with CREATE TABLE ... LIKE does not have its storage layout");
 	}
 	pairs = hwm_storage_match_indexes(leaf, newrel, lf->name, lf->newqual);
 	for (lc = list_head(pairs); lc; lc = lnext(pairs, lnext(pairs, lc)))
 		if (get_rel_tablespace(lfirst_oid(lc)) != get_rel_tablespace(lfirst_oid(lnext(pairs, lc))))
-			refuse(psprintf("its index %s is in another tablespace than the table",
+			refuse(lf, psprintf("its index %s is in another tablespace than the table",
 							quote_identifier(get_rel_name(lfirst_oid(lc)))));
 	set_size_stats(newrel, lf->new_rows);
 	table_close(newrel, NoLock);
@@ -796,19 +799,20 @@ swap_leaf(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 	table_close(tgt, NoLock);
 	table_close(leaf, NoLock);
 	if (why)
-		refuse(why);
+		refuse(lf, why);
 	trade_in(lf);
 }
 
 /*
- * Why a build or a trade that raised edata gave up (a refusal, the lock not
- * granted in time, a deadlock, a missing privilege, a row that breaks a
- * constraint or a value out of range), or NULL when the error must be
- * raised again (a cancel, say).  The row-by-row path that runs instead
- * raises a bad row's error again, in the target's terms.
+ * Why a build or a trade that raised edata gave up (a refusal, which
+ * refuse() put in refusal; the lock not granted in time, a deadlock, a
+ * missing privilege, a row that breaks a constraint or a value out of
+ * range), or NULL when the error must be raised again (a cancel, say).
+ * The row-by-row path that runs instead raises a bad row's error again, in
+ * the target's terms.
  */
 static const char *
-gave_up(const ErrorData *edata)
+gave_up(const ErrorData *edata, const char *refusal)
 {
 	if (refusal)
 		return refusal;
@@ -839,8 +843,9 @@ exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	volatile bool ok = false;
+	const char *refusal = NULL;	/* (set through lf: in memory, not a register) */
 
-	refusal = NULL;
+	lf->refusal = &refusal;
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
@@ -864,11 +869,12 @@ exchange_guarded(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf,
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
-		if ((*why = gave_up(edata)) == NULL)
+		lf->refusal = NULL;
+		if ((*why = gave_up(edata, refusal)) == NULL)
 			ReThrowError(edata);
 	}
 	PG_END_TRY();
-	refusal = NULL;
+	lf->refusal = NULL;
 	return ok;
 }
 
@@ -1093,7 +1099,8 @@ hwm_aside_refusal(const HwmPlan *plan, bool *empty)
 
 /* See exchange.h; runs inside the caller's subtransaction */
 int64
-hwm_aside_load(const HwmPlan *plan, int64 (*fill) (const char *table, void *arg), void *arg)
+hwm_aside_load(const HwmPlan *plan, int64 (*fill) (const char *table, void *arg), void *arg,
+			   const char **refusal)
 {
 	CoveredLeaf lf = {0};
 	Relation	tgt;
@@ -1108,7 +1115,8 @@ hwm_aside_load(const HwmPlan *plan, int64 (*fill) (const char *table, void *arg)
 	if (client_min_messages < NOTICE)
 		(void) set_config_option("client_min_messages", "notice", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-	refusal = NULL;
+	*refusal = NULL;
+	lf.refusal = refusal;
 	lf.relid = plan->target;
 	lf.name = hwm_qualified_name(plan->target);
 	start_aside(&lf);
@@ -1121,7 +1129,7 @@ hwm_aside_load(const HwmPlan *plan, int64 (*fill) (const char *table, void *arg)
 		target_refusal(plan, tgt);
 	table_close(tgt, NoLock);
 	if (why)
-		refuse(why);
+		refuse(&lf, why);
 	trade_in(&lf);
 	AtEOXact_GUC(true, nest);
 	return lf.new_rows;
@@ -1129,10 +1137,7 @@ hwm_aside_load(const HwmPlan *plan, int64 (*fill) (const char *table, void *arg)
 
 /* See exchange.h */
 const char *
-hwm_aside_gave_up(const ErrorData *edata)
+hwm_aside_gave_up(const ErrorData *edata, const char *refusal)
 {
-	const char *why = gave_up(edata);
-
-	refusal = NULL;
-	return why;
+	return gave_up(edata, refusal);
 }

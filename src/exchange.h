@@ -52,11 +52,14 @@ extern int	hwm_exchange_finish(HwmExchange *x, int64 *deleted, int64 *inserted,
  * and refuses nothing, trade storage and drop the table aside.  Returns the
  * rows loaded.  To be run in a subtransaction: on an error, ask
  * hwm_aside_gave_up why it gave up (NULL: raise the error again), roll back
- * and load the slice another way.
+ * and load the slice another way.  *refusal is the caller's: set to NULL,
+ * then to why a check found the load impossible, just before raising the
+ * error that says so; hwm_aside_gave_up reads it.
  */
 extern const char *hwm_aside_refusal(const HwmPlan *plan, bool *empty);
 extern int64 hwm_aside_load(const HwmPlan *plan,
-							int64 (*fill) (const char *table, void *arg), void *arg);
-extern const char *hwm_aside_gave_up(const ErrorData *edata);
+							int64 (*fill) (const char *table, void *arg), void *arg,
+							const char **refusal);
+extern const char *hwm_aside_gave_up(const ErrorData *edata, const char *refusal);
 
 #endif							/* HWM_EXCHANGE_H */

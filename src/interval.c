@@ -223,6 +223,7 @@ typedef struct IntervalRun
 	Timestamp	run_end;
 	int64		rows;
 	int64		scheduled_run_id;	/* its 'running' row, 0: none */
+	HwmIntervalHorizon *horizon;	/* its CALL hwm.catch_up's, or NULL */
 } IntervalRun;
 
 /* The next interval's start: the watermark, or the oldest row's interval */
@@ -248,26 +249,6 @@ find_start(IntervalRun *r)
 		return;
 	r->start = boundary(&r->grid, index_of(&r->grid, as_ts(vt, oldest)));
 	r->has_start = true;
-}
-
-/*
- * CALL hwm.catch_up repeats hwm.run until the watermark stops moving.  On
- * an interval grid the end of what is ready follows the clock, so with short
- * intervals it would never stop: within a catch-up, runs go no further than
- * the end the first of them found ready (its horizon).
- */
-static struct
-{
-	bool		active;
-	bool		has_horizon;
-	Timestamp	horizon;
-}			catch_up;
-
-void
-hwm_interval_catch_up(bool active)
-{
-	catch_up.active = active;
-	catch_up.has_horizon = false;
 }
 
 /*
@@ -297,12 +278,12 @@ find_ready_end(IntervalRun *r)
 		}
 	}
 	/* within CALL hwm.catch_up: no further than what was ready at its first run */
-	if (catch_up.active && catch_up.has_horizon)
-		r->ready_end = Min(r->ready_end, catch_up.horizon);
-	else if (catch_up.active)
+	if (r->horizon && r->horizon->set)
+		r->ready_end = Min(r->ready_end, r->horizon->end);
+	else if (r->horizon)
 	{
-		catch_up.horizon = r->ready_end;
-		catch_up.has_horizon = true;
+		r->horizon->end = r->ready_end;
+		r->horizon->set = true;
 	}
 	return r->ready_end > r->start;
 }
@@ -392,11 +373,14 @@ record_interval_run(IntervalRun *r, TimestampTz started_at, char **after)
  * hwm.run of an interval pipeline (called by load.c under the pipeline's
  * lock): the rows the command processed and the new watermark in *rows and
  * *after (which holds the old one); returns the run_id.  A scheduled run
- * records itself in its 'running' row scheduled_run_id (0: none).
+ * records itself in its 'running' row scheduled_run_id (0: none).  Within
+ * CALL hwm.catch_up, horizon is that catch-up's (see interval.h), else
+ * NULL: handed down by the caller, so that a run which the command starts
+ * (hwm.run, CALL hwm.catch_up of another pipeline) is held to its own.
  */
 int64
 hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 scheduled_run_id,
-				 int64 *rows, char **after)
+				 HwmIntervalHorizon *horizon, int64 *rows, char **after)
 {
 	IntervalRun r = {0};
 	HwmRoleSwitch sw;
@@ -404,6 +388,7 @@ hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 scheduled_run_id,
 
 	r.p = p;
 	r.scheduled_run_id = scheduled_run_id;
+	r.horizon = horizon;
 	r.plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&r.grid, r.plan, p->time_interval, p->interval_anchor);
 	find_start(&r);

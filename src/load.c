@@ -48,7 +48,35 @@
 #include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+
+/*
+ * What the caller of a run hands down to it: hwm.run (the SQL function),
+ * the scheduler's worker (hwm_load_scheduled) or CALL hwm.catch_up.  Passed
+ * as an argument, never kept in a variable of this file: a run's command,
+ * a trigger on its target or a function its source calls may start another
+ * run (hwm.run, CALL hwm.catch_up) inside it, which must not see this one's.
+ */
+typedef struct RunCall
+{
+	bool		nowait;			/* fail at once when another run holds the pipeline */
+	TimestampTz started_at;		/* the run's start (a scheduled run: its claim check) */
+	int64		scheduled_run_id;	/* the 'running' row it records itself in, 0: none */
+	HwmIntervalHorizon *horizon;	/* within CALL hwm.catch_up: its horizon, else NULL */
+} RunCall;
+
+/* What a run returns, hwm.run's row, in the caller's memory */
+typedef struct RunResult
+{
+	int64		rows_upserted;
+	int32		partitions;
+	int64		rows_deleted;
+	int64		rows_inserted;
+	char	   *watermark_before;	/* NULL: none */
+	char	   *watermark_after;
+	int64		run_id;
+} RunResult;
 
 /* One run of hwm.run, as its steps fill it in */
 typedef struct LoadRun
@@ -72,17 +100,9 @@ typedef struct LoadRun
 	HwmOverwrite lookback;
 	char	   *from_text;
 	char	   *to_text;
-	int64		scheduled_run_id;	/* its 'running' row (hwm_load_scheduled), 0: none */
+	const char *aside_refusal;	/* why the first load aside gave up (exchange.c) */
+	const RunCall *call;		/* what its caller handed down */
 } LoadRun;
-
-/*
- * While hwm_load_scheduled's SQL call of hwm.run runs: the scheduled run's
- * 'running' row, which the run records itself in (0: a run by hand), and
- * its start, the time of the claim check that let it go.  The values that
- * cross that SQL call, set and cleared around it here.
- */
-static int64 serving_run_id = 0;
-static TimestampTz serving_started_at = 0;
 
 /* The least and greatest key of a MERGE's slice (HWM_WM_KEYS) */
 typedef struct KeyBounds
@@ -292,7 +312,7 @@ aside_slice(void *arg)
 {
 	LoadRun    *r = arg;
 
-	r->upserted = hwm_aside_load(r->plan, fill_aside, r);
+	r->upserted = hwm_aside_load(r->plan, fill_aside, r, &r->aside_refusal);
 }
 
 /*
@@ -376,7 +396,7 @@ fast_path(LoadRun *r, void (*fn) (void *), const char *what)
 	}
 	if (fn == aside_slice)
 	{
-		const char *why = hwm_aside_gave_up(edata);
+		const char *why = hwm_aside_gave_up(edata, r->aside_refusal);
 
 		if (why == NULL)
 			ReThrowError(edata);
@@ -418,6 +438,7 @@ first_load_aside(LoadRun *r)
 								 r->p->name, why)));
 		return false;
 	}
+	r->aside_refusal = NULL;
 	return fast_path(r, aside_slice, "building it aside");
 }
 
@@ -635,7 +656,7 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 	run.watermark_after = r->wm_after;
 	run.from_partition = r->from_text;
 	run.to_partition = r->to_text;
-	run.scheduled_run_id = r->scheduled_run_id;
+	run.scheduled_run_id = r->call->scheduled_run_id;
 	run_id = hwm_record_run(&run);
 	remember_load(r, sliced, &mem);
 	hwm_update_state_after_run(r->p, run_id, started_at,
@@ -646,34 +667,13 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 	return run_id;
 }
 
-/* hwm.run's result row, formed in the caller's memory context */
-static Datum
-run_result(FunctionCallInfo fcinfo, TupleDesc tupdesc, const LoadRun *r, int64 run_id)
-{
-	Datum		values[7];
-	bool		nulls[7] = {false, false, false, false, false, false, false};
-
-	values[0] = Int64GetDatum(r->upserted);
-	values[1] = Int32GetDatum(r->partitions);
-	values[2] = Int64GetDatum(r->lookback.deleted + r->tombstoned);
-	values[3] = Int64GetDatum(r->lookback.inserted);
-	nulls[4] = r->p->watermark == NULL;
-	if (!nulls[4])
-		values[4] = CStringGetTextDatum(r->p->watermark);
-	nulls[5] = r->wm_after == NULL;
-	if (!nulls[5])
-		values[5] = CStringGetTextDatum(r->wm_after);
-	values[6] = Int64GetDatum(run_id);
-	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
-}
-
 /*
  * The run itself, under the pipeline's lock (r->p read under it): an
  * interval pipeline's (interval.c), or a load or a command pipeline's
  * command, recorded; returns the run_id.
  */
 static int64
-run_locked(LoadRun *r, TimestampTz started_at)
+run_locked(LoadRun *r)
 {
 	HwmRoleSwitch sw;
 	bool		sliced;
@@ -682,8 +682,8 @@ run_locked(LoadRun *r, TimestampTz started_at)
 	{
 		/* an interval pipeline: one interval (or the backlog), interval.c */
 		r->wm_after = r->p->watermark;
-		return hwm_interval_run(r->p, started_at, r->scheduled_run_id,
-								&r->upserted, &r->wm_after);
+		return hwm_interval_run(r->p, r->call->started_at, r->call->scheduled_run_id,
+								r->call->horizon, &r->upserted, &r->wm_after);
 	}
 	r->plan = hwm_plan_as_owner(r->p, true, r->p->lookback > 0, true, &sw);
 	if (r->p->watermark)
@@ -712,47 +712,35 @@ run_locked(LoadRun *r, TimestampTz started_at)
 	if (r->plan->has_part)
 		overwrite_newest(r);
 	hwm_unbecome(&sw);
-	return record_load(r, sliced, started_at);
+	return record_load(r, sliced, r->call->started_at);
 }
 
-PG_FUNCTION_INFO_V1(hwm_run);
-
-Datum
-hwm_run(PG_FUNCTION_ARGS)
+/*
+ * One run of pipeline name, as its caller (call) asks: hwm.run's body, in
+ * an SPI connection of its own.  Its result goes to *out, in the caller's
+ * memory context.
+ */
+static void
+run_pipeline(const char *name, const RunCall *call, RunResult *out)
 {
-	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
-	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext callercxt = CurrentMemoryContext;
 	LoadRun		r = {0};
 	volatile int64 run_id = 0;
-	TupleDesc	tupdesc;
-	Datum		result;
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	hwm_require_arg(fcinfo, 1, "nowait");
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("hwm.run cannot run in a REPEATABLE READ or SERIALIZABLE transaction"),
 				 errdetail("Such a transaction reads with the snapshot of its first statement, so rows committed after it would be skipped for good once the watermark moved past them."),
 				 errhint("Call hwm.run in a READ COMMITTED transaction (the default), or on its own.")));
-
-	/*
-	 * A scheduled run started when its claim check let it go.  Taken once:
-	 * an hwm.run the run itself calls (a command's) is a run of its own.
-	 */
-	r.scheduled_run_id = serving_run_id;
-	if (serving_run_id != 0)
-		started_at = serving_started_at;
-	serving_run_id = 0;
+	r.call = call;
 	SPI_connect();
-	r.p = hwm_pipeline_fetch(name, true, PG_GETARG_BOOL(1));
+	r.p = hwm_pipeline_fetch(name, true, call->nowait);
 	/* the run owns its pipeline until it ends (running.c) */
 	hwm_running_push(r.p->name);
 	PG_TRY();
 	{
-		run_id = run_locked(&r, started_at);
+		run_id = run_locked(&r);
 	}
 	PG_FINALLY();
 	{
@@ -762,74 +750,108 @@ hwm_run(PG_FUNCTION_ARGS)
 
 	/* the result must outlive SPI_finish */
 	MemoryContextSwitchTo(callercxt);
-	result = run_result(fcinfo, tupdesc, &r, run_id);
+	out->rows_upserted = r.upserted;
+	out->partitions = r.partitions;
+	out->rows_deleted = r.lookback.deleted + r.tombstoned;
+	out->rows_inserted = r.lookback.inserted;
+	out->watermark_before = r.p->watermark ? pstrdup(r.p->watermark) : NULL;
+	out->watermark_after = r.wm_after ? pstrdup(r.wm_after) : NULL;
+	out->run_id = run_id;
 	SPI_finish();
-	return result;
 }
 
 /*
- * A scheduled run (the scheduler's worker, worker.c): SELECT * FROM
- * hwm.run(pipeline, nowait => true), which records the run in its
- * 'running' row run_id of hwm.runs rather than a row of its own (when that
- * row is still 'running' and the pipeline's), started at started_at (the
- * claim check's time, worker.c).  hwm.run's result is left in
- * SPI_tuptable.
+ * One run of pipeline name called from C (the worker, CALL hwm.catch_up)
+ * rather than by a statement: with the active snapshot that a statement
+ * calling hwm.run would have, taken now.
  */
-void
+static void
+run_pipeline_direct(const char *name, const RunCall *call, RunResult *out)
+{
+	PushActiveSnapshot(GetTransactionSnapshot());
+	run_pipeline(name, call, out);
+	PopActiveSnapshot();
+}
+
+PG_FUNCTION_INFO_V1(hwm_run);
+
+/* hwm.run(pipeline, nowait): a run by hand, or one a run's command makes */
+Datum
+hwm_run(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	RunCall		call = {0};
+	RunResult	res;
+	TupleDesc	tupdesc;
+	Datum		values[7];
+	bool		nulls[7] = {false, false, false, false, false, false, false};
+
+	call.started_at = GetCurrentTimestamp();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	hwm_require_arg(fcinfo, 1, "nowait");
+	call.nowait = PG_GETARG_BOOL(1);
+	run_pipeline(name, &call, &res);
+
+	values[0] = Int64GetDatum(res.rows_upserted);
+	values[1] = Int32GetDatum(res.partitions);
+	values[2] = Int64GetDatum(res.rows_deleted);
+	values[3] = Int64GetDatum(res.rows_inserted);
+	nulls[4] = res.watermark_before == NULL;
+	if (!nulls[4])
+		values[4] = CStringGetTextDatum(res.watermark_before);
+	nulls[5] = res.watermark_after == NULL;
+	if (!nulls[5])
+		values[5] = CStringGetTextDatum(res.watermark_after);
+	values[6] = Int64GetDatum(res.run_id);
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls));
+}
+
+/*
+ * A scheduled run (the scheduler's worker, worker.c): hwm.run(pipeline,
+ * nowait => true), which records the run in its 'running' row run_id of
+ * hwm.runs rather than a row of its own (when that row is still 'running'
+ * and the pipeline's), started at started_at (the claim check's time,
+ * worker.c).  Returns the run_id the run recorded itself under.
+ */
+int64
 hwm_load_scheduled(const char *pipeline, int64 run_id, TimestampTz started_at)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(pipeline)};
+	RunCall		call = {.nowait = true, .started_at = started_at,
+		.scheduled_run_id = run_id};
+	RunResult	res;
 
-	serving_run_id = run_id;
-	serving_started_at = started_at;
-	PG_TRY();
-	{
-		hwm_spi_exec("SELECT * FROM hwm.run($1, true)",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
-	}
-	PG_FINALLY();
-	{
-		serving_run_id = 0;
-	}
-	PG_END_TRY();
+	run_pipeline_direct(pipeline, &call, &res);
+	return res.run_id;
 }
 
 /*
  * Run pipeline name until its watermark stops moving; the runs and rows
  * upserted into *runs and *total.  Each run's result is freed as it goes: a
- * long catch-up holds no more memory than one run.
+ * long catch-up holds no more memory than one run.  Its interval horizon
+ * (interval.h) is this loop's, handed to each of its runs.
  */
 static void
 catch_up_loop(const char *name, bool atomic, int *runs, int64 *total)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(name)};
+	HwmIntervalHorizon horizon = {0};
+	RunCall		call = {.horizon = &horizon};
 
 	for (;;)
 	{
-		bool		isnull;
+		RunResult	res;
 		bool		moved;
-		char	   *before;
-		char	   *after;
 
-		/*
-		 * Compared here rather than with IS DISTINCT FROM in the query, which
-		 * would look up "=" through the caller's search_path.
-		 */
-		hwm_spi_exec("SELECT r.rows_upserted, r.watermark_before, r.watermark_after"
-					 " FROM hwm.run($1) AS r",
-					 1, argtypes, args, NULL, SPI_OK_SELECT);
-		*total += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		before = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		after = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-		moved = (before == NULL) != (after == NULL) ||
-			(before != NULL && strcmp(before, after) != 0);
-		SPI_freetuptable(SPI_tuptable);
-		if (before)
-			pfree(before);
-		if (after)
-			pfree(after);
+		call.started_at = GetCurrentTimestamp();
+		run_pipeline_direct(name, &call, &res);
+		*total += res.rows_upserted;
+		moved = (res.watermark_before == NULL) != (res.watermark_after == NULL) ||
+			(res.watermark_before != NULL &&
+			 strcmp(res.watermark_before, res.watermark_after) != 0);
+		if (res.watermark_before)
+			pfree(res.watermark_before);
+		if (res.watermark_after)
+			pfree(res.watermark_after);
 		(*runs)++;
 		hwm_prune_runs_in_loop(name, *runs == 1);	/* history within its bound */
 		if (!atomic)
@@ -862,16 +884,7 @@ hwm_catch_up(PG_FUNCTION_ARGS)
 
 	SPI_connect_ext(atomic ? 0 : SPI_OPT_NONATOMIC);
 	(void) hwm_pipeline_fetch(name, false, false);	/* exists, and may be run by us */
-	hwm_interval_catch_up(true);
-	PG_TRY();
-	{
-		catch_up_loop(name, atomic, &runs, &total);
-	}
-	PG_FINALLY();
-	{
-		hwm_interval_catch_up(false);
-	}
-	PG_END_TRY();
+	catch_up_loop(name, atomic, &runs, &total);
 	SPI_finish();
 
 	ereport(NOTICE,

@@ -9,7 +9,11 @@
 
 #include "postgres.h"
 
-/* SELECT * FROM hwm.run(pipeline, nowait => true), its row run_id; the result in SPI_tuptable */
-extern void hwm_load_scheduled(const char *pipeline, int64 run_id, TimestampTz started_at);
+/*
+ * hwm.run(pipeline, nowait => true), recorded in its 'running' row run_id,
+ * called directly (no SQL between the worker and the run); returns the
+ * run_id it was recorded under
+ */
+extern int64 hwm_load_scheduled(const char *pipeline, int64 run_id, TimestampTz started_at);
 
 #endif							/* HWM_LOAD_H */

@@ -57,7 +57,7 @@ typedef struct PlanCacheEntry
 
 static HTAB *plan_cache = NULL;
 static MemoryContext plan_cache_cxt = NULL;
-static int	exec_depth = 0;		/* kept plans executing (nested: hwm.run in catch_up) */
+static int	exec_depth = 0;		/* kept plans executing (nested: a command that calls hwm.run) */
 
 static bool
 plan_cacheable(const char *sql)

@@ -6,9 +6,10 @@
  *
  * A worker connects as the owner of its queue and serves it in turn: for
  * each run it pins search_path, arms the pipeline's timeout as a statement
- * timeout, and runs SELECT * FROM hwm.run(pipeline, nowait => true) in one
- * transaction (hwm.run records the successful run itself, in the run's
- * 'running' row: one run id per scheduled run).  On an error the
+ * timeout, and runs hwm.run(pipeline, nowait => true) in one transaction,
+ * by calling load.c's hwm_load_scheduled with the run's id and start
+ * (hwm.run records the successful run itself, in the run's 'running' row:
+ * one run id per scheduled run).  On an error the
  * transaction rolls back and a second one marks the row 'skipped' when the
  * pipeline was busy with another run, else 'failed'; a failure counts in
  * hwm.state and backs off: the retry waits schedule * 2^(n-1) after the
@@ -217,28 +218,17 @@ read_run_pipeline(MemoryContext cxt)
 	return pipeline ? MemoryContextStrdup(cxt, pipeline) : NULL;
 }
 
-/* Tell listeners of a successful run: hwm.run's result has its run_id */
-static void
-notify_success(void)
-{
-	int			col = SPI_fnumber(SPI_tuptable->tupdesc, "run_id");
-	bool		isnull = true;
-	Datum		run_id = 0;
-
-	if (SPI_processed > 0 && col > 0)
-		run_id = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, col, &isnull);
-	hwm_outcome_notify(isnull ? my_run_ids[my_current] : DatumGetInt64(run_id));
-}
-
 /*
- * SELECT * FROM hwm.run(pipeline, nowait => true) under the run's time
- * limit, started at started_at (the claim check's time); hwm.run records
- * the run itself, so the 'running' row goes.
+ * hwm.run(pipeline, nowait => true) under the run's time limit, started at
+ * started_at (the claim check's time); hwm.run records the run itself, so
+ * the 'running' row goes.  (pg_stat_activity shows it as the statement
+ * that would run it.)
  */
 static void
 run_pipeline(const char *pipeline, TimestampTz started_at)
 {
 	int			timeout_ms = worker_timeout_ms();
+	int64		run_id;
 
 	pgstat_report_appname(psprintf("hwm: %s", pipeline));
 	pgstat_report_activity(STATE_RUNNING, "SELECT * FROM hwm.run($1, true)");
@@ -249,13 +239,14 @@ run_pipeline(const char *pipeline, TimestampTz started_at)
 		enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
 	}
 	/* hwm.run records itself in this run's 'running' row: one run id */
-	hwm_load_scheduled(pipeline, my_run_ids[my_current], started_at);
+	run_id = hwm_load_scheduled(pipeline, my_run_ids[my_current], started_at);
 	if (timeout_ms > 0)
 		disable_timeout(STATEMENT_TIMEOUT, false);
 	my_timeout_armed = false;
 	/* a timeout that fired as the run ended cancels nothing after it */
 	QueryCancelPending = false;
-	notify_success();
+	/* listeners are told under the run id it was recorded under */
+	hwm_outcome_notify(run_id);
 	/* (were it recorded in a row of its own, the 'running' one goes) */
 	hwm_runs_delete_running(my_run_ids[my_current]);
 }
