@@ -30,20 +30,33 @@ SELECT hwm.create_pipeline('first', 'src', 'tgt', '{id}', 'updated_at');
 });
 
 # --- 1. kill -9 of the backend while its first load builds the table aside --------
+# The run is held in the middle: a reader's ACCESS SHARE lock on the target
+# makes the trade wait (hwm.exchange_lock_timeout of 10 minutes) once the
+# table aside is built, and the kill comes while it waits.  (A poll for the
+# database's growth alone raced the run: on a loaded machine the whole load
+# had committed before the poll saw it grow.)
 my $db_size = sql($node, 'postgres', q{SELECT pg_database_size(current_database())});
+my $holder = $node->background_psql('postgres', on_error_stop => 0);
+$holder->query_safe('BEGIN; SELECT count(*) FROM tgt');
 my $loader = $node->background_psql('postgres', on_error_stop => 0);
 my $pid = $loader->query_safe('SELECT pg_backend_pid()');
 $loader->query_until(qr/loading/, q{\echo loading
+SET hwm.exchange_lock_timeout = '10min';
 SELECT * FROM hwm.run('first');
 });
-# the table aside (invisible to others until commit) grows the database's
-# files while the target stays empty: the run is filling it or indexing it
 ok($node->poll_query_until('postgres',
-	qq{SELECT pg_database_size(current_database()) > $db_size + 40 * 1024 * 1024}),
-	'the first load is building the table aside');
-is(sql($node, 'postgres', q{SELECT pg_relation_size('tgt')}), '0', '... and the target has not been written');
+	qq{SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid}),
+	'the first load waits to trade the table aside in');
+# the table aside (invisible to others until commit) grew the database's
+# files while the target stayed empty
+cmp_ok(sql($node, 'postgres', q{SELECT pg_database_size(current_database())}), '>', $db_size + 40 * 1024 * 1024,
+	'... the table aside is built');
+# (asked in the holder's transaction, which has the target's lock: another
+# session's request would queue behind the run's)
+is($holder->query_safe(q{SELECT pg_relation_size('tgt')}), '0', '... and the target has not been written');
 kill9($node, $pid);
 eval { $loader->quit; };    # its session died with the server's restart
+eval { $holder->quit; };
 ok(wait_back($node), 'the server is back after the crash');
 is(sql($node, 'postgres', q{SELECT count(*) FROM tgt}), '0', 'after the crash the target is as it was: empty');
 is(sql($node, 'postgres', q{SELECT pg_relation_size('tgt')}), '0', '... without a block');
