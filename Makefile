@@ -41,3 +41,18 @@ $(OBJS): $(wildcard src/*.h)
 # The TAP tests' shared code, test/perl/HwmTest.pm.  PG_PROVE_FLAGS, not
 # PROVE_FLAGS: scripts/test.sh sets PROVE_FLAGS=--verbose on the command line.
 PG_PROVE_FLAGS += -I $(srcdir)/test/perl
+
+# The tests' own C module, test/modules/hwm_test (see its Makefile): never
+# built or installed with hwm, and not by `make installcheck`, which runs as
+# a user who cannot install.
+# `make clean` cleans it too, so that a build for another PostgreSQL starts
+# over there as well.
+TEST_MODULE = test/modules/hwm_test
+.PHONY: test-module install-test-module clean-test-module
+test-module:
+	$(MAKE) -C $(TEST_MODULE) PG_CONFIG='$(PG_CONFIG)'
+install-test-module:
+	$(MAKE) -C $(TEST_MODULE) PG_CONFIG='$(PG_CONFIG)' install
+clean-test-module:
+	$(MAKE) -C $(TEST_MODULE) PG_CONFIG='$(PG_CONFIG)' clean
+clean: clean-test-module
