@@ -1,6 +1,8 @@
 # hwm: PGXS build.  `make && make install`, then `make installcheck` runs the
 # regression and isolation suites against a temporary instance that the run
 # starts itself (it preloads hwm through test/hwm.conf); no server is needed.
+# The regression suite also needs the tests' own module, installed next to hwm
+# (as root, like `make install`): `make install-test-module`, below.
 # scripts/test.sh is the one command that does all of that from a fresh machine.
 
 EXTENSION = hwm
@@ -16,6 +18,11 @@ REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up typ
 	grid owners plans typed_bounds run_owns alter_pipeline reconcile reconcile_schedule load_fast load_aside tombstones plan_cache \
 	keys chains intervals intervals_infinite
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
+# sql/grid.sql declares its probe from the tests' own module: without it, say so
+# before the run rather than in grid's diff
+ifneq ($(filter grid,$(REGRESS)),)
+REGRESS_PREP = test-module-installed
+endif
 
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
@@ -41,3 +48,22 @@ $(OBJS): $(wildcard src/*.h)
 # The TAP tests' shared code, test/perl/HwmTest.pm.  PG_PROVE_FLAGS, not
 # PROVE_FLAGS: scripts/test.sh sets PROVE_FLAGS=--verbose on the command line.
 PG_PROVE_FLAGS += -I $(srcdir)/test/perl
+
+# The tests' own C module, test/modules/hwm_test (see its Makefile): never
+# built or installed with hwm, and not by `make installcheck`, which runs as
+# a user who cannot install.
+# `make clean` cleans it too, so that a build for another PostgreSQL starts
+# over there as well.
+TEST_MODULE = test/modules/hwm_test
+.PHONY: test-module install-test-module clean-test-module test-module-installed
+test-module:
+	$(MAKE) -C $(TEST_MODULE) PG_CONFIG='$(PG_CONFIG)'
+install-test-module:
+	$(MAKE) -C $(TEST_MODULE) PG_CONFIG='$(PG_CONFIG)' install
+clean-test-module:
+	$(MAKE) -C $(TEST_MODULE) PG_CONFIG='$(PG_CONFIG)' clean
+clean: clean-test-module
+test-module-installed:
+	@test -f '$(pkglibdir)/hwm_test$(DLSUFFIX)' || { \
+	  echo "sql/grid.sql needs the tests' own module: run 'make install-test-module' (as root, as 'make install')" >&2; \
+	  exit 1; }

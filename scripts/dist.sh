@@ -13,7 +13,8 @@
 # prints the archive's path.  scripts/test.sh builds the archive, unpacks
 # it on its own, builds and installs hwm from it and runs the regression
 # suite there, as someone installing from PGXN would (`make && make
-# install && make installcheck`).
+# install`, `make install-test-module` for the tests' own module, then
+# `make installcheck`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-.}

@@ -10,6 +10,10 @@
 #   hwm_build_install [DIR]
 #                       make && make install in DIR (default: the
 #                       repository) for PG_CONFIG (COPT=-Werror under CI)
+#   hwm_test_module_install [DIR]
+#                       the same for the tests' own module (make
+#                       install-test-module: test/modules/hwm_test), which
+#                       hwm's make install never installs
 #   hwm_start_cluster   throwaway cluster of PGBIN with hwm preloaded,
 #                       stopped and deleted when the calling script exits
 #   hwm_psql ARGS...    psql against that cluster, stopping at the first error
@@ -115,6 +119,20 @@ hwm_build_install() {
     make -C "$dir" -j"$(nproc)" "${args[@]}"
     hwm_log "installing hwm into $("$PG_CONFIG" --pkglibdir)"
     hwm_as_root make -C "$dir" "${args[@]}" install
+}
+
+# The tests' own module (test/modules/hwm_test: C that hwm.so must not
+# ship), built and installed as hwm_build_install does hwm, after it (whose
+# `make clean` for another PostgreSQL cleans the module too).
+hwm_test_module_install() {
+    local dir=${1:-$REPO}
+    local args=(PG_CONFIG="$PG_CONFIG")
+    if [[ ${CI:-} == true || ${HWM_WERROR:-} == 1 ]]; then
+        args+=(COPT=-Werror)
+    fi
+    hwm_log "building and installing the tests' module (test/modules/hwm_test) in $dir"
+    make -C "$dir" "${args[@]}" test-module
+    hwm_as_root make -C "$dir" "${args[@]}" install-test-module
 }
 
 # hwm_use_pg N: provide PostgreSQL major N and use it from now on.

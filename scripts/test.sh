@@ -15,7 +15,9 @@
 #  2. copies the repository into a temp dir of its own (objects built for
 #     one version never reach another), builds hwm there (warnings are
 #     errors under CI=true or HWM_WERROR=1) and installs it into that
-#     version, with Citus, pg_cron and pg_incremental where they apply.
+#     version, with the tests' own module (test/modules/hwm_test, which
+#     hwm's make install leaves out) and Citus, pg_cron and pg_incremental
+#     where they apply.
 # Each version's suites start as soon as it is set up, in lanes that run
 # side by side (HWM_TEST_LANES=1: one lane, everything in turn): the
 # versions but the last, one after another; the last version; and dbt (step
@@ -34,8 +36,9 @@
 #     (run while the lanes run): any finding fails the run (set
 #     HWM_PGSPOT_STRICT=0 to only report them);
 #  5. after the lanes, the release archive (scripts/dist.sh) unpacked on
-#     its own, built, installed into the first version and its regression
-#     suite run there, as a user installing from it would.
+#     its own, built, installed into the first version (hwm, then the
+#     tests' module) and its regression suite run there, as a user
+#     installing from it would.
 #
 # Every section header and every line of a suite's output names its version
 # ("==> [pg17] regression tests", "[pg17] ok 1 - install"); the lanes'
@@ -283,6 +286,8 @@ setup_version() {
         --exclude=./log --exclude=./.hwm-build-pg --exclude='*.o' --exclude='*.so' --exclude='*.bc' . |
         tar -C "$work" -xf -
     try hwm_build_install "$work"
+    # the tests' own module (test/modules/hwm_test), next to hwm
+    if ((rc == 0)); then try hwm_test_module_install "$work"; fi
     if ((rc != 0)); then
         step_failed "[$tag] build and install"
         hwm_log "tests skipped: the build failed"
@@ -488,6 +493,7 @@ release_check() {
     python3 -m zipfile -e "$archive" "$dir"
     src=$(echo "$dir"/hwm-*/)
     try hwm_build_install "${src%/}"
+    if ((rc == 0)); then try hwm_test_module_install "${src%/}"; fi
     if ((rc != 0)); then step_failed "[$tag] release archive: build and install"; return 0; fi
     chown -R postgres: "$dir"
     try run_suite "$tag" "${src%/}" release ISOLATION= TAP_TESTS=

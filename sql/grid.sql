@@ -12,10 +12,11 @@
 SET datestyle = ISO;
 SET client_min_messages = warning;
 CREATE SCHEMA grid;
--- the probe is not part of the extension: the test declares it
+-- the probe is not part of hwm: it is in the tests' own module
+-- (test/modules/hwm_test, with src/grid.c compiled in), and the test declares it
 CREATE FUNCTION grid.probe(anchor timestamptz, step interval, t timestamptz, local boolean,
                            OUT k bigint, OUT point timestamptz, OUT next timestamptz)
-LANGUAGE c STRICT AS 'hwm', 'hwm_grid_probe';
+LANGUAGE c STRICT AS 'hwm_test', 'hwm_grid_probe';
 
 -- anchor + k * (m months, d days, us microseconds), or NULL out of range
 CREATE FUNCTION grid.ref(anchor timestamptz, m bigint, d bigint, us bigint, k numeric, local boolean)

@@ -18,16 +18,15 @@
  * k, and the point at or before a time is found by a search from an
  * estimate: exact at once for steps of microseconds only, a few more steps
  * for months (whose lengths vary), and bounded by the range of timestamps
- * either way.  This module calls no other module of hwm.
+ * either way.  This module calls no other module of hwm: the tests' own
+ * module (test/modules/hwm_test) compiles it in too, for sql/grid.sql's
+ * probe of the grid.
  */
 #include "postgres.h"
 
 #include "grid.h"
 
-#include "access/htup_details.h"
 #include "common/int.h"
-#include "fmgr.h"
-#include "funcapi.h"
 #include "pgtime.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
@@ -297,38 +296,4 @@ hwm_grid_retry_at(TimestampTz finished, const Interval *every, int failures,
 		cap = Max(cap, one);
 	*result = has_backoff ? Min(backoff, cap) : cap;
 	return true;
-}
-
-PG_FUNCTION_INFO_V1(hwm_grid_probe);
-
-/*
- * hwm_grid_probe(anchor, step, t, local) -> (index, point, next): the grid
- * as the scheduler and interval pipelines see it, for the property test of
- * sql/grid.sql, which declares it itself (it is not part of the extension).
- * NULL point or next: not representable.
- */
-Datum
-hwm_grid_probe(PG_FUNCTION_ARGS)
-{
-	HwmGrid		g;
-	TupleDesc	desc;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-	TimestampTz p = 0;
-	int64		k = 0;
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "hwm_grid_probe must return a record");
-	if (hwm_grid_step_problem(PG_GETARG_INTERVAL_P(1)) != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a grid's step cannot be used: %s", hwm_grid_step_problem(PG_GETARG_INTERVAL_P(1)))));
-	hwm_grid_init(&g, PG_GETARG_TIMESTAMPTZ(0), PG_GETARG_INTERVAL_P(1), PG_GETARG_BOOL(3));
-	nulls[0] = !hwm_grid_index(&g, PG_GETARG_TIMESTAMPTZ(2), &k);
-	values[0] = Int64GetDatum(k);
-	nulls[1] = nulls[0] || !hwm_grid_point(&g, k, &p);
-	values[1] = TimestampTzGetDatum(p);
-	nulls[2] = !hwm_grid_next(&g, PG_GETARG_TIMESTAMPTZ(2), false, &p);
-	values[2] = TimestampTzGetDatum(p);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
