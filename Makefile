@@ -46,7 +46,7 @@ include $(PGXS)
 $(OBJS): $(wildcard src/*.h)
 
 # The TAP tests' shared code, test/perl/HwmTest.pm.  PG_PROVE_FLAGS, not
-# PROVE_FLAGS: scripts/test.sh sets PROVE_FLAGS=--verbose on the command line.
+# PROVE_FLAGS: scripts/test.sh sets PROVE_FLAGS (-j4 --timer) on the command line.
 PG_PROVE_FLAGS += -I $(srcdir)/test/perl
 
 # The tests' own C module, test/modules/hwm_test (see its Makefile): never
