@@ -231,10 +231,7 @@ static void
 find_start(IntervalRun *r)
 {
 	const HwmValueType *vt = &r->plan->wm;
-	/* the first-run form: $1 where reading starts (NULL: everywhere), $2 the offset */
-	Oid			argtypes[2] = {vt->type, INT8OID};
-	Datum		args[2] = {(Datum) 0, Int64GetDatum(0)};
-	char		nulls[2] = {'n', ' '};
+	HwmBinding	binding = {0};
 	Datum		oldest;
 
 	if (r->p->watermark)
@@ -243,8 +240,10 @@ find_start(IntervalRun *r)
 		r->has_start = true;
 		return;
 	}
-	hwm_spi_exec(r->plan->wm_sql[HWM_WM_BATCH_END][0], 2, argtypes, args, nulls,
-				 SPI_OK_SELECT);
+	/* the first-run form's smallest value: from everywhere (NULL), skipping none */
+	hwm_bind(&binding, HWM_PARAM_FROM, (Datum) 0, true);
+	hwm_bind(&binding, HWM_PARAM_OFFSET, Int64GetDatum(0), false);
+	hwm_statement_exec(&r->plan->wm_stmt[HWM_WM_BATCH_END][0], &binding, SPI_OK_SELECT);
 	if (!hwm_spi_first(&oldest))
 		return;
 	r->start = boundary(&r->grid, index_of(&r->grid, as_ts(vt, oldest)));

@@ -87,6 +87,8 @@ typedef struct LoadRun
 	Datum		reread_from;	/* where reading starts (see watermark.c) ... */
 	bool		has_reread;		/* ... if anywhere but the watermark */
 	List	   *carried;		/* remembered transactions still in flight */
+	HwmBinding	bind;			/* the values of the watermark statements'
+								 * parameters, named as the run learns them */
 	Datum		w0;				/* step 1: the end of the slice */
 	bool		capped;			/* ... set by batch_size */
 	char	   *wm_after;		/* step 2: the new watermark (text) */
@@ -104,61 +106,28 @@ typedef struct LoadRun
 	const RunCall *call;		/* what its caller handed down */
 } LoadRun;
 
-/* The least and greatest key of a MERGE's slice (HWM_WM_KEYS) */
-typedef struct KeyBounds
-{
-	Datum		value[2];
-	bool		isnull[2];
-} KeyBounds;
-
 /*
- * Run sql with the parameters of watermark statement stmt in its first-run
- * or later-run form (see HwmWmStatement), with the statement's own argument
- * when argtype is valid, then the two arguments of the MERGE's key bounds
- * when bounds is not NULL (see HwmPlan.merge_bound_type).
+ * Run watermark statement stmt in its first-run or later-run form with the
+ * values binding names, insisting on the SPI_OK_* code expected.
  */
 static void
-wm_exec_sql(const LoadRun *r, const char *sql, HwmWmStatement stmt, Oid argtype, Datum arg,
-			const KeyBounds *bounds, int expected)
+wm_exec_bound(const LoadRun *r, HwmWmStatement stmt, const HwmBinding *binding, int expected)
 {
-	Oid			argtypes[5];
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	int			nargs = 0;
-	bool		later = r->p->watermark != NULL;
-
-	if (later)
-	{
-		argtypes[nargs] = r->plan->wm.type;
-		args[nargs++] = r->old_wm;
-	}
-	if (HWM_WM_READS(stmt))
-	{
-		/* without a bound: from the watermark, or (first form, NULL) everything */
-		argtypes[nargs] = r->plan->wm.type;
-		args[nargs] = r->has_reread ? r->reread_from : r->old_wm;
-		nulls[nargs++] = r->has_reread || later ? ' ' : 'n';
-	}
-	if (OidIsValid(argtype))
-	{
-		argtypes[nargs] = argtype;
-		args[nargs++] = arg;
-	}
-	for (int i = 0; bounds != NULL && i < 2; i++)
-	{
-		argtypes[nargs] = r->plan->merge_bound_type;
-		args[nargs] = bounds->value[i];
-		nulls[nargs++] = bounds->isnull[i] ? 'n' : ' ';
-	}
-	hwm_spi_exec(sql, nargs, argtypes, args, nulls, expected);
+	hwm_statement_exec(&r->plan->wm_stmt[stmt][r->p->watermark != NULL], binding, expected);
 }
 
-/* wm_exec_sql of the statement itself, without key bounds */
+/* wm_exec_bound with the run's values */
 static void
-wm_exec(const LoadRun *r, HwmWmStatement stmt, Oid argtype, Datum arg, int expected)
+wm_exec(const LoadRun *r, HwmWmStatement stmt, int expected)
 {
-	wm_exec_sql(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, arg,
-				NULL, expected);
+	wm_exec_bound(r, stmt, &r->bind, expected);
+}
+
+/* stmt, or its _UPTO form when the slice ends at W0 (r->upto) */
+static HwmWmStatement
+slice_statement(const LoadRun *r, HwmWmStatement stmt, HwmWmStatement upto)
+{
+	return r->upto ? upto : stmt;
 }
 
 /* The value a watermark SELECT returned, copied; false when none */
@@ -183,19 +152,20 @@ find_slice(LoadRun *r)
 {
 	Datum		end;
 
-	wm_exec(r, HWM_WM_MAX, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	wm_exec(r, HWM_WM_MAX, SPI_OK_SELECT);
 	if (!wm_result(r, &r->w0))
 		return false;
 	if (r->p->batch_size > 0)
 	{
-		wm_exec(r, HWM_WM_BATCH_END, INT8OID, Int64GetDatum(r->p->batch_size - 1),
-				SPI_OK_SELECT);
+		hwm_bind(&r->bind, HWM_PARAM_OFFSET, Int64GetDatum(r->p->batch_size - 1), false);
+		wm_exec(r, HWM_WM_BATCH_END, SPI_OK_SELECT);
 		if (wm_result(r, &end) && hwm_value_cmp(&r->plan->wm, end, r->w0) < 0)
 		{
 			r->w0 = end;
 			r->capped = true;
 		}
 	}
+	hwm_bind(&r->bind, HWM_PARAM_UPTO, r->w0, false);
 	return true;
 }
 
@@ -220,7 +190,8 @@ settle_watermark(LoadRun *r)
 	if (bound->has_limit && hwm_value_cmp(&r->plan->wm, end, bound->limit) >= 0)
 	{
 		r->held = bound->reason;
-		wm_exec(r, HWM_WM_MAX_BELOW, r->plan->wm.type, bound->limit, SPI_OK_SELECT);
+		hwm_bind(&r->bind, HWM_PARAM_BELOW, bound->limit, false);
+		wm_exec(r, HWM_WM_MAX_BELOW, SPI_OK_SELECT);
 		if (!hwm_spi_first(&below))
 			return;
 		end = below;
@@ -284,10 +255,7 @@ insert_slice(void *arg)
 {
 	LoadRun    *r = arg;
 
-	if (r->upto)
-		wm_exec(r, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, SPI_OK_INSERT);
-	else
-		wm_exec(r, HWM_WM_INSERT, InvalidOid, (Datum) 0, SPI_OK_INSERT);
+	wm_exec(r, slice_statement(r, HWM_WM_INSERT, HWM_WM_INSERT_UPTO), SPI_OK_INSERT);
 	r->upserted = (int64) SPI_processed;
 }
 
@@ -296,13 +264,11 @@ static int64
 fill_aside(const char *table, void *arg)
 {
 	LoadRun    *r = arg;
-	const char *sql = hwm_plan_slice_fill_sql(r->plan, table, r->upto,
-											  r->p->watermark != NULL);
+	HwmStatement fill;
 
-	if (r->upto)
-		wm_exec_sql(r, sql, HWM_WM_INSERT_UPTO, r->plan->wm.type, r->w0, NULL, SPI_OK_INSERT);
-	else
-		wm_exec_sql(r, sql, HWM_WM_INSERT, InvalidOid, (Datum) 0, NULL, SPI_OK_INSERT);
+	if (!hwm_plan_slice_fill(r->plan, table, r->upto, r->p->watermark != NULL, &fill))
+		elog(ERROR, "hwm: a first load aside without a plain insert");
+	hwm_statement_exec(&fill, &r->bind, SPI_OK_INSERT);
 	return (int64) SPI_processed;
 }
 
@@ -317,29 +283,28 @@ aside_slice(void *arg)
 
 /*
  * The least and greatest value of the key's first column in the MERGE's
- * slice (HWM_WM_KEYS), copied out of SPI's memory; both NULL when no key
- * in the slice is.
+ * slice (HWM_WM_KEYS), copied out of SPI's memory into binding; both NULL
+ * when no key in the slice is.
  */
 static void
-merge_key_bounds(const LoadRun *r, KeyBounds *kb)
+merge_key_bounds(const LoadRun *r, HwmBinding *binding)
 {
-	HwmWmStatement stmt = r->upto ? HWM_WM_KEYS_UPTO : HWM_WM_KEYS;
+	static const HwmParam bound[2] = {HWM_PARAM_KEY_LO, HWM_PARAM_KEY_HI};
 	int16		typlen;
 	bool		typbyval;
 
-	if (r->upto)
-		wm_exec(r, stmt, r->plan->wm.type, r->w0, SPI_OK_SELECT);
-	else
-		wm_exec(r, stmt, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	wm_exec(r, slice_statement(r, HWM_WM_KEYS, HWM_WM_KEYS_UPTO), SPI_OK_SELECT);
 	if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 2)
 		elog(ERROR, "hwm: the slice's key bounds returned no row");
 	get_typlenbyval(r->plan->merge_bound_type, &typlen, &typbyval);
 	for (int i = 0; i < 2; i++)
 	{
+		bool		isnull;
 		Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1,
-									  &kb->isnull[i]);
+									  &isnull);
 
-		kb->value[i] = kb->isnull[i] ? (Datum) 0 : datumCopy(v, typbyval, typlen);
+		hwm_bind(binding, bound[i], isnull ? (Datum) 0 : datumCopy(v, typbyval, typlen),
+				 isnull);
 	}
 }
 
@@ -349,32 +314,23 @@ merge_slice(void *arg)
 {
 	LoadRun    *r = arg;
 	int			nest = NewGUCNestLevel();
-	KeyBounds	kb;
-	KeyBounds  *bounds = NULL;
-	HwmWmStatement stmt = r->upto ? HWM_WM_MERGE_UPTO : HWM_WM_MERGE;
-	Oid			argtype = r->upto ? r->plan->wm.type : InvalidOid;
-	Datum		stmt_arg = r->upto ? r->w0 : (Datum) 0;
+	bool		bounded = OidIsValid(r->plan->merge_bound_type);
+	HwmBinding	binding = r->bind;	/* with the key bounds, for the MERGE alone */
 
-	if (OidIsValid(r->plan->merge_bound_type))
-	{
-		merge_key_bounds(r, &kb);
-		bounds = &kb;
-	}
+	if (bounded)
+		merge_key_bounds(r, &binding);
 	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (bounds == NULL)
+	if (!bounded)
 		(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-	wm_exec_sql(r, r->plan->wm_sql[stmt][r->p->watermark != NULL], stmt, argtype, stmt_arg,
-				bounds, SPI_OK_MERGE);
+	wm_exec_bound(r, slice_statement(r, HWM_WM_MERGE, HWM_WM_MERGE_UPTO), &binding,
+				  SPI_OK_MERGE);
 	r->upserted = (int64) SPI_processed;
 	AtEOXact_GUC(true, nest);
-	if (r->plan->wm_sql[HWM_WM_TWICE][0] == NULL)
+	if (r->plan->wm_stmt[HWM_WM_TWICE][0].sql == NULL)
 		return;
-	if (r->upto)
-		wm_exec(r, HWM_WM_TWICE_UPTO, r->plan->wm.type, r->w0, SPI_OK_SELECT);
-	else
-		wm_exec(r, HWM_WM_TWICE, InvalidOid, (Datum) 0, SPI_OK_SELECT);
+	wm_exec(r, slice_statement(r, HWM_WM_TWICE, HWM_WM_TWICE_UPTO), SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_CARDINALITY_VIOLATION),
@@ -460,7 +416,7 @@ load_slice(LoadRun *r)
 	int			expected = r->plan->has_tombstones ? SPI_OK_SELECT : SPI_OK_INSERT;
 
 	r->upto = r->capped || (r->p->watermark == NULL && r->has_reread);
-	if (r->plan->wm_sql[HWM_WM_MERGE][0] != NULL)
+	if (r->plan->wm_stmt[HWM_WM_MERGE][0].sql != NULL)
 	{
 		if (first_load_aside(r) ||
 			fast_path(r, insert_slice, "plain insert") ||
@@ -474,10 +430,7 @@ load_slice(LoadRun *r)
 		ereport(DEBUG1,
 				(errmsg_internal("hwm: pipeline \"%s\": the slice is loaded by upsert, not the fast path: %s",
 								 r->p->name, r->plan->merge_refused)));
-	if (r->upto)
-		wm_exec(r, HWM_WM_UPSERT_UPTO, r->plan->wm.type, r->w0, expected);
-	else
-		wm_exec(r, HWM_WM_UPSERT, InvalidOid, (Datum) 0, expected);
+	wm_exec(r, slice_statement(r, HWM_WM_UPSERT, HWM_WM_UPSERT_UPTO), expected);
 	if (r->plan->has_tombstones)
 	{
 		/* one row of two counts (never NULL: count(*)), checked all the same */
@@ -687,7 +640,10 @@ run_locked(LoadRun *r)
 	}
 	r->plan = hwm_plan_as_owner(r->p, true, r->p->lookback > 0, true, &sw);
 	if (r->p->watermark)
+	{
 		r->old_wm = hwm_value_in(&r->plan->wm, r->p->watermark, "stored watermark");
+		hwm_bind(&r->bind, HWM_PARAM_WATERMARK, r->old_wm, false);
+	}
 	/*
 	 * A copy pipeline reads from where the last run got to; a command
 	 * pipeline's range is (old watermark, new watermark] and nothing else,
@@ -697,6 +653,9 @@ run_locked(LoadRun *r)
 		r->has_reread = hwm_reread_from(r->plan, &r->p->memory,
 										r->p->watermark ? &r->old_wm : NULL,
 										&r->reread_from, &r->carried);
+	/* from the watermark or where the last run got to; (first run) NULL: everything */
+	hwm_bind(&r->bind, HWM_PARAM_FROM, r->has_reread ? r->reread_from : r->old_wm,
+			 !r->has_reread && r->p->watermark == NULL);
 	r->wm_after = r->p->watermark;
 
 	sliced = find_slice(r);

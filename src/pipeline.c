@@ -13,6 +13,11 @@
  * parameter.  So a run never resolves anything through search_path, and a
  * table named x"; DROP TABLE t; -- is just a name.
  *
+ * A watermark statement's parameters are numbered here alone, as its text
+ * is written (param_ref): the statement keeps what each $n stands for
+ * (HwmStatement), the run names the values it has (HwmBinding), and
+ * hwm_statement_exec binds the one to the other.
+ *
  * The same descriptors are what create_pipeline validates, so a pipeline
  * that was valid when created and whose tables changed later fails its next
  * run with the same clear error instead of a confusing one from the executor.
@@ -962,31 +967,51 @@ typedef enum WmForm
 
 /*
  * The statements on the watermark column, one row per HwmWmStatement: its
- * form; the bound on the argument; the order and limit of the SELECT.
+ * form; whether it reads the rows to load (and so takes HWM_PARAM_FROM);
+ * its own argument and the bound on it; the order of the SELECT.
  */
 static const struct
 {
 	HwmWmStatement stmt;
 	WmForm		form;
-	const char *arg_op;			/* "lt", "le" or NULL: no argument */
+	bool		reads;			/* takes where reading starts */
+	const char *arg_op;			/* "lt", "le" or NULL: a bound on no argument */
+	HwmParam	arg;			/* the argument bounded, or the OFFSET */
 	bool		ascending;		/* SELECT: smallest first, else greatest */
 	bool		offset;			/* SELECT: the argument is an OFFSET */
 }			wm_statements[] =
 {
-	{HWM_WM_MAX, WM_SELECT, NULL, false, false},
-	{HWM_WM_MAX_BELOW, WM_SELECT, "lt", false, false},
-	{HWM_WM_BATCH_END, WM_SELECT, NULL, true, true},
-	{HWM_WM_UPSERT, WM_UPSERT, NULL, false, false},
-	{HWM_WM_UPSERT_UPTO, WM_UPSERT, "le", false, false},
-	{HWM_WM_INSERT, WM_PLAIN, NULL, false, false},
-	{HWM_WM_INSERT_UPTO, WM_PLAIN, "le", false, false},
-	{HWM_WM_MERGE, WM_MERGE, NULL, false, false},
-	{HWM_WM_MERGE_UPTO, WM_MERGE, "le", false, false},
-	{HWM_WM_TWICE, WM_TWICE, NULL, false, false},
-	{HWM_WM_TWICE_UPTO, WM_TWICE, "le", false, false},
-	{HWM_WM_KEYS, WM_KEYS, NULL, false, false},
-	{HWM_WM_KEYS_UPTO, WM_KEYS, "le", false, false},
+	{HWM_WM_MAX, WM_SELECT, false, NULL, HWM_NPARAMS, false, false},
+	{HWM_WM_MAX_BELOW, WM_SELECT, false, "lt", HWM_PARAM_BELOW, false, false},
+	{HWM_WM_BATCH_END, WM_SELECT, true, NULL, HWM_PARAM_OFFSET, true, true},
+	{HWM_WM_UPSERT, WM_UPSERT, true, NULL, HWM_NPARAMS, false, false},
+	{HWM_WM_UPSERT_UPTO, WM_UPSERT, true, "le", HWM_PARAM_UPTO, false, false},
+	{HWM_WM_INSERT, WM_PLAIN, true, NULL, HWM_NPARAMS, false, false},
+	{HWM_WM_INSERT_UPTO, WM_PLAIN, true, "le", HWM_PARAM_UPTO, false, false},
+	{HWM_WM_MERGE, WM_MERGE, true, NULL, HWM_NPARAMS, false, false},
+	{HWM_WM_MERGE_UPTO, WM_MERGE, true, "le", HWM_PARAM_UPTO, false, false},
+	{HWM_WM_TWICE, WM_TWICE, true, NULL, HWM_NPARAMS, false, false},
+	{HWM_WM_TWICE_UPTO, WM_TWICE, true, "le", HWM_PARAM_UPTO, false, false},
+	{HWM_WM_KEYS, WM_KEYS, true, NULL, HWM_NPARAMS, false, false},
+	{HWM_WM_KEYS_UPTO, WM_KEYS, true, "le", HWM_PARAM_UPTO, false, false},
 };
+
+/*
+ * "$n" for what param stands for in stmt: the number it already has, or
+ * the next one.  The one place a watermark statement's parameters are
+ * numbered (hwm_statement_exec binds them by what they stand for).
+ */
+static char *
+param_ref(HwmStatement *stmt, HwmParam param, Oid type)
+{
+	for (int i = 0; i < stmt->nparams; i++)
+		if (stmt->param[i] == param)
+			return psprintf("$%d", i + 1);
+	Assert(stmt->nparams < HWM_NPARAMS);
+	stmt->param[stmt->nparams] = param;
+	stmt->type[stmt->nparams] = type;
+	return psprintf("$%d", ++stmt->nparams);
+}
 
 /*
  * The parts of a slice's statement with tombstones (append_tombstone_tail):
@@ -1099,9 +1124,9 @@ wm_statement_head(const PlanBuild *b, int i, StringInfo buf)
 	}
 }
 
-/* Append statement i's tail, after its WHERE; argno: its argument's $n */
+/* Append statement i's tail, after its WHERE, to stmt */
 static void
-wm_statement_tail(const PlanBuild *b, int i, int argno, StringInfo buf)
+wm_statement_tail(const PlanBuild *b, int i, HwmStatement *stmt, StringInfo buf)
 {
 	const char *wm = quote_identifier(b->spec->watermark_column);
 
@@ -1111,7 +1136,8 @@ wm_statement_tail(const PlanBuild *b, int i, int argno, StringInfo buf)
 			appendStringInfo(buf, " ORDER BY s.%s USING %s LIMIT 1", wm,
 							 wm_statements[i].ascending ? b->plan->wm.lt : b->plan->wm.gt);
 			if (wm_statements[i].offset)
-				appendStringInfo(buf, " OFFSET $%d", argno);
+				appendStringInfo(buf, " OFFSET %s",
+								 param_ref(stmt, wm_statements[i].arg, INT8OID));
 			break;
 		case WM_UPSERT:
 			if (b->plan->has_tombstones)
@@ -1125,12 +1151,10 @@ wm_statement_tail(const PlanBuild *b, int i, int argno, StringInfo buf)
 			appendStringInfoString(buf, b->merge_on);
 			if (b->bound_col != NULL)
 			{
-				/* the bounds follow the statement's own argument */
-				int			lo = argno + (wm_statements[i].arg_op != NULL);
-
-				appendStringInfo(buf, " AND t.%s %s $%d AND t.%s %s $%d",
-								 b->bound_col, b->bound_vt.ge, lo,
-								 b->bound_col, b->bound_vt.le, lo + 1);
+				appendStringInfo(buf, " AND t.%s %s %s", b->bound_col, b->bound_vt.ge,
+								 param_ref(stmt, HWM_PARAM_KEY_LO, b->bound_vt.type));
+				appendStringInfo(buf, " AND t.%s %s %s", b->bound_col, b->bound_vt.le,
+								 param_ref(stmt, HWM_PARAM_KEY_HI, b->bound_vt.type));
 			}
 			appendStringInfoString(buf, b->merge_tail);
 			break;
@@ -1166,32 +1190,37 @@ watermark_statements(PlanBuild *b)
 			continue;
 		for (int later = 0; later <= 1; later++)
 		{
+			HwmStatement *stmt = &plan->wm_stmt[wm_statements[i].stmt][later];
 			StringInfoData buf;
-			bool		reads = HWM_WM_READS(wm_statements[i].stmt);
-			int			argno = later + reads + 1;
-
 			int			head_len;
 
 			initStringInfo(&buf);
 			wm_statement_head(b, i, &buf);
 			head_len = buf.len;
-			if (reads && later)
-				appendStringInfo(&buf, "s.%s %s $1 AND s.%s %s $2", wm, plan->wm.gt,
-								 wm, plan->wm.ge);
-			else if (reads)
-				appendStringInfo(&buf, "s.%s IS NOT NULL AND ($1 IS NULL OR s.%s %s $1)",
-								 wm, wm, plan->wm.ge);
-			else if (later)
-				appendStringInfo(&buf, "s.%s %s $1", wm, plan->wm.gt);
+			if (later)
+				appendStringInfo(&buf, "s.%s %s %s", wm, plan->wm.gt,
+								 param_ref(stmt, HWM_PARAM_WATERMARK, plan->wm.type));
 			else
 				appendStringInfo(&buf, "s.%s IS NOT NULL", wm);
+			if (wm_statements[i].reads)
+			{
+				const char *from = param_ref(stmt, HWM_PARAM_FROM, plan->wm.type);
+
+				/* the later form's is never NULL; the first form's NULL: everything */
+				if (later)
+					appendStringInfo(&buf, " AND s.%s %s %s", wm, plan->wm.ge, from);
+				else
+					appendStringInfo(&buf, " AND (%s IS NULL OR s.%s %s %s)",
+									 from, wm, plan->wm.ge, from);
+			}
 			if (wm_statements[i].arg_op)
-				appendStringInfo(&buf, " AND s.%s %s $%d", wm,
+				appendStringInfo(&buf, " AND s.%s %s %s", wm,
 								 strcmp(wm_statements[i].arg_op, "lt") == 0 ?
-								 plan->wm.lt : plan->wm.le, argno);
-			wm_statement_tail(b, i, argno, &buf);
-			plan->wm_sql[wm_statements[i].stmt][later] = buf.data;
-			/* the plain INSERT's WHERE, for hwm_plan_slice_fill_sql */
+								 plan->wm.lt : plan->wm.le,
+								 param_ref(stmt, wm_statements[i].arg, plan->wm.type));
+			wm_statement_tail(b, i, stmt, &buf);
+			stmt->sql = buf.data;
+			/* the plain INSERT's WHERE, for hwm_plan_slice_fill */
 			if (wm_statements[i].form == WM_PLAIN)
 				plan->slice_where[wm_statements[i].arg_op != NULL][later] = buf.data + head_len;
 		}
@@ -1405,17 +1434,56 @@ hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list)
 /*
  * INSERT INTO table (the loaded columns) the slice's rows, as
  * HWM_WM_INSERT (upto: HWM_WM_INSERT_UPTO) in its first-run or later-run
- * form inserts them into the target, with the same $n: the first load
- * built aside by load.c and exchange.c.  NULL when the plan has no plain
- * INSERT (no fast path).
+ * form inserts them into the target, with the same parameters: the first
+ * load built aside by load.c and exchange.c.  False when the plan has no
+ * plain INSERT (no fast path).
  */
-char *
-hwm_plan_slice_fill_sql(const HwmPlan *plan, const char *table, bool upto, bool later)
+bool
+hwm_plan_slice_fill(const HwmPlan *plan, const char *table, bool upto, bool later,
+					HwmStatement *fill)
 {
 	if (plan->slice_where[upto][later] == NULL)
-		return NULL;
-	return psprintf("INSERT INTO %s %s WHERE %s", table, plan->copy_sql,
-					plan->slice_where[upto][later]);
+		return false;
+	*fill = plan->wm_stmt[upto ? HWM_WM_INSERT_UPTO : HWM_WM_INSERT][later];
+	fill->sql = psprintf("INSERT INTO %s %s WHERE %s", table, plan->copy_sql,
+						 plan->slice_where[upto][later]);
+	return true;
+}
+
+/* Give binding the value of param (see HwmParam) */
+void
+hwm_bind(HwmBinding *binding, HwmParam param, Datum value, bool isnull)
+{
+	binding->value[param] = isnull ? (Datum) 0 : value;
+	binding->isnull[param] = isnull;
+	binding->given[param] = true;
+}
+
+/*
+ * Run stmt through SPI with the values binding gives for its parameters,
+ * insisting on the SPI_OK_* code expected; a parameter binding lacks is a
+ * bug in the caller.
+ */
+void
+hwm_statement_exec(const HwmStatement *stmt, const HwmBinding *binding, int expected)
+{
+	Oid			types[HWM_NPARAMS];
+	Datum		values[HWM_NPARAMS];
+	char		nulls[HWM_NPARAMS];
+
+	if (stmt->sql == NULL)
+		elog(ERROR, "hwm: a statement the plan does not have was run");
+	for (int i = 0; i < stmt->nparams; i++)
+	{
+		HwmParam	param = stmt->param[i];
+
+		if (!binding->given[param])
+			elog(ERROR, "hwm: parameter %d of a statement was given no value", param);
+		types[i] = stmt->type[i];
+		values[i] = binding->value[param];
+		nulls[i] = binding->isnull[param] ? 'n' : ' ';
+	}
+	hwm_spi_exec(stmt->sql, stmt->nparams, types, values, nulls, expected);
 }
 
 /*

@@ -46,18 +46,16 @@ typedef struct HwmPlanSpec
 /*
  * The statements on the watermark column.  Each comes in two forms: [0] for
  * the first run (no watermark yet: every non-NULL value) and [1] for later
- * runs, whose $1 is the stored watermark (rows above it).  The statements
- * that read rows to load (HWM_WM_READS) also take where reading starts
- * (inclusive; see watermark.c): $2 in the later form, $1 in the first form,
- * where NULL means everything.  The argument named below follows those.
+ * runs (rows above the stored watermark).  Their parameters are named by
+ * what they stand for (HwmParam) and numbered where each is built.
  */
 typedef enum HwmWmStatement
 {
 	HWM_WM_MAX,					/* the greatest value */
-	HWM_WM_MAX_BELOW,			/* the greatest value below the argument */
-	HWM_WM_BATCH_END,			/* the (argument + 1)-th smallest value */
+	HWM_WM_MAX_BELOW,			/* the greatest value below HWM_PARAM_BELOW */
+	HWM_WM_BATCH_END,			/* the (HWM_PARAM_OFFSET + 1)-th smallest value */
 	HWM_WM_UPSERT,				/* upsert every row */
-	HWM_WM_UPSERT_UPTO,			/* upsert the rows up to the argument */
+	HWM_WM_UPSERT_UPTO,			/* upsert the rows up to HWM_PARAM_UPTO */
 	HWM_WM_INSERT,				/* HWM_WM_UPSERT as a plain insert (all keys new) */
 	HWM_WM_INSERT_UPTO,			/* HWM_WM_UPSERT_UPTO likewise */
 	HWM_WM_MERGE,				/* HWM_WM_UPSERT without speculative insertion */
@@ -69,12 +67,43 @@ typedef enum HwmWmStatement
 	HWM_WM_NSTATEMENTS
 } HwmWmStatement;
 
-#define HWM_WM_READS(stmt) \
-	((stmt) == HWM_WM_BATCH_END || (stmt) == HWM_WM_UPSERT || (stmt) == HWM_WM_UPSERT_UPTO || \
-	 (stmt) == HWM_WM_INSERT || (stmt) == HWM_WM_INSERT_UPTO || \
-	 (stmt) == HWM_WM_MERGE || (stmt) == HWM_WM_MERGE_UPTO || \
-	 (stmt) == HWM_WM_TWICE || (stmt) == HWM_WM_TWICE_UPTO || \
-	 (stmt) == HWM_WM_KEYS || (stmt) == HWM_WM_KEYS_UPTO)
+/*
+ * What a parameter of a watermark statement stands for.  A statement
+ * records what its $1, $2, ... stand for as it is built (HwmStatement,
+ * pipeline.c); a run names the values it has (HwmBinding) and
+ * hwm_statement_exec binds them by name, so a statement's numbering is
+ * written in one place only: where its text is.
+ */
+typedef enum HwmParam
+{
+	HWM_PARAM_WATERMARK,		/* the stored watermark: rows above it (later form) */
+	HWM_PARAM_FROM,				/* where reading starts, inclusive; NULL:
+								 * everything (first form of the statements
+								 * that read rows to load) */
+	HWM_PARAM_BELOW,			/* HWM_WM_MAX_BELOW: values below it */
+	HWM_PARAM_OFFSET,			/* HWM_WM_BATCH_END: how many values to skip (int8) */
+	HWM_PARAM_UPTO,				/* the _UPTO statements: values up to it */
+	HWM_PARAM_KEY_LO,			/* the MERGE's key bounds (see */
+	HWM_PARAM_KEY_HI,			/* HwmPlan.merge_bound_type) */
+	HWM_NPARAMS
+} HwmParam;
+
+/* A statement and, in order, what its parameters stand for and their types */
+typedef struct HwmStatement
+{
+	char	   *sql;			/* NULL: not built */
+	int			nparams;
+	HwmParam	param[HWM_NPARAMS];
+	Oid			type[HWM_NPARAMS];
+} HwmStatement;
+
+/* The values a run has for the parameters, by what they stand for */
+typedef struct HwmBinding
+{
+	Datum		value[HWM_NPARAMS];
+	bool		isnull[HWM_NPARAMS];
+	bool		given[HWM_NPARAMS];
+} HwmBinding;
 
 /* Statements and types for one run, built once from the catalog. */
 typedef struct HwmPlan
@@ -94,7 +123,7 @@ typedef struct HwmPlan
 	List	   *target_columns;	/* attnums (int) of the target read */
 
 	/* [first run: 0, later runs: 1], see HwmWmStatement */
-	char	   *wm_sql[HWM_WM_NSTATEMENTS][2];
+	HwmStatement wm_stmt[HWM_WM_NSTATEMENTS][2];
 
 	/*
 	 * The fast paths of a slice (HWM_WM_INSERT*: the slice by a plain
@@ -109,8 +138,8 @@ typedef struct HwmPlan
 	/*
 	 * The MERGE's key bounds (HWM_WM_KEYS*, the least and greatest value of
 	 * the key's first column in the slice): the type of that column, whose
-	 * bounds follow the MERGE's own arguments as two more ($n, $n+1) that
-	 * limit the target's side of its ON to the slice's key range; InvalidOid
+	 * bounds (HWM_PARAM_KEY_LO and _HI) limit the target's side of its ON
+	 * to the slice's key range; InvalidOid
 	 * when the MERGE has none (a collation differs between the tables, or
 	 * pg_catalog.min and max do not take the type), and is then kept to
 	 * nested loops (load.c).
@@ -149,7 +178,7 @@ typedef struct HwmPlan
 
 	/* "(a, b) SELECT s.a, s.b FROM source AS s", for hwm_plan_fill_sql */
 	char	   *copy_sql;
-	/* HWM_WM_INSERT[_UPTO]'s WHERE, [upto][later], for hwm_plan_slice_fill_sql */
+	/* HWM_WM_INSERT[_UPTO]'s WHERE, [upto][later], for hwm_plan_slice_fill */
 	const char *slice_where[2][2];
 
 	/*
@@ -183,8 +212,11 @@ struct HwmPipeline;
 extern void hwm_spec_for(const struct HwmPipeline *p, bool with_watermark,
 						 bool with_partition, HwmPlanSpec *spec);
 extern char *hwm_plan_fill_sql(const HwmPlan *plan, const char *table, bool list);
-extern char *hwm_plan_slice_fill_sql(const HwmPlan *plan, const char *table, bool upto,
-									 bool later);
+extern bool hwm_plan_slice_fill(const HwmPlan *plan, const char *table, bool upto,
+								bool later, HwmStatement *fill);
+extern void hwm_bind(HwmBinding *binding, HwmParam param, Datum value, bool isnull);
+extern void hwm_statement_exec(const HwmStatement *stmt, const HwmBinding *binding,
+							   int expected);
 extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
 								Oid collation, const char *colname,
 								const char *relname);
