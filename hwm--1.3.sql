@@ -94,6 +94,12 @@ CREATE TABLE hwm.state (
     claimed_run_id        bigint,
     -- tombstones (issue 32): the source column whose value marks a deleted row
     delete_column         name,
+    -- chains (issue 41, src/schedule.c): the pipelines whose committed runs
+    -- start this one, why the scheduler stopped running it without
+    -- hwm.unschedule, and its freshness goal
+    after                 text[],
+    schedule_ended        text,
+    target_lag            interval    CHECK (target_lag OPERATOR(pg_catalog.>=) '1 second'),
     CONSTRAINT state_target_or_command
         CHECK (target IS NOT NULL OR command IS NOT NULL),
     CONSTRAINT state_interval_has_command
@@ -156,6 +162,13 @@ COMMENT ON COLUMN hwm.state.claimed_run_id IS
 'The scheduled run the scheduler claimed last (its run_id in hwm.runs); cleared when the schedule or the pause state changes, which makes a claimed run that has not started yet be skipped.';
 COMMENT ON COLUMN hwm.state.delete_column IS
 'Delete marker of the source (NULL: none): a row of the slice whose marker is true (boolean) or not NULL (timestamp, timestamptz, date) deletes the target row of its key instead of being upserted.';
+
+COMMENT ON COLUMN hwm.state.after IS
+'The upstream pipelines (hwm.schedule_after): a run of any of them that commits rows or moves its watermark makes this pipeline due at once; one run follows any number of such commits made while it waits or runs. NULL: none.';
+COMMENT ON COLUMN hwm.state.schedule_ended IS
+'Why the scheduler stopped running the pipeline without hwm.unschedule (an upstream of hwm.schedule_after was dropped); cleared by hwm.schedule, hwm.schedule_after and hwm.unschedule.';
+COMMENT ON COLUMN hwm.state.target_lag IS
+'Freshness goal (hwm.set_target_lag): how far behind now() the time up to which the target reflects its sources (hwm.freshness.data_as_of) may fall before the pipeline counts as late. NULL: none.';
 
 -- pg_dump keeps the pipelines and their watermarks.
 SELECT pg_catalog.pg_extension_config_dump('hwm.state', '');

@@ -191,14 +191,12 @@ static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
  * this library and ALTER EXTENSION hwm UPDATE, or restored by pg_upgrade
  * from a cluster with an older hwm) is refused by every statement below
  * but the few that catalog_exec_any_version runs: see "Old catalogs" in
- * src/README.md.  Its mark is the newest column of hwm.state: the one
- * hwm--1.1--1.2.sql adds last, since 1.3 has changed no table yet (so a
- * 1.2 catalog, the same as 1.3's, is served).  A change to the catalog in
- * hwm--1.2--1.3.sql adds a column to hwm.state last and moves the mark to
- * it.
+ * src/README.md.  Its mark is the newest column of hwm.state, the one
+ * hwm--1.2--1.3.sql adds last; a later change to the catalog adds a column
+ * to hwm.state last and moves the mark to it.
  */
 #define CATALOG_VERSION			"1.3"
-#define CATALOG_NEWEST_COLUMN	"delete_column"
+#define CATALOG_NEWEST_COLUMN	"target_lag"
 
 /* hwm.state, or InvalidOid when the schema or the table is missing */
 static Oid
