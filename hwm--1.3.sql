@@ -365,7 +365,7 @@ SELECT s.pipeline,
        CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
             WHEN s.command IS NOT NULL THEN 'command'
             ELSE 'copy' END AS kind,
-       CASE WHEN s.schedule IS NULL THEN NULL
+       CASE WHEN s.schedule IS NULL AND s.after IS NULL THEN s.schedule_ended
             WHEN EXISTS (SELECT FROM hwm.homes AS h
                           WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
                             AND h.dboid OPERATOR(pg_catalog.<>)
@@ -375,7 +375,7 @@ SELECT s.pipeline,
             WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
             THEN 'its owner role no longer exists: drop the pipeline'
             WHEN NOT s.enabled THEN 'paused: hwm.resume starts it again'
-            WHEN s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
+            WHEN s.schedule IS NOT NULL AND s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
             WHEN NOT (SELECT o.rolcanlogin FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
             THEN 'its owner cannot log in, and scheduled runs connect as the owner: ALTER ROLE ... LOGIN, or run it by hand'
             WHEN NOT pg_catalog.has_database_privilege(s.owner::pg_catalog.oid, pg_catalog.current_database(), 'CONNECT')
@@ -393,7 +393,8 @@ SELECT s.pipeline,
        rc.status AS last_reconcile_status,
        rc.rows_deleted AS last_reconcile_rows_deleted,
        s.reconcile_schedule,
-       s.reconcile_next_run_at AS next_reconcile_at
+       s.reconcile_next_run_at AS next_reconcile_at,
+       s.after AS upstreams
   FROM hwm.state AS s
   -- the default_transaction_read_only its scheduled runs get: the most
   -- specific of the owner's in this database, the owner's, the database's,
@@ -421,7 +422,7 @@ SELECT s.pipeline,
         LIMIT 1) AS rc ON true;
 
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed), and the last reconcile (when it finished, its status, the rows it deleted).';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), and the upstream pipelines it runs after (hwm.schedule_after).';
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 
@@ -748,13 +749,21 @@ AS 'MODULE_PATHNAME', 'hwm_schedule';
 COMMENT ON FUNCTION hwm.schedule(text, interval, timestamptz) IS
 'Run the pipeline every interval, at start_at + k * every (anchored: runs do not drift); start_at defaults to now(), which runs it at once. Returns the next run time. The background scheduler needs shared_preload_libraries = ''hwm''.';
 
+CREATE FUNCTION hwm.schedule_after(pipeline text, upstreams text[])
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_schedule_after';
+
+COMMENT ON FUNCTION hwm.schedule_after(text, text[]) IS
+'Run the pipeline after its upstream pipelines instead of every so often: a run of any of them that commits rows or moves its watermark makes it due at once; any number of such commits while it waits, and any while it runs, give one run each time, not one each; it never runs twice at once, and never while nothing upstream changed. Replaces a schedule of hwm.schedule, which replaces this in turn; hwm.unschedule clears it, hwm.pause and hwm.resume work as for schedules; a dropped upstream unschedules it, saying so in hwm.status. Refused: an unknown upstream, one of another owner whose target the pipeline''s owner may not read, a cycle.';
+
 CREATE FUNCTION hwm.unschedule(pipeline text)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_unschedule';
 
 COMMENT ON FUNCTION hwm.unschedule(text) IS
-'Stop running the pipeline on a schedule; it still runs on demand with hwm.run. A run in progress finishes.';
+'Stop running the pipeline on a schedule, or after its upstreams (hwm.schedule_after); it still runs on demand with hwm.run. A run in progress finishes.';
 
 CREATE FUNCTION hwm.pause(pipeline text)
 RETURNS void

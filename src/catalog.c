@@ -1075,6 +1075,29 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 }
 
 /*
+ * A run of upstream that commits rows or moves its watermark makes the
+ * pipelines scheduled after it due (now, or sooner than they were), paused
+ * or not (a resume then runs them once); the doorbell rings when it
+ * commits.  One run follows any number of such commits before it is
+ * claimed, and one more those committed while it is claimed or runs: the
+ * claim clears next_run_at under the row's lock, which this statement waits
+ * for.
+ */
+static void
+wake_downstreams(const char *upstream)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(upstream)};
+
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = pg_catalog.now()"
+					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (after)"
+					 "  AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())",
+					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed > 0)
+		hwm_wakeup_at_commit();
+}
+
+/*
  * Record a successful run in the pipeline's row: its facts, with
  * set_watermark the new watermark, and with memory what the load
  * remembers for the next one (NULL: leave that as it is).  The row is the
@@ -1133,6 +1156,9 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 				 errdetail("The run's result belongs to the pipeline it started with, declared at %s, which is gone; nothing of the run is kept.",
 						   timestamptz_to_str(p->created_at)),
 				 errhint("Drop or declare the pipeline again before or after its runs, never from inside one.")));
+	if (rows > 0 || (set_watermark && watermark != NULL &&
+					 (p->watermark == NULL || strcmp(watermark, p->watermark) != 0)))
+		wake_downstreams(p->name);
 }
 
 /* ------------------------------------------------------------------------
@@ -1141,13 +1167,14 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
  */
 
 /*
- * What makes a pipeline the dispatcher's to run: enabled, scheduled, no run
- * of the scheduler's in progress, and at home in this database (not a copy
- * that came with CREATE DATABASE ... TEMPLATE: see hwm.homes).  $1 is this
+ * What makes a pipeline the dispatcher's to run: enabled, scheduled (every
+ * so often, or after its upstreams), due some time, no run of the
+ * scheduler's in progress, and at home in this database (not a copy that
+ * came with CREATE DATABASE ... TEMPLATE: see hwm.homes).  $1 is this
  * database, in every statement that uses it.
  */
 #define SCHEDULABLE \
-	" s.enabled AND s.schedule IS NOT NULL AND s.next_run_at IS NOT NULL" \
+	" s.enabled AND (s.schedule IS NOT NULL OR s.after IS NOT NULL) AND s.next_run_at IS NOT NULL" \
 	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
 	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
 	"   AND r.status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) \
@@ -1165,7 +1192,8 @@ enum
 /*
  * A due row (DUE_*) into *due; false, logged, when a column it needs is
  * NULL (the statement states that none is: a row that breaks it is left
- * alone, never read).
+ * alone, never read).  The schedule is NULL for a pipeline scheduled after
+ * its upstreams alone.
  */
 static bool
 due_from_row(HeapTuple tup, TupleDesc desc, HwmDueRow *due)
@@ -1178,15 +1206,17 @@ due_from_row(HeapTuple tup, TupleDesc desc, HwmDueRow *due)
 	Datum		anchor = SPI_getbinval(tup, desc, DUE_ANCHOR, &anchor_null);
 
 	due->pipeline = SPI_getvalue(tup, desc, DUE_PIPELINE);
-	if (due->pipeline == NULL || owner_null || every_null || anchor_null)
+	if (due->pipeline == NULL || owner_null || anchor_null)
 	{
 		ereport(LOG,
-				(errmsg("hwm: due pipeline \"%s\" not claimed: its row lacks an owner, a schedule or a run time",
+				(errmsg("hwm: due pipeline \"%s\" not claimed: its row lacks an owner or a run time",
 						due->pipeline ? due->pipeline : "?")));
 		return false;
 	}
 	due->owner = DatumGetObjectId(owner);
-	due->every = *DatumGetIntervalP(every);
+	due->periodic = !every_null;
+	if (due->periodic)
+		due->every = *DatumGetIntervalP(every);
 	due->anchor = DatumGetTimestampTz(anchor);
 	due->timeout = col_interval(tup, desc, DUE_TIMEOUT);
 	return true;
@@ -1328,7 +1358,7 @@ hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
 		if (pass == 1)
 			pipeline_lock(pipeline, true);
 		*checked_at = GetCurrentTimestamp();
-		hwm_catalog_exec("SELECT s.enabled, s.schedule IS NOT NULL,"
+		hwm_catalog_exec("SELECT s.enabled, (s.schedule IS NOT NULL OR s.after IS NOT NULL),"
 						 " NOT EXISTS (SELECT FROM hwm.homes AS h"
 						 "  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
 						 "   AND h.dboid OPERATOR(pg_catalog.<>) $2),"
@@ -1400,8 +1430,10 @@ hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(pipeline)};
 
-	hwm_catalog_exec("SELECT schedule, consecutive_failures FROM hwm.state"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND schedule IS NOT NULL",
+	/* (after its upstreams alone: retries count in seconds) */
+	hwm_catalog_exec("SELECT COALESCE(schedule, '1 second'::pg_catalog.interval), consecutive_failures"
+					 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND (schedule IS NOT NULL OR after IS NOT NULL)",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
@@ -1422,8 +1454,27 @@ hwm_state_set_next_run(const char *pipeline, const TimestampTz *next)
 	set_arg(values, nulls, 1, next ? TimestampTzGetDatum(*next) : (Datum) 0, next != NULL);
 	/* (unscheduled since its schedule was read: stays unscheduled) */
 	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1"
-					 " AND schedule IS NOT NULL",
+					 " AND (schedule IS NOT NULL OR after IS NOT NULL)",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
+/*
+ * A pipeline scheduled after its upstreams whose claimed run did not run
+ * (skipped): what woke it is still to load, so it is due again at at
+ * (unless sooner, or no longer scheduled after them).
+ */
+void
+hwm_state_rearm_after(const char *pipeline, TimestampTz at)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(pipeline);
+	values[1] = TimestampTzGetDatum(at);
+	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND after IS NOT NULL"
+					 " AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) $2)",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
 /*
@@ -1446,7 +1497,10 @@ hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n)
 					 " RETURNING pipeline, run_id, started_at, error),"
 					 " s_upd AS (UPDATE hwm.state AS s SET last_run_id = r.run_id, last_run_started_at = r.started_at,"
 					 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = " SQL_STATUS(INTERRUPTED) ","
-					 "  last_rows = NULL, last_error = r.error"
+					 "  last_rows = NULL, last_error = r.error,"
+					 /* after its upstreams: what it was woken for is still to load */
+					 "  next_run_at = CASE WHEN s.after IS NOT NULL"
+					 "   THEN COALESCE(s.next_run_at, pg_catalog.now()) ELSE s.next_run_at END"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 					 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
 					 " SELECT run_id FROM r",
@@ -1485,7 +1539,7 @@ hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 					 "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
 					 "  last_status = " SQL_STATUS(FAILED) ", last_rows = NULL, last_error = $4,"
 					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-					 "  next_run_at = CASE WHEN s.schedule IS NOT NULL"
+					 "  next_run_at = CASE WHEN s.schedule IS NOT NULL OR s.after IS NOT NULL"
 					 "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
 					 5, argtypes, values, NULL, SPI_OK_UPDATE);
@@ -1605,8 +1659,9 @@ hwm_runs_release(Datum run_ids)
 					 "  AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'"
 					 " RETURNING pipeline, started_at, run_id),"
 					 " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
-					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline AND s.schedule IS NOT NULL"
-					 "   AND s.next_run_at OPERATOR(pg_catalog.>) r.started_at"
+					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
+					 "   AND (s.schedule IS NOT NULL OR s.after IS NOT NULL)"
+					 "   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) r.started_at)"
 					 "   AND s.claimed_run_id OPERATOR(pg_catalog.=) r.run_id RETURNING 1)"
 					 " SELECT pg_catalog.count(*) FROM r",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
@@ -1795,6 +1850,7 @@ hwm_state_set_schedule(const char *pipeline, const Interval *every,
 	values[2] = TimestampTzGetDatum(anchor);
 	values[3] = TimestampTzGetDatum(next);
 	hwm_catalog_exec("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
+					 " after = NULL, schedule_ended = NULL,"
 					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 }
@@ -1807,8 +1863,106 @@ hwm_state_clear_schedule(const char *pipeline)
 	Datum		values[1] = {PIPELINE_ARG(pipeline)};
 
 	hwm_catalog_exec("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
+					 " after = NULL, schedule_ended = NULL,"
 					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A pipeline scheduled after its upstreams (a text[] of pipeline names)
+ * instead of every so often: no run until one of them commits (see
+ * hwm_update_state_after_run), and a run claimed before is not run.
+ */
+void
+hwm_state_set_after(const char *pipeline, Datum upstreams)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), upstreams};
+
+	hwm_catalog_exec("UPDATE hwm.state SET after = $2, schedule = NULL, schedule_anchor = NULL,"
+					 " next_run_at = NULL, schedule_ended = NULL, claimed_run_id = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Changes to who runs after whom wait for each other until commit, so that
+ * two of them cannot close a cycle that neither sees (a transaction-level
+ * lock on an advisory tag of hwm's own; runs do not take it).
+ */
+#define HWM_AFTER_LOCK_SPACE 0x6861
+
+void
+hwm_after_graph_lock(void)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, 0, HWM_AFTER_LOCK_SPACE);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * Would pipeline, scheduled after upstreams (text[]), run after itself?
+ * Follows the upstreams' own upstreams (UNION: a cycle among them ends).
+ */
+bool
+hwm_state_after_cycle(const char *pipeline, Datum upstreams)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), upstreams};
+
+	hwm_catalog_exec("WITH RECURSIVE up(p) AS ("
+					 " SELECT u.p FROM pg_catalog.unnest($2) AS u(p)"
+					 " UNION SELECT a.p FROM up JOIN hwm.state AS s ON s.pipeline OPERATOR(pg_catalog.=) up.p,"
+					 "  pg_catalog.unnest(s.after) AS a(p))"
+					 " SELECT 1 FROM up WHERE up.p OPERATOR(pg_catalog.=) $1 LIMIT 1",
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed > 0;
+}
+
+/*
+ * An upstream for hwm.schedule_after: its owner and target (InvalidOid: a
+ * command or interval pipeline); false when there is no such pipeline.
+ */
+bool
+hwm_state_upstream(const char *name, Oid *owner, Oid *target)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(name)};
+	bool		isnull;
+	Datum		t;
+
+	hwm_catalog_exec("SELECT owner::pg_catalog.oid, target::pg_catalog.oid FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	*owner = DatumGetObjectId(first_not_null(1));
+	t = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	*target = isnull ? InvalidOid : DatumGetObjectId(t);
+	return true;
+}
+
+/*
+ * The pipelines scheduled after an upstream that no longer exists (dropped
+ * by hwm.drop_pipeline, with its table, or with its owner's objects) are
+ * no longer scheduled, and say why (schedule_ended, in hwm.status).  Only
+ * on the library's own catalog: an older one has no upstreams.
+ */
+void
+hwm_state_end_orphaned_after(void)
+{
+	if (!hwm_catalog_is_current())
+		return;
+	hwm_catalog_exec("UPDATE hwm.state AS s SET after = NULL, next_run_at = NULL, claimed_run_id = NULL,"
+					 " schedule_ended = 'its upstream pipeline ' OPERATOR(pg_catalog.||)"
+					 "  (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(u.p), ', ' ORDER BY u.p)"
+					 "    FROM pg_catalog.unnest(s.after) AS u(p)"
+					 "   WHERE NOT EXISTS (SELECT FROM hwm.state AS x WHERE x.pipeline OPERATOR(pg_catalog.=) u.p))"
+					 "  OPERATOR(pg_catalog.||) ' was dropped: schedule it again (hwm.schedule_after or hwm.schedule)'"
+					 " WHERE s.after IS NOT NULL AND EXISTS (SELECT FROM pg_catalog.unnest(s.after) AS u(p)"
+					 "  WHERE NOT EXISTS (SELECT FROM hwm.state AS x WHERE x.pipeline OPERATOR(pg_catalog.=) u.p))",
+					 0, NULL, NULL, NULL, SPI_OK_UPDATE);
 }
 
 /*
@@ -2008,10 +2162,15 @@ hwm_state_delete_owned(Datum owners)
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		values[1] = {owners};
 
+	uint64		n;
+
 	catalog_exec_any_version("DELETE FROM hwm.state"
 							 " WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 							 1, argtypes, values, NULL, SPI_OK_DELETE);
-	return SPI_processed;
+	n = SPI_processed;
+	if (n > 0)
+		hwm_state_end_orphaned_after();
+	return n;
 }
 
 /* ---- hwm.state: declaring and dropping pipelines (manage.c) ---- */
@@ -2160,6 +2319,7 @@ hwm_state_delete(const char *pipeline)
 
 	hwm_catalog_exec("DELETE FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_DELETE);
+	hwm_state_end_orphaned_after();
 }
 
 /* The names in column 1 of the last statement's rows (pipelines: never NULL) */
@@ -2229,6 +2389,8 @@ hwm_state_follow_table(Oid old, Oid new)
 List *
 hwm_state_delete_of_dropped_tables(void)
 {
+	List	   *gone;
+
 	catalog_exec_any_version("WITH dropped AS ("
 							 " SELECT d.objid FROM pg_catalog.pg_event_trigger_dropped_objects() AS d"
 							 " WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
@@ -2239,7 +2401,10 @@ hwm_state_delete_of_dropped_tables(void)
 							 " RETURNING s.pipeline)"
 							 " SELECT pipeline FROM gone ORDER BY pipeline COLLATE \"C\"",
 							 0, NULL, NULL, NULL, SPI_OK_SELECT);
-	return pipeline_names();
+	gone = pipeline_names();
+	if (gone != NIL)
+		hwm_state_end_orphaned_after();
+	return gone;
 }
 
 /*

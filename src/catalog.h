@@ -181,7 +181,9 @@ typedef struct HwmDueRow
 {
 	char	   *pipeline;
 	Oid			owner;
-	Interval	every;			/* its schedule */
+	bool		periodic;		/* scheduled every so often (else after its
+								 * upstreams alone: no next slot) */
+	Interval	every;			/* ... its schedule */
 	TimestampTz anchor;			/* its grid's anchor (else its next run time) */
 	Interval   *timeout;		/* a scheduled run's time limit; NULL: none */
 } HwmDueRow;
@@ -221,6 +223,12 @@ extern int64 hwm_runs_release(Datum run_ids);
 extern void hwm_state_set_schedule(const char *pipeline, const Interval *every,
 								   TimestampTz anchor, TimestampTz next);
 extern void hwm_state_clear_schedule(const char *pipeline);
+extern void hwm_state_set_after(const char *pipeline, Datum upstreams);
+extern void hwm_after_graph_lock(void);
+extern bool hwm_state_after_cycle(const char *pipeline, Datum upstreams);
+extern bool hwm_state_upstream(const char *name, Oid *owner, Oid *target);
+extern void hwm_state_end_orphaned_after(void);
+extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
 extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);

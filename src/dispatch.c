@@ -192,6 +192,11 @@ hwm_outcome_record(int64 run_id, HwmRunStatus status, const char *sqlstate,
 		return;
 	if (status == HWM_RUN_FAILED)
 		back_off(pipeline, finished);
+	else if (status == HWM_RUN_SKIPPED)
+	{
+		/* a pipeline run after its upstreams tries again in a second */
+		hwm_state_rearm_after(pipeline, finished + USECS_PER_SEC);
+	}
 	hwm_outcome_notify(run_id);
 }
 
@@ -327,7 +332,7 @@ typedef struct DueRun
 {
 	char	   *pipeline;
 	Oid			owner;
-	Interval   *every;
+	Interval   *every;			/* NULL: scheduled after its upstreams alone */
 	TimestampTz anchor;
 	int32		timeout_ms;
 	int64		expected_ms;	/* its last run's duration; -1: unknown */
@@ -548,12 +553,15 @@ claim_run(ClaimStep *c)
 	const char *sqlstate = NULL;
 	const char *problem;
 	TimestampTz next;
-	bool		has_next = hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
+	bool		has_next;
 	int64		run_id;
 	int			q;
 	int			slotno;
 
-	if (!has_next)
+	/* after its upstreams alone: no next slot, their next commit makes one */
+	has_next = due->every != NULL &&
+		hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
+	if (!has_next && due->every != NULL)
 		ereport(LOG,
 				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
 						due->pipeline)));
@@ -687,7 +695,7 @@ read_due_runs(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 	{
 		due[i].pipeline = rows[i].pipeline;
 		due[i].owner = rows[i].owner;
-		due[i].every = &rows[i].every;
+		due[i].every = rows[i].periodic ? &rows[i].every : NULL;
 		due[i].anchor = rows[i].anchor;
 		due[i].timeout_ms = rows[i].timeout ? interval_ms(rows[i].timeout) : 0;
 		due[i].order = (int) i;

@@ -1,8 +1,8 @@
 /*
  * schedule.c
- *		Declaring when a pipeline runs: hwm.schedule, hwm.unschedule,
- *		hwm.pause, hwm.resume and hwm.set_timeout; the anchored arithmetic
- *		that turns a schedule into run times is grid.c's.
+ *		Declaring when a pipeline runs: hwm.schedule, hwm.schedule_after,
+ *		hwm.unschedule, hwm.pause, hwm.resume and hwm.set_timeout; the
+ *		anchored arithmetic that turns a schedule into run times is grid.c's.
  *
  * A schedule is an interval and an anchor: runs are due at anchor + k *
  * every (k = 0, 1, 2, ...).  hwm.state.next_run_at holds the next slot; the
@@ -17,6 +17,13 @@
  * (wakeup.c).  Nothing here calls into the scheduler: it reads the catalog,
  * and the dispatcher computes the next slot with grid.c.  A schedule is
  * refused when its first run, or the one after, cannot be represented.
+ *
+ * A pipeline scheduled after its upstreams (hwm.schedule_after) has no
+ * grid: next_run_at stays NULL until a run of an upstream commits rows or
+ * moves its watermark, which sets it to now in the same transaction
+ * (catalog.c, wake_downstreams); the dispatcher claims it as any due
+ * pipeline and leaves next_run_at NULL again.  A pipeline has one kind of
+ * schedule: hwm.schedule and hwm.schedule_after each replace the other.
  */
 #include "postgres.h"
 
@@ -29,12 +36,14 @@
 #include "wakeup.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -218,6 +227,107 @@ hwm_schedule_clear(const char *pipeline)
 {
 	hwm_state_clear_schedule(pipeline);
 	hwm_wakeup_at_commit();
+}
+
+/*
+ * The upstreams of hwm.schedule_after: the array's names, each once and in
+ * order, as a text[]; refused when empty or holding a NULL.
+ */
+static ArrayType *
+upstream_names(FunctionCallInfo fcinfo, const char *pipeline)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			kept = 0;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("upstreams must not be null"),
+				 errhint("To stop scheduling the pipeline, call hwm.unschedule('%s').", pipeline)));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("upstreams must name at least one pipeline"),
+				 errhint("To stop scheduling the pipeline, call hwm.unschedule('%s').", pipeline)));
+	for (int i = 0; i < n; i++)
+	{
+		bool		seen = false;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("upstreams must not contain null"),
+					 errhint("Name each upstream pipeline.")));
+		for (int j = 0; j < kept && !seen; j++)
+			seen = DatumGetBool(DirectFunctionCall2Coll(texteq, C_COLLATION_OID,
+													   elems[j], elems[i]));
+		if (!seen)
+			elems[kept++] = elems[i];
+	}
+	return construct_array(elems, kept, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/*
+ * May pipeline p run after upstream?  It must exist and be p's owner's, or
+ * load a target that p's owner may read.  Both refusals read the same, so
+ * that nobody learns of another owner's pipeline by naming it.
+ */
+static void
+check_upstream(const HwmPipeline *p, const char *upstream)
+{
+	Oid			owner;
+	Oid			target;
+
+	if (!hwm_state_upstream(upstream, &owner, &target) ||
+		!(has_privs_of_role(p->owner, owner) ||
+		  (OidIsValid(target) &&
+		   pg_class_aclcheck(target, p->owner, ACL_SELECT) == ACLCHECK_OK)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("upstream pipeline \"%s\" does not exist, or its target is not readable by the owner of pipeline \"%s\"",
+						upstream, p->name),
+				 errhint("Name a pipeline of the same owner, or one whose target the owner of \"%s\" may SELECT from.",
+						 p->name)));
+}
+
+PG_FUNCTION_INFO_V1(hwm_schedule_after);
+
+/*
+ * hwm.schedule_after(pipeline, upstreams): run the pipeline after a run of
+ * any of upstreams commits rows or moves its watermark, instead of every
+ * so often.
+ */
+Datum
+hwm_schedule_after(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	ArrayType  *upstreams = upstream_names(fcinfo, name);
+	Datum	   *elems;
+	int			n;
+	HwmPipeline *p;
+
+	SPI_connect();
+	p = hwm_pipeline_fetch(name, false, false);
+	deconstruct_array(upstreams, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+	for (int i = 0; i < n; i++)
+		check_upstream(p, TextDatumGetCString(elems[i]));
+	hwm_after_graph_lock();
+	if (hwm_state_after_cycle(name, PointerGetDatum(upstreams)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("pipeline \"%s\" cannot run after its own runs", name),
+				 errdetail("It is among the upstreams named, or among theirs: the pipelines would start each other forever."),
+				 errhint("Leave out the upstream that runs after \"%s\", or call hwm.unschedule on it first.", name)));
+	hwm_state_set_after(name, PointerGetDatum(upstreams));
+	warn_if_not_served(name);
+	warn_if_owner_cannot_connect(name);
+	hwm_wakeup_at_commit();
+	SPI_finish();
+	PG_RETURN_VOID();
 }
 
 PG_FUNCTION_INFO_V1(hwm_unschedule);

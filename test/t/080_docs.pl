@@ -34,8 +34,11 @@ use HwmTest;
 # each starting as the superuser.  dbt/hwm/README.md is not here yet.
 my @files = ('README.md', 'doc/backfill_swap.md', 'doc/ecosystem.md');
 
-# the export example's directory: the README tells the reader to create it
-my $exports = '/tmp/hwm-exports';
+# the export example's directory: the README tells the reader to create
+# /tmp/hwm-exports; the test runs it in a directory of its own, so that the
+# suites of two versions running side by side do not empty each other's
+my $readme_exports = '/tmp/hwm-exports';
+my $exports = "${PostgreSQL::Test::Utils::tmp_check}/hwm-exports";
 
 # blocks(file): the ```sql blocks of a Markdown file, in order, each
 # { line, heading, sql, marks }
@@ -83,7 +86,7 @@ sub blocks
 }
 
 make_path($exports);
-remove_tree($exports, { keep_root => 1 });
+chmod(0777, $exports);
 
 my $node = new_node('docs', 'hwm.max_workers' => 2, max_worker_processes => 16);
 my $superuser = sql($node, 'postgres', 'SELECT current_user');
@@ -109,7 +112,8 @@ for my $b (blocks($file))
 	next unless $run;
 
 	my ($out, $err) = ('', '');
-	my $rc = $node->psql('analytics', "\\set VERBOSITY verbose\n\\pset footer off\n" . $b->{sql},
+	(my $sql = $b->{sql}) =~ s/\Q$readme_exports\E/$exports/g;
+	my $rc = $node->psql('analytics', "\\set VERBOSITY verbose\n\\pset footer off\n" . $sql,
 		stdout => \$out, stderr => \$err, extra_params => [ '-U', $role, '-P', 'format=aligned', '-P', 'tuples_only=off' ]);
 	if (defined $error)
 	{
@@ -136,8 +140,6 @@ for my $b (blocks($file))
 	}
 }
 }
-
-remove_tree($exports);
 
 # The reference cannot drift from the installed extension.
 sub slurp
