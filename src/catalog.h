@@ -223,6 +223,7 @@ extern void hwm_state_set_schedule(const char *pipeline, const Interval *every,
 extern void hwm_state_clear_schedule(const char *pipeline);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
 extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);
+extern void hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag);
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*
