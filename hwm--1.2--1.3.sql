@@ -105,7 +105,14 @@ WITH RECURSIVE
                         (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
                    THEN s.watermark::pg_catalog.timestamptz
               END
-         FROM hwm.state AS s)
+         FROM hwm.state AS s),
+  -- per pipeline with upstreams: whether one of them has no time, and the
+  -- oldest of their times
+  chain (pipeline, unknown, oldest) AS (
+       SELECT c.pipeline, pg_catalog.bool_or(u.as_of IS NULL), pg_catalog.min(u.as_of)
+         FROM upstreams AS c
+         JOIN own AS u ON u.pipeline OPERATOR(pg_catalog.=) c.upstream
+        GROUP BY c.pipeline)
 SELECT o.pipeline,
        o.owner,
        f.data_as_of,
@@ -113,13 +120,11 @@ SELECT o.pipeline,
        o.target_lag,
        l.lag OPERATOR(pg_catalog.>) o.target_lag AS late
   FROM own AS o
+  LEFT JOIN chain AS ch ON ch.pipeline OPERATOR(pg_catalog.=) o.pipeline
  CROSS JOIN LATERAL (
-       SELECT CASE WHEN o.as_of IS NULL OR pg_catalog.bool_or(u.as_of IS NULL) THEN NULL
-                   ELSE LEAST(o.as_of, pg_catalog.min(u.as_of))
-              END AS data_as_of
-         FROM upstreams AS c
-         JOIN own AS u ON u.pipeline OPERATOR(pg_catalog.=) c.upstream
-        WHERE c.pipeline OPERATOR(pg_catalog.=) o.pipeline) AS f
+       SELECT CASE WHEN o.as_of IS NULL OR ch.unknown THEN NULL
+                   ELSE LEAST(o.as_of, ch.oldest)
+              END AS data_as_of) AS f
  CROSS JOIN LATERAL (
        SELECT CASE WHEN pg_catalog.isfinite(f.data_as_of)
                    THEN pg_catalog.now() OPERATOR(pg_catalog.-) f.data_as_of
