@@ -426,6 +426,156 @@ COMMENT ON VIEW hwm.status IS
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 
+-- hwm.freshness (issue 41): per pipeline, the time up to which its target
+-- reflects its sources, how far that is behind now(), and whether that is
+-- more than its target lag.  A pipeline's own time is its watermark, where
+-- the watermark is a time (the test of hwm.status's lag); through a chain it
+-- is the oldest of its own and its upstreams', transitively.  Its upstreams
+-- are the pipelines that load a table its source reads (the source; through
+-- a view what the view's rule reads, in pg_depend, views within views; with
+-- a table its partitions and the tables it is a partition of; not its own
+-- target), as the safe watermark finds them (src/watermark.c, which also
+-- follows the SQL functions a view calls), and the pipelines of its after
+-- (hwm.schedule_after).  Read with the rights of whoever queries it, so only
+-- the pipelines they can see count: another owner's upstream is left out
+-- rather than shown through its time.  NULL when the pipeline or one of its
+-- upstreams has no time to give (nothing loaded yet, or a watermark that is
+-- not a time): nothing says how fresh the data is.  The recursive parts
+-- stop on cycles, as UNION keeps no row twice.
+CREATE VIEW hwm.freshness WITH (security_invoker = true) AS
+WITH RECURSIVE
+  -- the relations each pipeline's source reads
+  reads (pipeline, target, relid) AS (
+       SELECT s.pipeline, s.target::pg_catalog.oid, s.source::pg_catalog.oid
+         FROM hwm.state AS s
+       UNION
+       SELECT r.pipeline, r.target, n.relid
+         FROM reads AS r
+        CROSS JOIN LATERAL (
+              SELECT d.refobjid
+                FROM pg_catalog.pg_class AS v
+                JOIN pg_catalog.pg_rewrite AS w ON w.ev_class OPERATOR(pg_catalog.=) v.oid
+                JOIN pg_catalog.pg_depend AS d
+                  ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+                 AND d.objid OPERATOR(pg_catalog.=) w.oid
+                 AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+               WHERE v.oid OPERATOR(pg_catalog.=) r.relid
+                 AND v.relkind OPERATOR(pg_catalog.=) 'v'
+                 AND d.refobjid OPERATOR(pg_catalog.<>) v.oid
+              UNION
+              SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i
+               WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid
+              UNION
+              SELECT i.inhparent FROM pg_catalog.pg_inherits AS i
+                JOIN pg_catalog.pg_class AS p ON p.oid OPERATOR(pg_catalog.=) i.inhrelid
+               WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid AND p.relispartition) AS n (relid)),
+  -- each pipeline's direct upstreams
+  edges (pipeline, upstream) AS (
+       SELECT r.pipeline, u.pipeline
+         FROM reads AS r
+         JOIN hwm.state AS u ON u.target::pg_catalog.oid OPERATOR(pg_catalog.=) r.relid
+        WHERE r.relid OPERATOR(pg_catalog.<>) COALESCE(r.target, 0::pg_catalog.oid)
+       UNION
+       SELECT s.pipeline, u.pipeline
+         FROM hwm.state AS s
+        CROSS JOIN LATERAL pg_catalog.unnest(s.after) AS a (upstream)
+         JOIN hwm.state AS u ON u.pipeline OPERATOR(pg_catalog.=) a.upstream),
+  -- and all of them, through any number of steps
+  upstreams (pipeline, upstream) AS (
+       SELECT e.pipeline, e.upstream FROM edges AS e
+       UNION
+       SELECT c.pipeline, e.upstream
+         FROM upstreams AS c
+         JOIN edges AS e ON e.pipeline OPERATOR(pg_catalog.=) c.upstream),
+  -- each pipeline's own time
+  own (pipeline, owner, target_lag, as_of) AS (
+       SELECT s.pipeline, s.owner, s.target_lag,
+              CASE WHEN s.watermark IS NOT NULL
+                    AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+                           FROM pg_catalog.pg_type AS t
+                          WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
+                        (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
+                   THEN s.watermark::pg_catalog.timestamptz
+              END
+         FROM hwm.state AS s),
+  -- per pipeline with upstreams: whether one of them has no time, and the
+  -- oldest of their times
+  chain (pipeline, unknown, oldest) AS (
+       SELECT c.pipeline, pg_catalog.bool_or(u.as_of IS NULL), pg_catalog.min(u.as_of)
+         FROM upstreams AS c
+         JOIN own AS u ON u.pipeline OPERATOR(pg_catalog.=) c.upstream
+        GROUP BY c.pipeline)
+SELECT o.pipeline,
+       o.owner,
+       f.data_as_of,
+       l.lag,
+       o.target_lag,
+       l.lag OPERATOR(pg_catalog.>) o.target_lag AS late
+  FROM own AS o
+  LEFT JOIN chain AS ch ON ch.pipeline OPERATOR(pg_catalog.=) o.pipeline
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN o.as_of IS NULL OR ch.unknown THEN NULL
+                   ELSE LEAST(o.as_of, ch.oldest)
+              END AS data_as_of) AS f
+ CROSS JOIN LATERAL (
+       SELECT CASE WHEN pg_catalog.isfinite(f.data_as_of)
+                   THEN pg_catalog.now() OPERATOR(pg_catalog.-) f.data_as_of
+              END AS lag) AS l;
+
+COMMENT ON VIEW hwm.freshness IS
+'One line per pipeline: data_as_of, the time up to which its target reflects its sources (its watermark where that is a time, and through a chain the oldest of its own and its upstreams'': the pipelines that load a table its source reads, directly or through views, and those of hwm.schedule_after; only the pipelines the reader can see count); lag, now() minus that; its target_lag (hwm.set_target_lag); late, lag > target_lag. data_as_of is NULL while the pipeline or an upstream has loaded nothing, or has a watermark that is not a time.';
+
+GRANT SELECT ON hwm.freshness TO PUBLIC;
+
+-- hwm.metrics (issue 41): per pipeline, what a monitoring tool scrapes
+-- (doc/prometheus.md): its load runs by outcome and the rows they loaded,
+-- in the history that is kept (hwm.history_days, hwm.max_runs_per_pipeline:
+-- the counts go down when old runs are pruned, so they are gauges, not
+-- counters), the last finished run's duration, consecutive failures, and
+-- its freshness.  Runs of an earlier pipeline of the same name are not
+-- counted (started before this one was created).  Each pipeline's runs are
+-- read through runs_pipeline_idx.
+CREATE VIEW hwm.metrics WITH (security_invoker = true) AS
+SELECT s.pipeline,
+       s.owner,
+       c.runs_succeeded,
+       c.runs_failed,
+       c.runs_skipped,
+       c.runs_interrupted,
+       c.rows_loaded,
+       d.last_duration_seconds,
+       s.consecutive_failures,
+       pg_catalog.date_part('epoch', f.lag) AS lag_seconds,
+       pg_catalog.date_part('epoch', f.target_lag) AS target_lag_seconds,
+       f.late
+  FROM hwm.state AS s
+  LEFT JOIN hwm.freshness AS f ON f.pipeline OPERATOR(pg_catalog.=) s.pipeline
+ CROSS JOIN LATERAL (
+       SELECT pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'succeeded') AS runs_succeeded,
+              pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'failed') AS runs_failed,
+              pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'skipped') AS runs_skipped,
+              pg_catalog.count(*) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'interrupted') AS runs_interrupted,
+              COALESCE(pg_catalog.sum(r.rows_upserted) FILTER (WHERE r.status OPERATOR(pg_catalog.=) 'succeeded'), 0)::pg_catalog.int8 AS rows_loaded
+         FROM hwm.runs AS r
+        WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
+          AND r.kind OPERATOR(pg_catalog.=) 'load'
+          AND r.started_at OPERATOR(pg_catalog.>=) s.created_at) AS c
+  LEFT JOIN LATERAL (
+       SELECT pg_catalog.date_part('epoch', r.finished_at OPERATOR(pg_catalog.-) r.started_at) AS last_duration_seconds
+         FROM hwm.runs AS r
+        WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
+          AND r.kind OPERATOR(pg_catalog.=) 'load'
+          AND r.started_at OPERATOR(pg_catalog.>=) s.created_at
+          AND r.finished_at IS NOT NULL
+          AND r.status OPERATOR(pg_catalog.<>) 'running'
+        ORDER BY r.run_id DESC
+        LIMIT 1) AS d ON true;
+
+COMMENT ON VIEW hwm.metrics IS
+'One line per pipeline for monitoring tools (doc/prometheus.md): its load runs by outcome (succeeded, failed, skipped, interrupted) and the rows its succeeded load runs upserted, counted over the history that is kept (hwm.history_days, hwm.max_runs_per_pipeline), so they fall when old runs are pruned; how long its last finished load run took; its consecutive failures; its lag and target lag in seconds and whether it is late (hwm.freshness).';
+
+GRANT SELECT ON hwm.metrics TO PUBLIC;
+
 -- ---------------------------------------------------------------------------
 -- Declaring pipelines (src/manage.c).  A copy pipeline upserts into its
 -- target; a command pipeline runs a SQL command over the range of watermark
@@ -788,6 +938,14 @@ AS 'MODULE_PATHNAME', 'hwm_set_timeout';
 
 COMMENT ON FUNCTION hwm.set_timeout(text, interval) IS
 'Cancel a scheduled run of the pipeline that takes longer than timeout and record it as failed (NULL: no limit).';
+
+CREATE FUNCTION hwm.set_target_lag(pipeline text, target_lag interval)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_set_target_lag';
+
+COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
+'Set the pipeline''s freshness goal: how far behind now() its data (hwm.freshness.data_as_of) may fall before hwm.freshness and hwm.metrics show it late; at least 1 second, finite, without negative parts (NULL: no goal).';
 
 CREATE FUNCTION hwm.schedule_reconcile(
     pipeline   text,

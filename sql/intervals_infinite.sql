@@ -18,6 +18,8 @@ SELECT hwm.create_pipeline('ivp', 'src', 'tgt', '{id}', 'ts');
 
 SELECT hwm.set_timeout('ivp', 'infinity');
 SELECT hwm.set_timeout('ivp', '-infinity');
+SELECT hwm.set_target_lag('ivp', 'infinity');
+SELECT hwm.set_target_lag('ivp', '-infinity');
 SELECT hwm.schedule('ivp', 'infinity', '2026-01-01 00:00+00');
 SELECT hwm.schedule('ivp', '-infinity');
 SELECT hwm.schedule_reconcile('ivp', 'infinity');
@@ -40,7 +42,7 @@ SELECT hwm.create_interval_pipeline('ivi', 'ev', 't', '1 hour', $$SELECT $1, $2$
 \set VERBOSITY default
 
 -- nothing stored
-SELECT pipeline, schedule, timeout, delay, reconcile_schedule FROM hwm.state WHERE pipeline LIKE 'iv%';
+SELECT pipeline, schedule, timeout, delay, reconcile_schedule, target_lag FROM hwm.state WHERE pipeline LIKE 'iv%';
 SELECT count(hwm.drop_pipeline(pipeline)) FROM hwm.state WHERE pipeline LIKE 'iv%';
 \set VERBOSITY terse
 DROP SCHEMA ivi CASCADE;

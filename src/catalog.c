@@ -2086,6 +2086,18 @@ hwm_state_set_timeout(const char *pipeline, const Interval *timeout)
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
+/* A freshness goal (hwm.set_target_lag, freshness.c); NULL: none */
+void
+hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag)
+{
+	Oid			argtypes[2] = {TEXTOID, INTERVALOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), target_lag ? IntervalPGetDatum(target_lag) : (Datum) 0};
+	char		nulls[2] = {' ', target_lag ? ' ' : 'n'};
+
+	hwm_catalog_exec("UPDATE hwm.state SET target_lag = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+}
+
 /*
  * The pipeline's owner as the caller sees hwm.state, for hwm.schedule's
  * warnings only: InvalidOid when the caller does not see the row.  The one

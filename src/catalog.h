@@ -231,6 +231,7 @@ extern void hwm_state_end_orphaned_after(void);
 extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
 extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);
+extern void hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag);
 extern Oid	hwm_state_owner_as_caller(const char *pipeline);
 
 /*

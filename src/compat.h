@@ -137,6 +137,13 @@ typedef BackendId ProcNumber;
 #endif
 
 /*
+ * 17: intervals can be infinite ('infinity', '-infinity'); before, none is.
+ */
+#if PG_VERSION_NUM < 170000
+#define INTERVAL_NOT_FINITE(i) ((void) (i), false)
+#endif
+
+/*
  * 17: RelationCloseSmgrByOid is gone.  SMgrRelations now live until the end
  * of the transaction and a relcache rebuild drops its smgr link itself, so
  * PostgreSQL's own swap_relation_files no longer closes them; neither does

@@ -22,8 +22,14 @@
 #
 # Each block is one psql session (-f -, so CALLs run outside a transaction
 # block) with ON_ERROR_STOP; an error block stops at its first error.
+#
+# doc/postgres_exporter.yaml, postgres_exporter's query file for hwm.metrics
+# (doc/prometheus.md), is parsed and its query run in the same database
+# after the documents' blocks; its columns must be the metrics it lists.
+# doc/prometheus.md's ```yaml blocks must parse.
 use strict;
 use warnings;
+use CPAN::Meta::YAML;
 use File::Path qw(make_path remove_tree);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -141,6 +147,30 @@ for my $b (blocks($file))
 }
 }
 
+# The exporter's query file: it parses, each query runs on the database the
+# examples filled (as the superuser, who sees every pipeline), and returns
+# exactly the columns its metrics name, in order, each with a usage the
+# exporter knows and a description.
+{
+	my $yaml = CPAN::Meta::YAML->read_string(slurp('doc/postgres_exporter.yaml'))
+	  or die 'doc/postgres_exporter.yaml: ' . CPAN::Meta::YAML->errstr;
+	my @queries = sort keys %{ $yaml->[0] };
+	ok(@queries > 0, 'doc/postgres_exporter.yaml has queries');
+	for my $key (@queries)
+	{
+		my $q = $yaml->[0]{$key};
+		my @metrics = map { my ($name) = keys %$_; [ $name, $_->{$name} ] } @{ $q->{metrics} // [] };
+		my @bad = grep { ($_->[1]{usage} // '') !~ /^(LABEL|GAUGE|COUNTER)$/ || !($_->[1]{description} // '') } @metrics;
+		is(join(' ', map { $_->[0] } @bad), '', "doc/postgres_exporter.yaml, $key: every metric has a usage and a description");
+		my ($rc, $out, $err) = $node->psql('analytics', "$q->{query}\n\\gdesc", extra_params => [ '-A', '-t' ]);
+		ok($rc == 0 && $err eq '', "doc/postgres_exporter.yaml, $key: its query runs") or diag($err);
+		is(join(' ', map { (split /\|/)[0] } split /\n/, $out), join(' ', map { $_->[0] } @metrics),
+			"doc/postgres_exporter.yaml, $key: the query's columns are its metrics");
+		my ($rows) = $node->safe_psql('analytics', "SELECT count(*) FROM ($q->{query}) AS q");
+		ok($rows > 0, "doc/postgres_exporter.yaml, $key: its query returns the pipelines ($rows)");
+	}
+}
+
 # The reference cannot drift from the installed extension.
 sub slurp
 {
@@ -156,6 +186,18 @@ my $ecosystem = slurp('doc/ecosystem.md');
 my ($reference) = $readme =~ /^## Reference\n(.*?)^## /ms;
 my ($errors) = $readme =~ /^## Errors\n(.*?)^## /ms;
 my ($eco_ref) = $ecosystem =~ /^## Reference\n(.*?)^## /ms;
+
+# doc/prometheus.md's alerting rules (and the excerpt of the query file)
+# are YAML
+{
+	my @yaml = slurp('doc/prometheus.md') =~ /^```yaml\n(.*?)^```$/msg;
+	ok(@yaml > 0, 'doc/prometheus.md has YAML blocks');
+	for my $i (0 .. $#yaml)
+	{
+		ok(CPAN::Meta::YAML->read_string($yaml[$i]), "doc/prometheus.md's YAML block " . ($i + 1) . ' parses')
+		  or diag(CPAN::Meta::YAML->errstr);
+	}
+}
 
 # every function and procedure of schema hwm: named in README's Reference,
 # and in doc/ecosystem.md with its arguments' names in order
