@@ -159,6 +159,18 @@ CREATE TABLE cab_out (id int PRIMARY KEY, updated_at timestamptz, v text);
 SELECT hwm.create_pipeline('fr_cab', 'cab', 'cab_out', '{id}', 'updated_at');
 SELECT hwm.set_watermark('fr_cab', '2024-01-02 00:00+00');
 SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_c%' ORDER BY 1;
+-- an upstream of hwm.schedule_after counts though the source does not read
+-- its target: fr_sched runs after fr_cb, so its data is no newer than
+-- fr_cb's chain (07:00)
+CREATE TABLE sched_src (id int PRIMARY KEY, updated_at timestamptz, v text);
+CREATE TABLE sched_out (id int PRIMARY KEY, updated_at timestamptz, v text);
+SELECT hwm.create_pipeline('fr_sched', 'sched_src', 'sched_out', '{id}', 'updated_at');
+SELECT hwm.set_watermark('fr_sched', '2024-01-03 00:00+00');
+SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline = 'fr_sched';
+SET client_min_messages = error;  -- (the schedule's warning: nothing runs here)
+SELECT hwm.schedule_after('fr_sched', '{fr_cb}');
+SET client_min_messages = warning;
+SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline = 'fr_sched';
 
 --
 -- hwm.metrics: load runs by outcome, rows, the last run's duration, lag
