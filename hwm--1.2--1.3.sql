@@ -38,7 +38,8 @@ COMMENT ON FUNCTION hwm.unschedule(text) IS
 
 -- hwm.status: why a pipeline scheduled after its upstreams is not run (an
 -- upstream dropped), and its upstreams, as a last column
-CREATE OR REPLACE VIEW hwm.status WITH (security_invoker = true) AS
+DROP VIEW hwm.status;
+CREATE VIEW hwm.status WITH (security_invoker = true) AS
 SELECT s.pipeline,
        s.owner,
        s.source,
@@ -134,6 +135,8 @@ SELECT s.pipeline,
 COMMENT ON VIEW hwm.status IS
 'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), and the upstream pipelines it runs after (hwm.schedule_after).';
 
+GRANT SELECT ON hwm.status TO PUBLIC;
+
 -- Freshness (issue 41): a freshness goal per pipeline, and the views that
 -- measure freshness and what monitoring tools scrape.
 CREATE FUNCTION hwm.set_target_lag(pipeline text, target_lag interval)
@@ -160,7 +163,18 @@ COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
 -- upstreams has no time to give (nothing loaded yet, or a watermark that is
 -- not a time): nothing says how fresh the data is.  The recursive parts
 -- stop on cycles, as UNION keeps no row twice.
-CREATE VIEW hwm.freshness WITH (security_invoker = true) AS
+-- The view's rows come from a function so that the server does not JIT-compile
+-- them: the planner cannot estimate the recursions and takes them for
+-- millions of rows, which costs about a second of compilation per query
+-- on a server with jit on.  The function is SQL, run with the caller's rights
+-- (row security on hwm.state applies as in the view).
+CREATE FUNCTION hwm.freshness_rows()
+RETURNS TABLE (pipeline text, owner regrole, data_as_of timestamptz, lag interval,
+               target_lag interval, late boolean)
+LANGUAGE sql STABLE
+SET jit = off
+SET search_path = pg_catalog, pg_temp
+AS $fn$
 WITH RECURSIVE
   -- the relations each pipeline's source reads
   reads (pipeline, target, relid) AS (
@@ -239,6 +253,14 @@ SELECT o.pipeline,
        SELECT CASE WHEN pg_catalog.isfinite(f.data_as_of)
                    THEN pg_catalog.now() OPERATOR(pg_catalog.-) f.data_as_of
               END AS lag) AS l;
+$fn$;
+
+COMMENT ON FUNCTION hwm.freshness_rows() IS
+'The rows of hwm.freshness (read that view instead): computed in a function that turns JIT compilation off, which the planner would otherwise choose for the view''s recursions.';
+
+CREATE VIEW hwm.freshness WITH (security_invoker = true) AS
+SELECT f.pipeline, f.owner, f.data_as_of, f.lag, f.target_lag, f.late
+  FROM hwm.freshness_rows() AS f;
 
 COMMENT ON VIEW hwm.freshness IS
 'One line per pipeline: data_as_of, the time up to which its target reflects its sources (its watermark where that is a time, and through a chain the oldest of its own and its upstreams'': the pipelines that load a table its source reads, directly or through views, and those of hwm.schedule_after; only the pipelines the reader can see count); lag, now() minus that; its target_lag (hwm.set_target_lag); late, lag > target_lag. data_as_of is NULL while the pipeline or an upstream has loaded nothing, or has a watermark that is not a time.';
