@@ -37,24 +37,19 @@ shown(const Interval *iv)
 static void
 check_target_lag(const Interval *lag)
 {
-	Interval	one_second = {0};
-
-	one_second.time = USECS_PER_SEC;
 	if (INTERVAL_NOT_FINITE(lag))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("target_lag must be finite"),
 				 errdetail("target_lag is %s.", shown(lag)),
 				 errhint("Pass how far behind now() the pipeline's data may fall, for example '5 minutes', or NULL for no target.")));
-	if (lag->month < 0 || lag->day < 0 || lag->time < 0)
+	if (hwm_interval_has_negative_part(lag))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("target_lag must not have negative parts"),
 				 errdetail("target_lag is %s.", shown(lag)),
 				 errhint("Pass a plain interval such as '5 minutes' or '1 hour', or NULL for no target.")));
-	if (DatumGetBool(DirectFunctionCall2(interval_lt,
-										 IntervalPGetDatum(unconstify(Interval *, lag)),
-										 IntervalPGetDatum(&one_second))))
+	if (hwm_interval_shorter_than(lag, USECS_PER_SEC))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("target_lag must be at least 1 second"),

@@ -48,24 +48,6 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-/* Has the interval a negative part (months, days or time)? */
-static bool
-has_negative_part(const Interval *iv)
-{
-	return iv->month < 0 || iv->day < 0 || iv->time < 0;
-}
-
-/* Is the interval shorter than usecs microseconds (as interval < does)? */
-static bool
-shorter_than(const Interval *iv, int64 usecs)
-{
-	Interval	limit = {0};
-
-	limit.time = usecs;
-	return DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(iv),
-											IntervalPGetDatum(&limit)));
-}
-
 /*
  * Refuse a schedule that the dispatcher cannot step through: it must be at
  * least one second and have no negative part (so that adding it always moves
@@ -74,7 +56,7 @@ shorter_than(const Interval *iv, int64 usecs)
 void
 hwm_check_schedule(const Interval *every, const char *what)
 {
-	if (has_negative_part(every))
+	if (hwm_interval_has_negative_part(every))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must not have negative parts", what),
@@ -82,7 +64,7 @@ hwm_check_schedule(const Interval *every, const char *what)
 						   DatumGetCString(DirectFunctionCall1(interval_out,
 															   IntervalPGetDatum(every)))),
 				 errhint("Pass a plain interval such as '5 minutes' or '1 day'.")));
-	if (shorter_than(every, USECS_PER_SEC))
+	if (hwm_interval_shorter_than(every, USECS_PER_SEC))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s must be at least 1 second", what),
@@ -390,7 +372,7 @@ hwm_set_timeout(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 	{
 		timeout = PG_GETARG_INTERVAL_P(1);
-		if (has_negative_part(timeout) || shorter_than(timeout, 1000))
+		if (hwm_interval_has_negative_part(timeout) || hwm_interval_shorter_than(timeout, 1000))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("timeout must be a positive interval of at least 1 millisecond"),

@@ -199,6 +199,25 @@ hwm_spi_first(Datum *value)
 	return !isnull;
 }
 
+/* Has the interval a negative part (months, days or time)? */
+bool
+hwm_interval_has_negative_part(const Interval *iv)
+{
+	return iv->month < 0 || iv->day < 0 || iv->time < 0;
+}
+
+/* Is the interval shorter than usecs microseconds (as interval < says)? */
+bool
+hwm_interval_shorter_than(const Interval *iv, int64 usecs)
+{
+	Interval	limit = {0};
+
+	limit.time = usecs;
+	return DatumGetBool(DirectFunctionCall2(interval_lt,
+											IntervalPGetDatum(unconstify(Interval *, iv)),
+											IntervalPGetDatum(&limit)));
+}
+
 /* Refuse a negative interval (what); hint says what it is for */
 void
 hwm_check_not_negative(const Interval *iv, const char *what, const char *hint)

@@ -42,6 +42,8 @@ extern void hwm_require_arg(FunctionCallInfo fcinfo, int argno, const char *what
  * the server's timers and statement_timeout hold (24 days 20:31:23.647)
  */
 #define HWM_TIMER_MAX_MS	((int64) PG_INT32_MAX)
+extern bool hwm_interval_has_negative_part(const Interval *iv);
+extern bool hwm_interval_shorter_than(const Interval *iv, int64 usecs);
 extern void hwm_check_timer_interval(const Interval *iv, const char *what,
 									 const char *hint);
 extern void hwm_check_not_negative(const Interval *iv, const char *what,
