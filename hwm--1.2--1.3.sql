@@ -11,18 +11,25 @@
 --
 -- ---------------------------------------------------------------------------
 -- Chains (issue 41): hwm.schedule_after's upstreams, why a schedule ended
--- without hwm.unschedule, and a freshness goal.  target_lag is the mark of
--- the 1.3 catalog (CATALOG_NEWEST_COLUMN).
+-- without hwm.unschedule, a freshness goal, how far the last run found its
+-- source complete, and since when it is late.  late_since is the mark of the
+-- 1.3 catalog (CATALOG_NEWEST_COLUMN).
 ALTER TABLE hwm.state ADD COLUMN after text[];
 ALTER TABLE hwm.state ADD COLUMN schedule_ended text;
 ALTER TABLE hwm.state ADD COLUMN target_lag interval
     CHECK (target_lag OPERATOR(pg_catalog.>=) '1 second');
+ALTER TABLE hwm.state ADD COLUMN data_as_of timestamptz;
+ALTER TABLE hwm.state ADD COLUMN late_since timestamptz;
 COMMENT ON COLUMN hwm.state.after IS
 'The upstream pipelines (hwm.schedule_after): a run of any of them that commits rows or moves its watermark makes this pipeline due at once; one run follows any number of such commits made while it waits or runs. NULL: none.';
 COMMENT ON COLUMN hwm.state.schedule_ended IS
 'Why the scheduler stopped running the pipeline without hwm.unschedule (an upstream of hwm.schedule_after was dropped); cleared by hwm.schedule, hwm.schedule_after and hwm.unschedule.';
 COMMENT ON COLUMN hwm.state.target_lag IS
-'Freshness goal (hwm.set_target_lag): how far behind now() the time up to which the target reflects its sources (hwm.freshness.data_as_of) may fall before the pipeline counts as late. NULL: none.';
+'Freshness goal (hwm.set_target_lag): how far behind now() the time up to which the target reflects its sources (hwm.freshness.data_as_of) may fall before the pipeline counts as late. A pipeline with a target lag and neither hwm.schedule nor hwm.schedule_after is run by the scheduler to stay under it. NULL: none.';
+COMMENT ON COLUMN hwm.state.data_as_of IS
+'Time-typed watermarks: the time below which the pipeline''s last load run found every source row committed and loaded it (the safe bound of that run: the oldest start of a writer in flight, no later than now() less hwm.start_margin and delay), so that a run over a source with nothing new still shows its target fresh. NULL: not known (no such run yet, another watermark type, or hwm.set_watermark since).';
+COMMENT ON COLUMN hwm.state.late_since IS
+'Since when the pipeline is late (hwm.freshness.late), as the scheduler noticed it: set, logged and notified once when it becomes late, cleared when it is no longer late. NULL: not late, or no target lag.';
 
 -- hwm.schedule_after (src/schedule.c)
 CREATE FUNCTION hwm.schedule_after(pipeline text, upstreams text[])
@@ -34,7 +41,7 @@ COMMENT ON FUNCTION hwm.schedule_after(text, text[]) IS
 'Run the pipeline after its upstream pipelines instead of every so often: a run of any of them that commits rows or moves its watermark makes it due at once; any number of such commits while it waits, and any while it runs, give one run each time, not one each; it never runs twice at once, and never while nothing upstream changed. Replaces a schedule of hwm.schedule, which replaces this in turn; hwm.unschedule clears it, hwm.pause and hwm.resume work as for schedules; a dropped upstream unschedules it, saying so in hwm.status. Refused: an unknown upstream, one of another owner whose target the pipeline''s owner may not read, a cycle.';
 
 COMMENT ON FUNCTION hwm.unschedule(text) IS
-'Stop running the pipeline on a schedule, or after its upstreams (hwm.schedule_after); it still runs on demand with hwm.run. A run in progress finishes.';
+'Stop running the pipeline on a schedule, after its upstreams (hwm.schedule_after), or to stay under its target lag (which it clears: hwm.set_target_lag); it still runs on demand with hwm.run. A run in progress finishes.';
 
 -- hwm.status: why a pipeline scheduled after its upstreams is not run (an
 -- upstream dropped), and its upstreams, as a last column
@@ -76,7 +83,7 @@ SELECT s.pipeline,
        CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
             WHEN s.command IS NOT NULL THEN 'command'
             ELSE 'copy' END AS kind,
-       CASE WHEN s.schedule IS NULL AND s.after IS NULL THEN s.schedule_ended
+       CASE WHEN s.schedule IS NULL AND s.after IS NULL AND s.target_lag IS NULL THEN s.schedule_ended
             WHEN EXISTS (SELECT FROM hwm.homes AS h
                           WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
                             AND h.dboid OPERATOR(pg_catalog.<>)
@@ -145,7 +152,7 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_set_target_lag';
 
 COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
-'Set the pipeline''s freshness goal: how far behind now() its data (hwm.freshness.data_as_of) may fall before hwm.freshness and hwm.metrics show it late; at least 1 second, finite, without negative parts (NULL: no goal).';
+'Set the pipeline''s freshness goal: how far behind now() its data (hwm.freshness.data_as_of) may fall before hwm.freshness and hwm.metrics show it late; at least 1 second, finite, without negative parts (NULL: no goal). A pipeline with neither hwm.schedule nor hwm.schedule_after is then run by the scheduler every half of its target lag, and at once after a run of a pipeline loading a table it reads commits rows; with a schedule, the goal only makes it late. The scheduler logs and notifies (hwm.notify_channel) once each time a pipeline becomes late.';
 
 -- hwm.freshness (issue 41): per pipeline, the time up to which its target
 -- reflects its sources, how far that is behind now(), and whether that is
@@ -170,7 +177,7 @@ COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
 -- (row security on hwm.state applies as in the view).
 CREATE FUNCTION hwm.freshness_rows()
 RETURNS TABLE (pipeline text, owner regrole, data_as_of timestamptz, lag interval,
-               target_lag interval, late boolean)
+               target_lag interval, late boolean, late_since timestamptz)
 LANGUAGE sql STABLE
 SET jit = off
 SET search_path = pg_catalog, pg_temp
@@ -220,14 +227,13 @@ WITH RECURSIVE
          FROM upstreams AS c
          JOIN edges AS e ON e.pipeline OPERATOR(pg_catalog.=) c.upstream),
   -- each pipeline's own time
-  own (pipeline, owner, target_lag, as_of) AS (
-       SELECT s.pipeline, s.owner, s.target_lag,
-              CASE WHEN s.watermark IS NOT NULL
-                    AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+  own (pipeline, owner, target_lag, late_since, as_of) AS (
+       SELECT s.pipeline, s.owner, s.target_lag, s.late_since,
+              CASE WHEN (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
                            FROM pg_catalog.pg_type AS t
                           WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
                         (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
-                   THEN s.watermark::pg_catalog.timestamptz
+                   THEN GREATEST(s.watermark::pg_catalog.timestamptz, s.data_as_of)
               END
          FROM hwm.state AS s),
   -- per pipeline with upstreams: whether one of them has no time, and the
@@ -242,7 +248,8 @@ SELECT o.pipeline,
        f.data_as_of,
        l.lag,
        o.target_lag,
-       l.lag OPERATOR(pg_catalog.>) o.target_lag AS late
+       l.lag OPERATOR(pg_catalog.>) o.target_lag AS late,
+       o.late_since
   FROM own AS o
   LEFT JOIN chain AS ch ON ch.pipeline OPERATOR(pg_catalog.=) o.pipeline
  CROSS JOIN LATERAL (
@@ -259,11 +266,11 @@ COMMENT ON FUNCTION hwm.freshness_rows() IS
 'The rows of hwm.freshness (read that view instead): computed in a function that turns JIT compilation off, which the planner would otherwise choose for the view''s recursions.';
 
 CREATE VIEW hwm.freshness WITH (security_invoker = true) AS
-SELECT f.pipeline, f.owner, f.data_as_of, f.lag, f.target_lag, f.late
+SELECT f.pipeline, f.owner, f.data_as_of, f.lag, f.target_lag, f.late, f.late_since
   FROM hwm.freshness_rows() AS f;
 
 COMMENT ON VIEW hwm.freshness IS
-'One line per pipeline: data_as_of, the time up to which its target reflects its sources (its watermark where that is a time, and through a chain the oldest of its own and its upstreams'': the pipelines that load a table its source reads, directly or through views, and those of hwm.schedule_after; only the pipelines the reader can see count); lag, now() minus that; its target_lag (hwm.set_target_lag); late, lag > target_lag. data_as_of is NULL while the pipeline or an upstream has loaded nothing, or has a watermark that is not a time.';
+'One line per pipeline: data_as_of, the time up to which its target reflects its sources (its watermark where that is a time, and through a chain the oldest of its own and its upstreams'': the pipelines that load a table its source reads, directly or through views, and those of hwm.schedule_after; only the pipelines the reader can see count); lag, now() minus that; its target_lag (hwm.set_target_lag); late, lag > target_lag; late_since, since when the scheduler has seen it late (it notifies once per lateness). A time watermark counts up to where its last run found the source complete (hwm.state.data_as_of), so a source with nothing new is not late. data_as_of is NULL while the pipeline or an upstream has loaded nothing, or has a watermark that is not a time.';
 
 GRANT SELECT ON hwm.freshness TO PUBLIC;
 

@@ -3,8 +3,11 @@
 -- views within views, a partition, a cycle; NULL where no time is known;
 -- only the pipelines the reader can see count) and hwm.metrics (runs by
 -- outcome, rows, last duration, lag), and the query of
--- doc/postgres_exporter.yaml.  Nothing shown depends on the clock: lags are
--- compared with intervals, never shown.  (Infinite target lags, 17 and
+-- doc/postgres_exporter.yaml; the scheduling a target lag brings (a
+-- pipeline with no schedule of its own made due, woken by a run of the
+-- pipeline loading what it reads).  Nothing shown depends on the clock:
+-- lags are compared with intervals, never shown, and a data_as_of within
+-- the last hour shows as 'now' (fr_shown).  (Infinite target lags, 17 and
 -- later: sql/intervals_infinite.sql.)
 \i test/setup.sql
 SET datestyle = ISO;
@@ -13,6 +16,9 @@ SET timezone = 'UTC';
 SET client_min_messages = warning;
 CREATE SCHEMA fr;
 SET search_path = fr, public;
+-- a run that finds the source complete makes data_as_of about now()
+CREATE FUNCTION fr_shown(t timestamptz) RETURNS text LANGUAGE sql
+  AS $$ SELECT CASE WHEN t > now() - interval '1 hour' THEN 'now' ELSE t::text END $$;
 
 -- a copy (fr_up: raw -> mid) of which fr_down makes a copy (mid -> out)
 CREATE TABLE raw (id int, updated_at timestamptz NOT NULL, v text);
@@ -66,38 +72,45 @@ UPDATE hwm.state SET target_lag = '1 minute' WHERE pipeline = 'fr_up';
 RESET ROLE;
 
 --
--- hwm.freshness: data_as_of is the watermark where it is a time, and
--- through a chain the oldest of the pipeline's and its upstreams'
+-- hwm.freshness: data_as_of is the watermark where it is a time, or how
+-- far the last run found the source complete (hwm.state.data_as_of) if
+-- later, and through a chain the oldest of the pipeline's and its
+-- upstreams'
 --
 -- nothing loaded yet: no time is known
-SELECT pipeline, data_as_of, lag, target_lag, late
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of, lag, target_lag, late
   FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
 -- fr_up has loaded, fr_down not yet: fr_down still knows no time
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_up');
-SELECT pipeline, data_as_of, lag IS NULL AS no_lag, late
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of, lag IS NULL AS no_lag, late
   FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_down');
--- both at 11:00; the lag is now() - data_as_of, and both are late (their
--- data is from 2024)
-SELECT pipeline, data_as_of, lag = now() - data_as_of AS lag_is_now_minus_data_as_of,
+-- both found their sources complete: their data is as of now, though the
+-- newest row is from 2024; the lag is now() - data_as_of
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of, lag = now() - data_as_of AS lag_is_now_minus_data_as_of,
        lag > interval '1 day' AS over_a_day, target_lag, late
   FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
--- fr_up moves on to 12:00, fr_down has not run: its own 11:00 is the older
+-- fr_up loads a row stamped 12:00 but written now: hwm takes rows as
+-- stamped when written (a time set by an application needs a delay, as for
+-- the watermark: see README), so both still read as of now, and fr_down,
+-- which has not run, keeps its own watermark of 11:00
 INSERT INTO raw VALUES (3, '2024-01-01 12:00', 'c');
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_up');
-SELECT pipeline, watermark, (SELECT data_as_of FROM hwm.freshness f WHERE f.pipeline = s.pipeline)
+SELECT pipeline, watermark, (SELECT fr_shown(data_as_of) FROM hwm.freshness f WHERE f.pipeline = s.pipeline)
   FROM hwm.state s WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
--- fr_up set back to 09:00 by hand: fr_down's own watermark stays at 11:00,
--- but its target reflects raw only up to fr_up's 09:00
+-- fr_up set back to 09:00 by hand (which forgets how far it found raw
+-- complete): fr_down's own watermark stays at 11:00, but its target
+-- reflects raw only up to fr_up's 09:00
 SELECT hwm.set_watermark('fr_up', '2024-01-01 09:00+00');
+SELECT pipeline, data_as_of IS NULL AS forgotten FROM hwm.state WHERE pipeline = 'fr_up';
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_down');
-SELECT pipeline, watermark, (SELECT data_as_of FROM hwm.freshness f WHERE f.pipeline = s.pipeline)
+SELECT pipeline, watermark, (SELECT fr_shown(data_as_of) FROM hwm.freshness f WHERE f.pipeline = s.pipeline)
   FROM hwm.state s WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_up');
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_down');
 -- a target lag longer than the lag: not late
 SELECT hwm.set_target_lag('fr_down', '100 years');
-SELECT pipeline, data_as_of, late FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of, late FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
 
 -- through views within views: fr_view reads a view of a view of mid, and
 -- fr_deep reads fr_view's target through a view that joins two tables
@@ -112,10 +125,10 @@ CREATE TABLE out_deep (id int PRIMARY KEY, updated_at timestamptz, v text);
 SELECT hwm.create_pipeline('fr_deep', 'out_v_joined', 'out_deep', '{id}', 'updated_at');
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_view');
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_deep');
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
 -- fr_up set back again: everything downstream of it shows 10:30
 SELECT hwm.set_watermark('fr_up', '2024-01-01 10:30+00');
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_%' ORDER BY 1;
 SELECT rows_upserted FROM hwm.run('fr_up');
 
 -- a table of the source's: fr_part_up loads a partition of the table
@@ -129,7 +142,7 @@ SELECT hwm.create_pipeline('fr_part', 'parts', 'out_parts', '{id}', 'updated_at'
 SELECT rows_upserted FROM hwm.run('fr_part_up');
 SELECT rows_upserted FROM hwm.run('fr_part');
 SELECT hwm.set_watermark('fr_part_up', '2024-01-01 10:15+00');
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_part%' ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_part%' ORDER BY 1;
 
 -- a watermark that is not a time gives none, and a time-typed pipeline
 -- downstream of it knows no time either (the WARNING says its watermark
@@ -142,7 +155,7 @@ SELECT hwm.create_pipeline('fr_ids', 'raw_ids', 'ids_tgt', '{id}', 'id');
 SELECT hwm.create_pipeline('fr_ids_down', 'ids_tgt', 'ids_out', '{id}', 'updated_at');
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_ids');
 SELECT rows_upserted, watermark_after FROM hwm.run('fr_ids_down');
-SELECT pipeline, data_as_of, lag, late FROM hwm.freshness WHERE pipeline LIKE 'fr\_ids%' ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of, lag, late FROM hwm.freshness WHERE pipeline LIKE 'fr\_ids%' ORDER BY 1;
 
 -- a cycle: fr_ca loads what fr_cb reads and fr_cb what fr_ca reads; the
 -- view answers, and each has the older of the two watermarks
@@ -152,13 +165,13 @@ SELECT hwm.create_pipeline('fr_ca', 'cb', 'ca', '{id}', 'updated_at');
 SELECT hwm.create_pipeline('fr_cb', 'ca', 'cb', '{id}', 'updated_at');
 SELECT hwm.set_watermark('fr_ca', '2024-01-01 08:00+00');
 SELECT hwm.set_watermark('fr_cb', '2024-01-01 07:00+00');
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline IN ('fr_ca', 'fr_cb') ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline IN ('fr_ca', 'fr_cb') ORDER BY 1;
 -- and a pipeline downstream of the cycle through a view of both
 CREATE VIEW cab AS SELECT * FROM ca UNION ALL SELECT * FROM cb;
 CREATE TABLE cab_out (id int PRIMARY KEY, updated_at timestamptz, v text);
 SELECT hwm.create_pipeline('fr_cab', 'cab', 'cab_out', '{id}', 'updated_at');
 SELECT hwm.set_watermark('fr_cab', '2024-01-02 00:00+00');
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_c%' ORDER BY 1;
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline LIKE 'fr\_c%' ORDER BY 1;
 -- an upstream of hwm.schedule_after counts though the source does not read
 -- its target: fr_sched runs after fr_cb, so its data is no newer than
 -- fr_cb's chain (07:00)
@@ -166,11 +179,62 @@ CREATE TABLE sched_src (id int PRIMARY KEY, updated_at timestamptz, v text);
 CREATE TABLE sched_out (id int PRIMARY KEY, updated_at timestamptz, v text);
 SELECT hwm.create_pipeline('fr_sched', 'sched_src', 'sched_out', '{id}', 'updated_at');
 SELECT hwm.set_watermark('fr_sched', '2024-01-03 00:00+00');
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline = 'fr_sched';
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline = 'fr_sched';
 SET client_min_messages = error;  -- (the schedule's warning: nothing runs here)
 SELECT hwm.schedule_after('fr_sched', '{fr_cb}');
 SET client_min_messages = warning;
-SELECT pipeline, data_as_of FROM hwm.freshness WHERE pipeline = 'fr_sched';
+SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pipeline = 'fr_sched';
+
+--
+-- a target lag schedules a pipeline with no schedule of its own: due at
+-- once, every half of its target lag (the dispatcher reads the same
+-- columns), woken by a run of an upstream that commits rows; with a
+-- schedule the goal changes nothing of it; hwm.unschedule clears it
+--
+CREATE TABLE lag_src (id int, updated_at timestamptz NOT NULL);
+CREATE TABLE lag_mid (id int PRIMARY KEY, updated_at timestamptz);
+CREATE VIEW lag_mid_v AS SELECT * FROM lag_mid;
+CREATE TABLE lag_out (id int PRIMARY KEY, updated_at timestamptz);
+SELECT hwm.create_pipeline('fr_lag_up', 'lag_src', 'lag_mid', '{id}', 'updated_at');
+SELECT hwm.create_pipeline('fr_lag', 'lag_mid_v', 'lag_out', '{id}', 'updated_at');
+SELECT hwm.set_target_lag('fr_lag', '10 minutes');
+SELECT pipeline, schedule, next_run_at <= now() AS due_now, schedule_anchor IS NOT NULL AS anchored
+  FROM hwm.state WHERE pipeline LIKE 'fr\_lag%' ORDER BY 1;
+SELECT pipeline, not_scheduled_because FROM hwm.status WHERE pipeline = 'fr_lag';
+-- as if the scheduler had claimed it (its next slot five minutes on), a run
+-- of fr_lag_up that loads nothing wakes nobody; one that loads rows makes
+-- fr_lag (which reads lag_mid through a view) due at once
+UPDATE hwm.state SET next_run_at = now() + interval '5 minutes' WHERE pipeline = 'fr_lag';
+SELECT rows_upserted FROM hwm.run('fr_lag_up');
+SELECT next_run_at > now() AS still_later FROM hwm.state WHERE pipeline = 'fr_lag';
+INSERT INTO lag_src VALUES (1, '2024-01-01 10:00');
+SELECT rows_upserted FROM hwm.run('fr_lag_up');
+SELECT next_run_at <= now() AS woken FROM hwm.state WHERE pipeline = 'fr_lag';
+-- a pipeline with a schedule of its own keeps it: woken by nobody, its next
+-- run untouched by a new goal
+SELECT hwm.schedule('fr_lag', '1 hour', '2030-01-01 00:00+00') AS next_run;
+SELECT hwm.set_target_lag('fr_lag', '20 minutes');
+INSERT INTO lag_src VALUES (2, '2024-01-01 10:05');
+SELECT rows_upserted FROM hwm.run('fr_lag_up');
+SELECT schedule, next_run_at FROM hwm.state WHERE pipeline = 'fr_lag';
+-- unscheduled: the goal goes with the schedule, and nothing runs it
+SELECT hwm.unschedule('fr_lag');
+SELECT schedule, target_lag, next_run_at FROM hwm.state WHERE pipeline = 'fr_lag';
+-- the goal alone again, then cleared: due no more
+SELECT hwm.set_target_lag('fr_lag', '20 minutes');
+SELECT next_run_at IS NOT NULL AS due FROM hwm.state WHERE pipeline = 'fr_lag';
+SELECT hwm.set_target_lag('fr_lag', NULL);
+SELECT next_run_at, schedule_anchor IS NOT NULL AS anchor_kept FROM hwm.state WHERE pipeline = 'fr_lag';
+-- a delay keeps how far the source is complete that far behind now(): with
+-- a two-hour delay and a one-hour goal the pipeline is late after its run
+SELECT hwm.alter_pipeline('fr_lag_up', delay => '2 hours');
+SELECT rows_upserted FROM hwm.run('fr_lag_up');
+SELECT hwm.set_target_lag('fr_lag_up', '1 hour');
+SELECT pipeline, lag > interval '1 hour 59 minutes' AS two_hours_behind, late
+  FROM hwm.freshness WHERE pipeline = 'fr_lag_up';
+SELECT hwm.set_target_lag('fr_lag_up', '3 hours');
+SELECT pipeline, late FROM hwm.freshness WHERE pipeline = 'fr_lag_up';
+SELECT hwm.drop_pipeline('fr_lag'), hwm.drop_pipeline('fr_lag_up');
 
 --
 -- hwm.metrics: load runs by outcome, rows, the last run's duration, lag
@@ -235,18 +299,18 @@ SELECT hwm.set_target_lag('fr_alice', '1 day');
 SET ROLE regress_hwm_fr_bob;
 SELECT hwm.create_pipeline('fr_bob', 'raw', 'bob_out', '{id}', 'updated_at');
 SELECT rows_upserted FROM hwm.run('fr_bob');
--- alice sees her pipeline; its data_as_of is her watermark alone, since
+-- alice sees her pipeline; its data_as_of is its own time alone, since
 -- fr_up is not hers to see
 SET ROLE regress_hwm_fr_alice;
-SELECT pipeline, owner, data_as_of, target_lag, late FROM hwm.freshness ORDER BY 1;
+SELECT pipeline, owner, fr_shown(data_as_of) AS data_as_of, target_lag, late FROM hwm.freshness ORDER BY 1;
 SELECT pipeline, owner, runs_succeeded, rows_loaded FROM hwm.metrics ORDER BY 1;
 SET ROLE regress_hwm_fr_bob;
-SELECT pipeline, owner, data_as_of FROM hwm.freshness ORDER BY 1;
+SELECT pipeline, owner, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness ORDER BY 1;
 SELECT pipeline, owner, runs_succeeded, rows_loaded FROM hwm.metrics ORDER BY 1;
 -- the superuser sees every pipeline, and fr_up's older time in fr_alice's
 RESET ROLE;
 SELECT hwm.set_watermark('fr_up', '2024-01-01 09:30+00');
-SELECT pipeline, owner, data_as_of FROM hwm.freshness
+SELECT pipeline, owner, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness
  WHERE pipeline IN ('fr_up', 'fr_alice', 'fr_bob') ORDER BY 1;
 SELECT count(*) AS pipelines FROM hwm.metrics WHERE pipeline LIKE 'fr\_%';
 

@@ -196,7 +196,7 @@ static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
  * to hwm.state last and moves the mark to it.
  */
 #define CATALOG_VERSION			"1.3"
-#define CATALOG_NEWEST_COLUMN	"target_lag"
+#define CATALOG_NEWEST_COLUMN	"late_since"
 
 /* hwm.state, or InvalidOid when the schema or the table is missing */
 static Oid
@@ -337,7 +337,8 @@ hwm_pipeline_exists(const char *name)
 
 /*
  * The copy pipelines whose target is one of relids (n of them): each one's
- * committed watermark (NULL: nothing loaded yet) and its type, for the
+ * committed watermark (NULL: nothing loaded yet), its type and how far it
+ * last found its source complete (hwm.state.data_as_of), for the
  * bound of a pipeline that reads their targets (watermark.c, a chain).
  * Read as the catalog's owner: the bound needs every owner's pipelines,
  * and nothing read here is shown.
@@ -354,7 +355,7 @@ hwm_state_upstreams(const Oid *relids, int n)
 		elems[i] = ObjectIdGetDatum(relids[i]);
 	values[0] = PointerGetDatum(construct_array(elems, n, OIDOID, sizeof(Oid), true,
 												TYPALIGN_INT));
-	hwm_catalog_exec("SELECT watermark, watermark_type::pg_catalog.oid FROM hwm.state"
+	hwm_catalog_exec("SELECT watermark, watermark_type::pg_catalog.oid, data_as_of FROM hwm.state"
 					 " WHERE target::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -367,6 +368,8 @@ hwm_state_upstreams(const Oid *relids, int n)
 			continue;			/* NOT NULL in every catalog: no such row */
 		u->type = DatumGetObjectId(type);
 		u->watermark = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		type = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull);
+		u->as_of = isnull ? 0 : DatumGetTimestampTz(type);
 		result = lappend(result, u);
 	}
 	return result;
@@ -1022,15 +1025,15 @@ hwm_prune_runs_in_loop(const char *pipeline, bool first)
 /*
  * The memory columns of hwm.state as parameters $first.. (reread_from,
  * reread_vxids, reread_starts, reread_epoch, held_by_pid,
- * held_by_application, held_since, null_watermarks); all NULL without
- * memory, the first four without reread_from.
+ * held_by_application, held_since, null_watermarks, data_as_of); all NULL
+ * without memory, the first four without reread_from.
  */
-#define MEMORY_NARGS 8
+#define MEMORY_NARGS 9
 static void
 memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 {
 	static const Oid types[MEMORY_NARGS] = {TEXTOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
-		TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, INT8OID};
+		TIMESTAMPTZOID, INT4OID, TEXTOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID};
 	int			n = mem ? list_length(mem->xacts) : 0;
 	Datum	   *v = palloc(sizeof(Datum) * Max(n, 1));
 	Datum	   *t = palloc(sizeof(Datum) * Max(n, 1));
@@ -1072,27 +1075,57 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 		values[7] = Int64GetDatum(mem->null_watermarks);
 		nulls[7] = ' ';
 	}
+	if (mem->as_of != 0)
+	{
+		values[8] = TimestampTzGetDatum(mem->as_of);
+		nulls[8] = ' ';
+	}
 }
 
 /*
  * A run of upstream that commits rows or moves its watermark makes the
  * pipelines scheduled after it due (now, or sooner than they were), paused
- * or not (a resume then runs them once); the doorbell rings when it
- * commits.  One run follows any number of such commits before it is
+ * or not (a resume then runs them once); so does it for the pipelines run
+ * to stay under a target lag (neither a schedule nor upstreams of their
+ * own) whose source reads its target: directly, through views, as a
+ * parent of it, or as a partition of it (the relations hwm.freshness
+ * follows).  The doorbell rings when it commits.  One run follows any number of such commits before it is
  * claimed, and one more those committed while it is claimed or runs: the
  * claim clears next_run_at under the row's lock, which this statement waits
  * for.
  */
 static void
-wake_downstreams(const char *upstream)
+wake_downstreams(const char *upstream, Oid target)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(upstream)};
+	Oid			argtypes[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(upstream), ObjectIdGetDatum(target)};
+	char		nulls[2] = {' ', OidIsValid(target) ? ' ' : 'n'};
 
-	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = pg_catalog.now()"
-					 " WHERE $1 OPERATOR(pg_catalog.=) ANY (after)"
+	/* (the relations are looked for only where such a pipeline exists) */
+	hwm_catalog_exec("WITH RECURSIVE readers (relid) AS ("
+					 " SELECT $2 WHERE $2 IS NOT NULL AND EXISTS (SELECT FROM hwm.state AS l"
+					 "  WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)"
+					 " UNION"
+					 " SELECT n.relid FROM readers AS r CROSS JOIN LATERAL ("
+					 "  SELECT w.ev_class FROM pg_catalog.pg_depend AS d"
+					 "   JOIN pg_catalog.pg_rewrite AS w ON w.oid OPERATOR(pg_catalog.=) d.objid"
+					 "   WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
+					 "    AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 "    AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND w.ev_class OPERATOR(pg_catalog.<>) r.relid"
+					 "  UNION"
+					 "  SELECT i.inhparent FROM pg_catalog.pg_inherits AS i"
+					 "   WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid"
+					 "  UNION"
+					 "  SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i"
+					 "   JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
+					 "   WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid))"
+					 " UPDATE hwm.state SET next_run_at = pg_catalog.now()"
+					 " WHERE ($1 OPERATOR(pg_catalog.=) ANY (after)"
+					 "   OR (target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL"
+					 "    AND pipeline OPERATOR(pg_catalog.<>) $1"
+					 "    AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT relid FROM readers)))"
 					 "  AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())",
-					 1, argtypes, values, NULL, SPI_OK_UPDATE);
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed > 0)
 		hwm_wakeup_at_commit();
 }
@@ -1145,7 +1178,8 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 					 " held_by_pid = CASE WHEN $7 THEN $13 ELSE held_by_pid END,"
 					 " held_by_application = CASE WHEN $7 THEN $14 ELSE held_by_application END,"
 					 " held_since = CASE WHEN $7 THEN $15 ELSE held_since END,"
-					 " null_watermarks = CASE WHEN $7 THEN $16 ELSE null_watermarks END"
+					 " null_watermarks = CASE WHEN $7 THEN $16 ELSE null_watermarks END,"
+					 " data_as_of = COALESCE($17, data_as_of)"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1"
 					 "  AND created_at OPERATOR(pg_catalog.=) $8",
 					 8 + MEMORY_NARGS, argtypes, values, nulls, SPI_OK_UPDATE);
@@ -1158,13 +1192,31 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 				 errhint("Drop or declare the pipeline again before or after its runs, never from inside one.")));
 	if (rows > 0 || (set_watermark && watermark != NULL &&
 					 (p->watermark == NULL || strcmp(watermark, p->watermark) != 0)))
-		wake_downstreams(p->name);
+		wake_downstreams(p->name, p->target);
 }
 
 /* ------------------------------------------------------------------------
  * The scheduler's rows (dispatch.c, worker.c)
  * ------------------------------------------------------------------------
  */
+
+/*
+ * A pipeline the scheduler runs (alias a, with its dot): every so often
+ * (hwm.schedule), after its upstreams (hwm.schedule_after), or, with
+ * neither, to stay under its target lag (hwm.set_target_lag).
+ */
+#define SQL_SCHEDULED(a) \
+	" (" a "schedule IS NOT NULL OR " a "after IS NOT NULL OR " a "target_lag IS NOT NULL) "
+
+/*
+ * How often it runs (NULL: after its upstreams alone): its schedule, or
+ * half its target lag when it has neither a schedule nor upstreams, so
+ * that a run that starts when its data is half the target old has the
+ * other half to finish in.
+ */
+#define SQL_EVERY(a) \
+	" COALESCE(" a "schedule, CASE WHEN " a "after IS NULL" \
+	"  THEN " a "target_lag OPERATOR(pg_catalog./) 2::pg_catalog.float8 END) "
 
 /*
  * What makes a pipeline the dispatcher's to run: enabled, scheduled (every
@@ -1174,7 +1226,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
  * database, in every statement that uses it.
  */
 #define SCHEDULABLE \
-	" s.enabled AND (s.schedule IS NOT NULL OR s.after IS NOT NULL) AND s.next_run_at IS NOT NULL" \
+	" s.enabled AND" SQL_SCHEDULED("s.") "AND s.next_run_at IS NOT NULL" \
 	" AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
 	"  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline" \
 	"   AND r.status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) \
@@ -1248,7 +1300,7 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 	 * conditions on s alone, so a pipeline unscheduled, paused or moved
 	 * later in that window is not claimed.
 	 */
-	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid, s.schedule,"
+	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
 					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
 					 " FROM (SELECT s.pipeline, s.owner,"
 					 "        pg_catalog.row_number() OVER"
@@ -1358,7 +1410,7 @@ hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
 		if (pass == 1)
 			pipeline_lock(pipeline, true);
 		*checked_at = GetCurrentTimestamp();
-		hwm_catalog_exec("SELECT s.enabled, (s.schedule IS NOT NULL OR s.after IS NOT NULL),"
+		hwm_catalog_exec("SELECT s.enabled," SQL_SCHEDULED("s.") ","
 						 " NOT EXISTS (SELECT FROM hwm.homes AS h"
 						 "  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
 						 "   AND h.dboid OPERATOR(pg_catalog.<>) $2),"
@@ -1431,9 +1483,9 @@ hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures)
 	Datum		values[1] = {CStringGetTextDatum(pipeline)};
 
 	/* (after its upstreams alone: retries count in seconds) */
-	hwm_catalog_exec("SELECT COALESCE(schedule, '1 second'::pg_catalog.interval), consecutive_failures"
+	hwm_catalog_exec("SELECT COALESCE(" SQL_EVERY("") ", '1 second'::pg_catalog.interval), consecutive_failures"
 					 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1"
-					 " AND (schedule IS NOT NULL OR after IS NOT NULL)",
+					 " AND" SQL_SCHEDULED(""),
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
@@ -1454,7 +1506,7 @@ hwm_state_set_next_run(const char *pipeline, const TimestampTz *next)
 	set_arg(values, nulls, 1, next ? TimestampTzGetDatum(*next) : (Datum) 0, next != NULL);
 	/* (unscheduled since its schedule was read: stays unscheduled) */
 	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1"
-					 " AND (schedule IS NOT NULL OR after IS NOT NULL)",
+					 " AND" SQL_SCHEDULED(""),
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
@@ -1475,6 +1527,65 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 					 " AND after IS NOT NULL"
 					 " AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) $2)",
 					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Lateness (hwm.freshness.late) as the dispatcher sees it, once per
+ * dispatch: the pipelines late now and not before get late_since and are
+ * returned (*n of them), in name order; those no longer late lose it.
+ * *next: when the first pipeline not late now becomes late if nothing
+ * changes (DT_NOEND: none).  Nothing is read while no pipeline has a
+ * target lag.
+ */
+HwmLate *
+hwm_state_note_late(int *n, TimestampTz *next)
+{
+	HwmLate    *late;
+	Datum		d;
+
+	*n = 0;
+	*next = DT_NOEND;
+	hwm_catalog_exec("SELECT FROM hwm.state WHERE target_lag IS NOT NULL OR late_since IS NOT NULL LIMIT 1",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return NULL;
+	hwm_catalog_exec("WITH f AS (SELECT f.pipeline, f.data_as_of, f.lag, f.target_lag, f.late"
+					 "   FROM hwm.freshness_rows() AS f),"
+					 " became AS (UPDATE hwm.state AS s SET late_since = pg_catalog.now() FROM f"
+					 "  WHERE f.pipeline OPERATOR(pg_catalog.=) s.pipeline AND f.late AND s.late_since IS NULL"
+					 "  RETURNING s.pipeline, f.lag, f.target_lag),"
+					 " over AS (UPDATE hwm.state AS s SET late_since = NULL FROM f"
+					 "  WHERE f.pipeline OPERATOR(pg_catalog.=) s.pipeline AND f.late IS NOT TRUE"
+					 "   AND s.late_since IS NOT NULL)"
+					 " SELECT u.* FROM ("
+					 "  SELECT b.pipeline, b.lag::pg_catalog.text, b.target_lag::pg_catalog.text,"
+					 "   NULL::pg_catalog.timestamptz AS next"
+					 "   FROM became AS b"
+					 "  UNION ALL"
+					 "  SELECT NULL, NULL, NULL, pg_catalog.min(f.data_as_of OPERATOR(pg_catalog.+) f.target_lag)"
+					 "   FROM f WHERE f.late IS FALSE) AS u"
+					 " ORDER BY u.pipeline COLLATE \"C\"",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	late = palloc0(sizeof(HwmLate) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		late[*n].pipeline = SPI_getvalue(tup, desc, 1);
+		if (late[*n].pipeline == NULL)
+		{
+			d = SPI_getbinval(tup, desc, 4, &isnull);
+			if (!isnull)
+				*next = DatumGetTimestampTz(d);
+			continue;
+		}
+		late[*n].lag = SPI_getvalue(tup, desc, 2);
+		late[*n].target_lag = SPI_getvalue(tup, desc, 3);
+		(*n)++;
+	}
+	return late;
 }
 
 /*
@@ -1539,7 +1650,7 @@ hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 					 "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
 					 "  last_status = " SQL_STATUS(FAILED) ", last_rows = NULL, last_error = $4,"
 					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-					 "  next_run_at = CASE WHEN s.schedule IS NOT NULL OR s.after IS NOT NULL"
+					 "  next_run_at = CASE WHEN" SQL_SCHEDULED("s.")
 					 "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
 					 5, argtypes, values, NULL, SPI_OK_UPDATE);
@@ -1660,7 +1771,7 @@ hwm_runs_release(Datum run_ids)
 					 " RETURNING pipeline, started_at, run_id),"
 					 " u AS (UPDATE hwm.state AS s SET next_run_at = r.started_at FROM r"
 					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
-					 "   AND (s.schedule IS NOT NULL OR s.after IS NOT NULL)"
+					 "   AND" SQL_SCHEDULED("s.")
 					 "   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) r.started_at)"
 					 "   AND s.claimed_run_id OPERATOR(pg_catalog.=) r.run_id RETURNING 1)"
 					 " SELECT pg_catalog.count(*) FROM r",
@@ -1855,7 +1966,10 @@ hwm_state_set_schedule(const char *pipeline, const Interval *every,
 					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
-/* No schedule: no next run, and a claimed run is not run */
+/*
+ * No schedule: no next run, and a claimed run is not run.  The target lag
+ * goes too: with neither a schedule nor upstreams it would run the pipeline.
+ */
 void
 hwm_state_clear_schedule(const char *pipeline)
 {
@@ -1863,7 +1977,7 @@ hwm_state_clear_schedule(const char *pipeline)
 	Datum		values[1] = {PIPELINE_ARG(pipeline)};
 
 	hwm_catalog_exec("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
-					 " after = NULL, schedule_ended = NULL,"
+					 " after = NULL, schedule_ended = NULL, target_lag = NULL, late_since = NULL,"
 					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_UPDATE);
 }
@@ -2094,8 +2208,22 @@ hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag)
 	Datum		values[2] = {PIPELINE_ARG(pipeline), target_lag ? IntervalPGetDatum(target_lag) : (Datum) 0};
 	char		nulls[2] = {' ', target_lag ? ' ' : 'n'};
 
-	hwm_catalog_exec("UPDATE hwm.state SET target_lag = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+	/*
+	 * With neither a schedule nor upstreams the goal is its schedule: due at
+	 * once, anchored now; without the goal such a pipeline is no longer run, and a
+	 * run claimed for it is not run.  Lateness starts afresh.
+	 */
+	hwm_catalog_exec("UPDATE hwm.state SET target_lag = $2, late_since = NULL,"
+					 " schedule_anchor = CASE WHEN schedule IS NULL AND after IS NULL AND $2 IS NOT NULL"
+					 "  THEN pg_catalog.now() ELSE schedule_anchor END,"
+					 " next_run_at = CASE WHEN schedule IS NOT NULL OR after IS NOT NULL THEN next_run_at"
+					 "  WHEN $2 IS NULL THEN NULL"
+					 "  ELSE pg_catalog.now() END,"
+					 " claimed_run_id = CASE WHEN schedule IS NULL AND after IS NULL THEN NULL"
+					 "  ELSE claimed_run_id END"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_wakeup_at_commit();
 }
 
 /*
@@ -2431,7 +2559,7 @@ hwm_state_set_watermark(const char *pipeline, const char *watermark)
 	Datum		values[2] = {PIPELINE_ARG(pipeline), watermark ? CStringGetTextDatum(watermark) : (Datum) 0};
 	char		nulls[2] = {' ', watermark ? ' ' : 'n'};
 
-	hwm_catalog_exec("UPDATE hwm.state SET watermark = $2, reread_from = NULL, reread_vxids = NULL,"
+	hwm_catalog_exec("UPDATE hwm.state SET watermark = $2, data_as_of = NULL, reread_from = NULL, reread_vxids = NULL,"
 					 " reread_starts = NULL, reread_epoch = NULL"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);

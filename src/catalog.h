@@ -35,6 +35,8 @@ typedef struct HwmLoadMemory
 	char	   *held_by_application;
 	TimestampTz held_since;
 	int64		null_watermarks;	/* -1: not counted */
+	/* time watermarks: every source row below it is loaded (0: not known) */
+	TimestampTz as_of;
 } HwmLoadMemory;
 
 /* One pipeline, as stored in hwm.state. */
@@ -158,6 +160,7 @@ typedef struct HwmUpstream
 {
 	char	   *watermark;		/* committed; NULL: nothing loaded yet */
 	Oid			type;			/* its watermark column's type */
+	TimestampTz as_of;			/* its data_as_of (0: not known) */
 } HwmUpstream;
 extern List *hwm_state_upstreams(const Oid *relids, int n);
 extern void hwm_pipeline_set_home(const char *name);
@@ -187,6 +190,14 @@ typedef struct HwmDueRow
 	TimestampTz anchor;			/* its grid's anchor (else its next run time) */
 	Interval   *timeout;		/* a scheduled run's time limit; NULL: none */
 } HwmDueRow;
+
+/* A pipeline that has just become late (hwm_state_note_late) */
+typedef struct HwmLate
+{
+	char	   *pipeline;
+	char	   *lag;			/* how old its data is, as text */
+	char	   *target_lag;		/* its goal, as text */
+} HwmLate;
 
 /* An owner of pipelines at home here, and when its next run is due */
 typedef struct HwmOwnerDue
@@ -229,6 +240,7 @@ extern bool hwm_state_after_cycle(const char *pipeline, Datum upstreams);
 extern bool hwm_state_upstream(const char *name, Oid *owner, Oid *target);
 extern void hwm_state_end_orphaned_after(void);
 extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
+extern HwmLate *hwm_state_note_late(int *n, TimestampTz *next);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
 extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);
 extern void hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag);

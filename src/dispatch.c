@@ -35,9 +35,12 @@
  *	   fails at once; whatever else fails for one pipeline's row is recorded
  *	   against that pipeline (its next try an hour away), logged with its
  *	   name, and the others are claimed;
+ *	3b. notes the pipelines that have become late (hwm.freshness): each
+ *	   is logged once, with one notification (late_notify), until it is no
+ *	   longer late;
  *	4. tells the launcher (slots.c) whether the extension exists and when
- *	   its next pipeline is due, and exits.  The launcher then starts a
- *	   worker per claimed slot.
+ *	   its next pipeline is due or becomes late, and exits.  The launcher
+ *	   then starts a worker per claimed slot.
  *
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
@@ -143,6 +146,28 @@ hwm_outcome_notify(int64 run_id)
 	appendStringInfoString(&buf, "{\"database\": ");
 	escape_json(&buf, dbname ? dbname : "");
 	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT "}", run_id);
+	Async_Notify(hwm_notify_channel, buf.data);
+}
+
+/*
+ * NOTIFY hwm.notify_channel that a pipeline of this database has become
+ * late: {"database": ..., "late": true}, nothing more, for the reason
+ * hwm_outcome_notify gives; the listener reads hwm.freshness (late,
+ * late_since), where it sees the pipelines it may.
+ */
+static void
+late_notify(void)
+{
+	StringInfoData buf;
+	char	   *dbname;
+
+	if (hwm_notify_channel == NULL || hwm_notify_channel[0] == '\0')
+		return;
+	dbname = get_database_name(MyDatabaseId);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"database\": ");
+	escape_json(&buf, dbname ? dbname : "");
+	appendStringInfoString(&buf, ", \"late\": true}");
 	Async_Notify(hwm_notify_channel, buf.data);
 }
 
@@ -795,6 +820,50 @@ claim_due_runs(const HwmDispatchArgs *args)
 }
 
 /*
+ * Step 3b: the pipelines that have become late since the last dispatch are
+ * said once each, in the server's log and by one notification; the time the
+ * next one becomes late if nothing changes is when the launcher comes back.
+ */
+typedef struct LateStep
+{
+	TimestampTz next;
+} LateStep;
+
+static void
+late_step(void *arg)
+{
+	LateStep   *l = arg;
+	int			n;
+	HwmLate    *late = hwm_state_note_late(&n, &l->next);
+
+	for (int i = 0; i < n; i++)
+		ereport(LOG,
+				(errmsg("hwm: pipeline \"%s\" is late: its data is %s old, over its target lag of %s",
+						late[i].pipeline, late[i].lag ? late[i].lag : "?",
+						late[i].target_lag ? late[i].target_lag : "?"),
+				 errhint("See hwm.freshness and hwm.status for why: a run that fails, a writer holding the watermark back, or an upstream that is late.")));
+	if (n > 0)
+		late_notify();
+}
+
+/*
+ * Notes lateness in a subtransaction: whatever fails there is logged and
+ * costs no claim.  Returns when to come back for it (DT_NOEND: never).
+ */
+static TimestampTz
+note_late(void)
+{
+	LateStep	l = {.next = DT_NOEND};
+	ErrorData  *edata = hwm_try_subxact(late_step, &l, CurrentMemoryContext);
+
+	if (edata == NULL)
+		return l.next;
+	ereport(LOG,
+			(errmsg("hwm: could not check which pipelines are late: %s", edata->message)));
+	return DT_NOEND;
+}
+
+/*
  * Steps 2 and 3 in one transaction; false when hwm is not installed here,
  * or its catalog is older than this library's (logged: the launcher comes
  * back at ALTER EXTENSION, which rings the doorbell, or a few minutes
@@ -833,6 +902,7 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 		prune_history();
 	}
 	*next_due = claim_due_runs(args);
+	*next_due = Min(*next_due, note_late());
 	hwm_bgw_commit();
 	return true;
 }

@@ -94,6 +94,7 @@ typedef struct LoadRun
 	char	   *wm_after;		/* step 2: the new watermark (text) */
 	const char *held;			/* ... why it stayed below the slice, or NULL */
 	HwmSafeBound bound;			/* ... and what the transactions in flight allow */
+	TimestampTz as_of;			/* ... and so how far the target is complete */
 	int64		upserted;		/* step 3 */
 	bool		upto;			/* ... reads up to w0 */
 	int64		tombstoned;		/* ... target rows deleted by tombstones */
@@ -519,6 +520,7 @@ remember_load(const LoadRun *r, bool sliced, HwmLoadMemory *mem)
 	ListCell   *lc;
 
 	*mem = r->p->memory;
+	mem->as_of = r->as_of;
 	mem->held_by_pid = 0;
 	mem->null_watermarks = r->null_watermarks;
 	if (r->held && b->oldest_pid != 0)
@@ -621,6 +623,34 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 }
 
 /*
+ * A time watermark's freshness (hwm.state.data_as_of, hwm.freshness): how
+ * far this run found the source complete.  A row below the safe bound's
+ * limit that the run did not see belongs to no transaction that can still
+ * commit, so every such row is loaded, unless a batch ended the slice below
+ * (the watermark then says how far), and no further than its upstreams
+ * had theirs complete (a chain: what they load later is older than their
+ * own time, which may be now).  A run with nothing new asks the bound
+ * too, so that an idle source does not make its target look stale.  0: not
+ * known (the stored time stays).
+ */
+static TimestampTz
+complete_below(LoadRun *r, bool sliced)
+{
+	HwmSafeBound *b = &r->bound;
+	Oid			type = r->plan->wm.type;
+
+	if (!hwm_is_time_type(type) || r->capped)
+		return 0;
+	if (!sliced)
+		hwm_safe_bound(r->plan, r->p->source, r->p->delay, r->carried, b);
+	if (b->hold || !b->has_limit)
+		return 0;
+	if (b->has_upstreams)
+		return Min(hwm_time_value_timestamptz(type, b->limit), b->upstreams_as_of);
+	return hwm_time_value_timestamptz(type, b->limit);
+}
+
+/*
  * The run itself, under the pipeline's lock (r->p read under it): an
  * interval pipeline's (interval.c), or a load or a command pipeline's
  * command, recorded; returns the run_id.
@@ -667,6 +697,7 @@ run_locked(LoadRun *r)
 		else
 			load_slice(r);
 	}
+	r->as_of = complete_below(r, sliced);
 	count_null_watermarks(r);
 	if (r->plan->has_part)
 		overwrite_newest(r);

@@ -130,6 +130,23 @@ time_as_column_value(Oid type, TimestampTz t)
 	return (Datum) 0;
 }
 
+/* A time type's value as a timestamptz (time_as_column_value's inverse) */
+TimestampTz
+hwm_time_value_timestamptz(Oid type, Datum value)
+{
+	switch (getBaseType(type))
+	{
+		case TIMESTAMPTZOID:
+			return DatumGetTimestampTz(value);
+		case TIMESTAMPOID:
+			return DatumGetTimestampTz(DirectFunctionCall1(timestamp_timestamptz, value));
+		case DATEOID:
+			return DatumGetTimestampTz(DirectFunctionCall1(date_timestamptz, value));
+	}
+	elog(ERROR, "type %u is not a time type", type);
+	return 0;
+}
+
 /*
  * Wait until each transaction is gone or the deadline passes; returns how
  * many are still running, and moves those to the front of vxids.  Polls, so
@@ -612,6 +629,26 @@ citus_bound(const HwmPlan *plan, HwmSafeBound *b)
  * watermark has another type than this one's cannot be compared: they are
  * warned of when the pipeline is declared (hwm_watermark_caveat).
  */
+/*
+ * An upstream's time, for hwm.state.data_as_of (load.c, complete_below):
+ * the later of its watermark, where that is a time of this pipeline's type,
+ * and how far it last found its source complete; the oldest upstream's
+ * counts (0: one of them knows none).
+ */
+static void
+upstream_as_of(const HwmPlan *plan, const HwmUpstream *u, HwmSafeBound *b)
+{
+	TimestampTz t = u->as_of;
+
+	if (hwm_is_time_type(plan->wm.type) && u->watermark != NULL &&
+		getBaseType(u->type) == getBaseType(plan->wm.type))
+		t = Max(t, hwm_time_value_timestamptz(plan->wm.type,
+											  hwm_value_in(&plan->wm, u->watermark,
+														   "an upstream pipeline's watermark")));
+	/* 0, not known, is the least */
+	b->upstreams_as_of = Min(b->upstreams_as_of, t);
+}
+
 static void
 upstream_cap(const HwmPlan *plan, List *rels, HwmSafeBound *b)
 {
@@ -624,11 +661,14 @@ upstream_cap(const HwmPlan *plan, List *rels, HwmSafeBound *b)
 		if (lfirst_oid(lc) != plan->target)
 			relids[n++] = lfirst_oid(lc);
 	ups = hwm_state_upstreams(relids, n);
+	b->has_upstreams = ups != NIL;
+	b->upstreams_as_of = DT_NOEND;
 	foreach(lc, ups)
 	{
 		HwmUpstream *u = lfirst(lc);
 		Datum		cap;
 
+		upstream_as_of(plan, u, b);
 		if (getBaseType(u->type) != getBaseType(plan->wm.type))
 			continue;
 		if (u->watermark == NULL)

@@ -25,6 +25,9 @@ typedef struct HwmSafeBound
 	bool		has_cap;		/* and keep it at or below cap: a chain */
 	Datum		cap;			/* the upstreams' oldest committed watermark */
 	bool		upstream_empty;	/* an upstream has loaded nothing: the hold */
+	/* time types: how far the upstreams have their sources complete (0: not known) */
+	bool		has_upstreams;
+	TimestampTz upstreams_as_of;
 	/* for the next run (time types: the limit before any transaction's start) */
 	bool		has_floor;
 	Datum		floor;			/* rows unseen now are at least this, or ... */
@@ -40,6 +43,7 @@ extern int	hwm_wait_timeout;
 extern int	hwm_start_margin;
 
 extern bool hwm_is_time_type(Oid type);
+extern TimestampTz hwm_time_value_timestamptz(Oid type, Datum value);
 extern void hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 						   List *carried, HwmSafeBound *b);
 extern bool hwm_reread_from(const HwmPlan *plan, const HwmLoadMemory *mem,
