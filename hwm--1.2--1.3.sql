@@ -156,8 +156,11 @@ COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
 
 -- hwm.freshness (issue 41): per pipeline, the time up to which its target
 -- reflects its sources, how far that is behind now(), and whether that is
--- more than its target lag.  A pipeline's own time is its watermark, where
--- the watermark is a time (the test of hwm.status's lag); through a chain it
+-- more than its target lag.  A pipeline's own time is the later of its
+-- watermark, where the watermark is a time (the test of hwm.status's lag),
+-- and how far its last run found its source complete (data_as_of, which a
+-- run with nothing new moves too, so an idle source is fresh); through a
+-- chain it
 -- is the oldest of its own and its upstreams', transitively.  Its upstreams
 -- are the pipelines that load a table its source reads (the source; through
 -- a view what the view's rule reads, in pg_depend, views within views; with
@@ -167,8 +170,8 @@ COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
 -- (hwm.schedule_after).  Read with the rights of whoever queries it, so only
 -- the pipelines they can see count: another owner's upstream is left out
 -- rather than shown through its time.  NULL when the pipeline or one of its
--- upstreams has no time to give (nothing loaded yet, or a watermark that is
--- not a time): nothing says how fresh the data is.  The recursive parts
+-- upstreams has no time to give (no run has found its source complete yet,
+-- or a watermark that is not a time): nothing says how fresh the data is.  The recursive parts
 -- stop on cycles, as UNION keeps no row twice.
 -- The view's rows come from a function so that the server does not JIT-compile
 -- them: the planner cannot estimate the recursions and takes them for
@@ -270,7 +273,7 @@ SELECT f.pipeline, f.owner, f.data_as_of, f.lag, f.target_lag, f.late, f.late_si
   FROM hwm.freshness_rows() AS f;
 
 COMMENT ON VIEW hwm.freshness IS
-'One line per pipeline: data_as_of, the time up to which its target reflects its sources (its watermark where that is a time, and through a chain the oldest of its own and its upstreams'': the pipelines that load a table its source reads, directly or through views, and those of hwm.schedule_after; only the pipelines the reader can see count); lag, now() minus that; its target_lag (hwm.set_target_lag); late, lag > target_lag; late_since, since when the scheduler has seen it late (it notifies once per lateness). A time watermark counts up to where its last run found the source complete (hwm.state.data_as_of), so a source with nothing new is not late. data_as_of is NULL while the pipeline or an upstream has loaded nothing, or has a watermark that is not a time.';
+'One line per pipeline: data_as_of, the time up to which its target reflects its sources (its watermark where that is a time, and through a chain the oldest of its own and its upstreams'': the pipelines that load a table its source reads, directly or through views, and those of hwm.schedule_after; only the pipelines the reader can see count); lag, now() minus that; its target_lag (hwm.set_target_lag); late, lag > target_lag; late_since, since when the scheduler has seen it late (it notifies once per lateness). A time watermark counts up to where its last run found the source complete (hwm.state.data_as_of), so a source with nothing new is not late. data_as_of is NULL while the pipeline or an upstream knows no time: no run has found its source complete yet, or its watermark is not a time.';
 
 GRANT SELECT ON hwm.freshness TO PUBLIC;
 

@@ -3,11 +3,16 @@
  *		A pipeline's freshness goal: hwm.set_target_lag.
  *
  * A target lag says how far behind now() the time up to which a pipeline's
- * target reflects its sources (hwm.freshness.data_as_of: its watermark, where
- * that is a time, and through a chain the oldest of its upstreams') may fall
+ * target reflects its sources (hwm.freshness.data_as_of: the later of its
+ * watermark, where that is a time, and how far its last run found the source
+ * complete, and through a chain the oldest of its upstreams') may fall
  * before the pipeline counts as late.  hwm.freshness and hwm.metrics (SQL
- * views, hwm--1.3.sql) read it; this file only stores it, after checking that
- * the caller may manage the pipeline, as hwm.set_timeout does (schedule.c).
+ * views, hwm--1.3.sql) read it, the dispatcher notes lateness
+ * (dispatch.c, note_late), and a pipeline with neither a schedule nor
+ * upstreams is run by the scheduler every half of it (catalog.c, SQL_EVERY).
+ * This file checks the goal and that the caller may manage the pipeline, as
+ * hwm.set_timeout does (schedule.c); catalog.c stores it and makes such a
+ * pipeline due at once.
  *
  * A goal is a length of time of at least one second, as the CHECK on
  * hwm.state.target_lag has it; an infinite one (17), one with a negative
