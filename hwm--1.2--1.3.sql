@@ -12,14 +12,16 @@
 -- ---------------------------------------------------------------------------
 -- Chains (issue 41): hwm.schedule_after's upstreams, why a schedule ended
 -- without hwm.unschedule, a freshness goal, how far the last run found its
--- source complete, and since when it is late.  late_since is the mark of the
--- 1.3 catalog (CATALOG_NEWEST_COLUMN).
+-- source complete, since when it is late, and what its watermark cannot be
+-- made safe against.  watermark_caveat is the mark of the 1.3 catalog
+-- (CATALOG_NEWEST_COLUMN).
 ALTER TABLE hwm.state ADD COLUMN after text[];
 ALTER TABLE hwm.state ADD COLUMN schedule_ended text;
 ALTER TABLE hwm.state ADD COLUMN target_lag interval
     CHECK (target_lag OPERATOR(pg_catalog.>=) '1 second');
 ALTER TABLE hwm.state ADD COLUMN data_as_of timestamptz;
 ALTER TABLE hwm.state ADD COLUMN late_since timestamptz;
+ALTER TABLE hwm.state ADD COLUMN watermark_caveat text;
 COMMENT ON COLUMN hwm.state.after IS
 'The upstream pipelines (hwm.schedule_after): a run of any of them that commits rows or moves its watermark makes this pipeline due at once; one run follows any number of such commits made while it waits or runs. NULL: none.';
 COMMENT ON COLUMN hwm.state.schedule_ended IS
@@ -28,6 +30,8 @@ COMMENT ON COLUMN hwm.state.target_lag IS
 'Freshness goal (hwm.set_target_lag): how far behind now() the time up to which the target reflects its sources (hwm.freshness.data_as_of) may fall before the pipeline counts as late. A pipeline with a target lag and neither hwm.schedule nor hwm.schedule_after is run by the scheduler to stay under it. NULL: none.';
 COMMENT ON COLUMN hwm.state.data_as_of IS
 'Time-typed watermarks: the time below which the pipeline''s last load run found every source row committed and loaded it (the safe bound of that run: the oldest start of a writer in flight, no later than now() less hwm.start_margin and delay), so that a run over a source with nothing new still shows its target fresh. NULL: not known (no such run yet, another watermark type, or hwm.set_watermark since).';
+COMMENT ON COLUMN hwm.state.watermark_caveat IS
+'What hwm cannot make safe for the watermark, as hwm.create_pipeline or hwm.alter_pipeline last warned of it (a foreign table or materialized view read without a delay, an upstream pipeline whose watermark has another type); shown by hwm.status. NULL: nothing.';
 COMMENT ON COLUMN hwm.state.late_since IS
 'Since when the pipeline is late (hwm.freshness.late), as the scheduler noticed it: set, logged and notified once when it becomes late, cleared when it is no longer late. NULL: not late, or no target lag.';
 
@@ -112,7 +116,8 @@ SELECT s.pipeline,
        rc.rows_deleted AS last_reconcile_rows_deleted,
        s.reconcile_schedule,
        s.reconcile_next_run_at AS next_reconcile_at,
-       s.after AS upstreams
+       s.after AS upstreams,
+       s.watermark_caveat
   FROM hwm.state AS s
   -- the default_transaction_read_only its scheduled runs get: the most
   -- specific of the owner's in this database, the owner's, the database's,
@@ -140,7 +145,7 @@ SELECT s.pipeline,
         LIMIT 1) AS rc ON true;
 
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), and the upstream pipelines it runs after (hwm.schedule_after).';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), and what its watermark cannot be made safe against (watermark_caveat, as declared).';
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 

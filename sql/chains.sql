@@ -80,15 +80,19 @@ SELECT hwm.create_pipeline('mv', 'raw_mv', 'mv_tgt', '{id}', 'updated_at');
 -- through a view too
 CREATE VIEW raw_mv_v AS SELECT * FROM raw_mv;
 SELECT hwm.alter_pipeline('mv', source => 'raw_mv_v');
+SELECT watermark_caveat FROM hwm.status WHERE pipeline = 'mv';
 -- a delay is the remedy: nothing is said
 SELECT hwm.drop_pipeline('mv');
 SELECT hwm.create_pipeline('mv', 'raw_mv', 'mv_tgt', '{id}', 'updated_at', delay => '5 minutes');
+-- hwm.status says it too, as the last declaration or change found it
+SELECT pipeline, watermark_caveat IS NULL AS safe FROM hwm.status WHERE pipeline = 'mv';
 -- an upstream whose watermark has another type than this one's
 CREATE TABLE ids_src (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL);
 CREATE TABLE ids_mid (id bigint PRIMARY KEY, updated_at timestamptz);
 CREATE TABLE ids_out (id bigint PRIMARY KEY, updated_at timestamptz);
 SELECT hwm.create_pipeline('ids_up', 'ids_src', 'ids_mid', '{id}', 'id');
 SELECT hwm.create_pipeline('ids_down', 'ids_mid', 'ids_out', '{id}', 'updated_at');
+SELECT pipeline, watermark_caveat FROM hwm.status WHERE pipeline IN ('ids_up', 'ids_down') ORDER BY 1;
 
 SELECT count(hwm.drop_pipeline(pipeline)) AS dropped FROM hwm.state
  WHERE pipeline IN ('up', 'down', 'down2', 'hourly', 'seq_view', 'mv', 'ids_up', 'ids_down');

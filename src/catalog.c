@@ -196,7 +196,7 @@ static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
  * to hwm.state last and moves the mark to it.
  */
 #define CATALOG_VERSION			"1.3"
-#define CATALOG_NEWEST_COLUMN	"late_since"
+#define CATALOG_NEWEST_COLUMN	"watermark_caveat"
 
 /* hwm.state, or InvalidOid when the schema or the table is missing */
 static Oid
@@ -2224,6 +2224,21 @@ hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag)
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 	hwm_wakeup_at_commit();
+}
+
+/*
+ * What the safe bound cannot make safe for the pipeline, as create_pipeline
+ * and alter_pipeline warned of it (NULL: nothing), for hwm.status.
+ */
+void
+hwm_state_set_caveat(const char *pipeline, const char *caveat)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), caveat ? CStringGetTextDatum(caveat) : (Datum) 0};
+	char		nulls[2] = {' ', caveat ? ' ' : 'n'};
+
+	hwm_catalog_exec("UPDATE hwm.state SET watermark_caveat = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, nulls, SPI_OK_UPDATE);
 }
 
 /*

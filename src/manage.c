@@ -99,6 +99,7 @@ typedef struct CreateArgs
 	char	   *anchor;			/* canonical */
 	bool		batched;
 	bool		skip_empty;
+	char	   *caveat;			/* what the bound cannot make safe; NULL: none */
 } CreateArgs;
 
 /*
@@ -262,6 +263,7 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos, Oid
 						   format_type_be(plan->wm.type)),
 				 errhint("delay applies to timestamptz, timestamp and date columns; leave it NULL for this pipeline.")));
 	caveat = hwm_watermark_caveat(plan, a->spec.source, a->delay != NULL);
+	a->caveat = caveat;
 	if (caveat)
 		ereport(WARNING,
 				(errmsg("the watermark of pipeline \"%s\" may pass rows that commit late", a->name),
@@ -346,6 +348,7 @@ create_checked(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos)
 				 errhint("Choose another name, or drop the existing pipeline with hwm.drop_pipeline first.")));
 	check_as_owner(fcinfo, a, pos, InvalidOid);
 	insert_pipeline(a);
+	hwm_state_set_caveat(a->name, a->caveat);
 	/* the first run is due at once; the scheduler takes it from there */
 	if (a->schedule)
 		(void) hwm_schedule_set(a->name, a->schedule, GetCurrentTransactionStartTimestamp());
@@ -775,6 +778,7 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	/* as the owner, what create_pipeline checks, on the altered settings */
 	check_as_owner(NULL, &a, NULL, hwm_state_watermark_type(name));
 	alter_update_row(&a);
+	hwm_state_set_caveat(a.name, a.caveat);
 	if (a.schedule)
 		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());
 	else if (alter_resets(reset, ALTER_SCHEDULE))
