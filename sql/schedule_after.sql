@@ -123,11 +123,14 @@ SELECT schedule, upstreams, next_run_at, not_scheduled_because FROM hwm.status W
 SELECT hwm.schedule('b_copy', '1 hour') IS NOT NULL AS scheduled;
 SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'b_copy';
 RESET ROLE;
--- an upstream dropped with its table
+-- an upstream dropped with its table; a_rollup's target lag goes with its
+-- upstreams (alone it would run it to stay under it), as with hwm.unschedule
 SET ROLE regress_hwm_after_a;
 SELECT hwm.schedule_after('a_rollup', '{a_clean2}');
+SELECT hwm.set_target_lag('a_rollup', '1 hour');
 DROP TABLE aft.raw2;
 SELECT pipeline, upstreams, not_scheduled_because FROM hwm.status ORDER BY 1;
+SELECT target_lag, next_run_at FROM hwm.state WHERE pipeline = 'a_rollup';
 RESET ROLE;
 
 DROP OWNED BY regress_hwm_after_a, regress_hwm_after_b;

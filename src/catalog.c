@@ -2060,7 +2060,9 @@ hwm_state_upstream(const char *name, Oid *owner, Oid *target)
 /*
  * The pipelines scheduled after an upstream that no longer exists (dropped
  * by hwm.drop_pipeline, with its table, or with its owner's objects) are
- * no longer scheduled, and say why (schedule_ended, in hwm.status).  Only
+ * no longer scheduled, and say why (schedule_ended, in hwm.status); their
+ * target lag goes too, as with hwm.unschedule, since alone it would run
+ * them.  Only
  * on the library's own catalog: an older one has no upstreams.
  */
 void
@@ -2069,6 +2071,7 @@ hwm_state_end_orphaned_after(void)
 	if (!hwm_catalog_is_current())
 		return;
 	hwm_catalog_exec("UPDATE hwm.state AS s SET after = NULL, next_run_at = NULL, claimed_run_id = NULL,"
+					 " target_lag = NULL, late_since = NULL,"
 					 " schedule_ended = 'its upstream pipeline ' OPERATOR(pg_catalog.||)"
 					 "  (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(u.p), ', ' ORDER BY u.p)"
 					 "    FROM pg_catalog.unnest(s.after) AS u(p)"
