@@ -198,7 +198,7 @@ CREATE TABLE lag_out (id int PRIMARY KEY, updated_at timestamptz);
 SELECT hwm.create_pipeline('fr_lag_up', 'lag_src', 'lag_mid', '{id}', 'updated_at');
 SELECT hwm.create_pipeline('fr_lag', 'lag_mid_v', 'lag_out', '{id}', 'updated_at');
 SELECT hwm.set_target_lag('fr_lag', '10 minutes');
-SELECT pipeline, schedule, next_run_at <= now() AS due_now, schedule_anchor IS NOT NULL AS anchored
+SELECT pipeline, schedule, next_run_at <= now() AS due_now, schedule_anchor BETWEEN now() - interval '1 minute' AND now() + interval '5 minutes' AS anchored_within_half_the_goal
   FROM hwm.state WHERE pipeline LIKE 'fr\_lag%' ORDER BY 1;
 SELECT pipeline, not_scheduled_because FROM hwm.status WHERE pipeline = 'fr_lag';
 -- as if the scheduler had claimed it (its next slot five minutes on), a run

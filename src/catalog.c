@@ -2213,12 +2213,16 @@ hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag)
 
 	/*
 	 * With neither a schedule nor upstreams the goal is its schedule: due at
-	 * once, anchored now; without the goal such a pipeline is no longer run, and a
-	 * run claimed for it is not run.  Lateness starts afresh.
+	 * once, its grid anchored within half the goal from now at a point its
+	 * name sets (so that many goals set at once do not run all at once, every
+	 * time); without the goal such a pipeline is no longer run, and a run
+	 * claimed for it is not run.  Lateness starts afresh.
 	 */
 	hwm_catalog_exec("UPDATE hwm.state SET target_lag = $2, late_since = NULL,"
 					 " schedule_anchor = CASE WHEN schedule IS NULL AND after IS NULL AND $2 IS NOT NULL"
-					 "  THEN pg_catalog.now() ELSE schedule_anchor END,"
+					 "  THEN pg_catalog.now() OPERATOR(pg_catalog.+) ($2 OPERATOR(pg_catalog./) 2048::pg_catalog.float8"
+					 "   OPERATOR(pg_catalog.*) (pg_catalog.hashtext(pipeline) OPERATOR(pg_catalog.&) 1023)::pg_catalog.float8)"
+					 "  ELSE schedule_anchor END,"
 					 " next_run_at = CASE WHEN schedule IS NOT NULL OR after IS NOT NULL THEN next_run_at"
 					 "  WHEN $2 IS NULL THEN NULL"
 					 "  ELSE pg_catalog.now() END,"
