@@ -615,21 +615,6 @@ citus_bound(const HwmPlan *plan, HwmSafeBound *b)
 }
 
 /*
- * A chain: the source reads the target of other pipelines (itself, or a
- * table of its view), which copy their source's watermark values.  A row
- * reaches such a target when the upstream's run commits it, which may be
- * long after the value was written (a late commit upstream, the upstream's
- * schedule), and that run copies old values, below its own start: neither
- * bound above sees it coming.  What is certain is the upstream's committed
- * watermark: every row at or below it is in its target, committed with it.
- * So the bound is capped there too (inclusive), at the oldest upstream's;
- * an upstream that has loaded nothing holds the watermark, and the run
- * remembers no place to read from (it may still load rows of any value:
- * load.c, remember_load).  Upstreams whose
- * watermark has another type than this one's cannot be compared: they are
- * warned of when the pipeline is declared (hwm_watermark_caveat).
- */
-/*
  * An upstream's time, for hwm.state.data_as_of (load.c, complete_below):
  * the later of its watermark, where that is a time of this pipeline's type,
  * and how far it last found its source complete; the oldest upstream's
@@ -649,6 +634,21 @@ upstream_as_of(const HwmPlan *plan, const HwmUpstream *u, HwmSafeBound *b)
 	b->upstreams_as_of = Min(b->upstreams_as_of, t);
 }
 
+/*
+ * A chain: the source reads the target of other pipelines (itself, or a
+ * table of its view), which copy their source's watermark values.  A row
+ * reaches such a target when the upstream's run commits it, which may be
+ * long after the value was written (a late commit upstream, the upstream's
+ * schedule), and that run copies old values, below its own start: neither
+ * bound above sees it coming.  What is certain is the upstream's committed
+ * watermark: every row at or below it is in its target, committed with it.
+ * So the bound is capped there too (inclusive), at the oldest upstream's;
+ * an upstream that has loaded nothing holds the watermark, and the run
+ * remembers no place to read from (it may still load rows of any value:
+ * load.c, remember_load).  Upstreams whose
+ * watermark has another type than this one's cannot be compared: they are
+ * warned of when the pipeline is declared (hwm_watermark_caveat).
+ */
 static void
 upstream_cap(const HwmPlan *plan, List *rels, HwmSafeBound *b)
 {
