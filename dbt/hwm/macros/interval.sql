@@ -256,7 +256,7 @@
 
   {%- do hwm._hwm_begin() -%}
   {%- if mode != 'sampled' -%}
-    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state) -%}
   {%- endif -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
