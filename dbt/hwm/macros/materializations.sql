@@ -395,6 +395,7 @@
                      "drop table if exists " ~ stg, "drop view if exists " ~ new_view]) -%}
   {%- do hwm._hwm_report(stg_pipeline, after_run, loaded, 'full refresh') -%}
   {%- do hwm._hwm_begin() -%}
+  {%- set downstreams = hwm._hwm_downstreams(c.pipeline) if state is not none else [] -%}
   {%- if state is not none -%}
     {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
   {%- endif -%}
@@ -408,6 +409,7 @@
                    ~ "drop function if exists " ~ fn ~ "()") -%}
   {%- do hwm._hwm_make_source(src, fn, model_cols) -%}
   {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true)) -%}
+  {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}
   {%- do run_query("drop table " ~ stg) -%}
   {%- do hwm._hwm_commit() -%}
   {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
@@ -543,4 +545,29 @@
   {%- endif -%}
   {%- do log("hwm " ~ c.pipeline ~ ": runs after " ~ c.after | join(', ') ~ " (config schedule_after_refs): hwm's background worker runs it whenever a run of "
              ~ ("that pipeline" if c.after | length == 1 else "one of them") ~ " commits rows", info=true) -%}
+{%- endmacro %}
+
+{#-
+  The pipelines scheduled after this one (hwm.schedule_after), with all
+  their upstreams: [{pipeline, after}], those dbt's role can see.  Read
+  before a rebuild drops the pipeline (which unschedules them, saying that
+  their upstream was dropped) and scheduled after it again once it is
+  declared again, in _hwm_reschedule_downstreams.
+-#}
+{% macro _hwm_downstreams(pipeline) -%}
+  {%- set r = run_query("select s.pipeline, (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after')::text from hwm.state as s
+                          where (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') operator(pg_catalog.?) " ~ hwm._hwm_literal(pipeline) ~ "
+                          order by 1") -%}
+  {%- set out = [] -%}
+  {%- for row in r.rows -%}{%- do out.append({'pipeline': row[0], 'after': fromjson(row[1])}) -%}{%- endfor -%}
+  {{- return(out) -}}
+{%- endmacro %}
+
+{% macro _hwm_reschedule_downstreams(pipeline, downstreams) -%}
+  {%- for d in downstreams -%}
+    {%- do run_query("select hwm.schedule_after(" ~ hwm._hwm_literal(d.pipeline) ~ ", " ~ hwm._hwm_text_array(d.after) ~ ")") -%}
+  {%- endfor -%}
+  {%- if downstreams -%}
+    {%- do log("hwm " ~ pipeline ~ ": " ~ downstreams | map(attribute='pipeline') | join(', ') ~ " run after it again (declaring it again had unscheduled them)", info=true) -%}
+  {%- endif -%}
 {%- endmacro %}
