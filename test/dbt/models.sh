@@ -266,6 +266,10 @@ bad_config time_interval "{materialized: hwm_interval, time_column: updated_at}"
 bad_config time_column "{materialized: hwm_interval, time_column: nope, time_interval: '1 hour'}"
 bad_config incremental_predicates "{unique_key: id, watermark_column: updated_at, incremental_predicates: ['id > 0']}"
 bad_config reconcile "{unique_key: id, watermark_column: updated_at, reconcile: 'yes'}"
+bad_config schedule_after_refs "{unique_key: id, watermark_column: updated_at, schedule_after_refs: true}"
+mlogged "... saying the model ref()s no hwm model" "config 'schedule_after_refs' is true, but the model ref\(\)s no hwm or hwm_interval model"
+bad_config schedule_after_refs "{materialized: hwm_interval, time_column: updated_at, time_interval: '1 hour', schedule: '1 hour', schedule_after_refs: true}"
+mlogged "... saying schedule and schedule_after_refs exclude each other" "config 'schedule_after_refs' is true and config 'schedule' is set too \(1 hour\).*Drop one of them"
 
 # --- backfill of an hwm model through dbt run-operation -----------------------------
 q "UPDATE shop.orders SET amount = amount + 1000 WHERE day = '2024-01-02'" >/dev/null
@@ -578,6 +582,82 @@ exec 8>&-
 wait "$busy_pid"
 mdbt "dbt run with the schedule removed" run --select ticks --vars "{tick_schedule: null}"
 check "... unschedules the pipeline" "" "$(q "SELECT schedule FROM hwm.state WHERE pipeline = 'dw.ticks'")"
+
+# --- a live chain: models scheduled after the hwm models they ref() ------------------
+# (issue 41) schedule_after_refs=true schedules a model's pipeline after the
+# pipelines of the hwm models it ref()s (hwm.schedule_after): chain_a (every
+# second) -> chain_b -> chain_v (a view) -> chain_hourly (hwm_interval).  New
+# source rows reach the end of the chain through hwm's background worker,
+# which this cluster runs (shared_preload_libraries = 'hwm'), without dbt.
+hwm_psql -q -o /dev/null <<'SQL'
+CREATE TABLE shop.chain (id int PRIMARY KEY, updated_at timestamptz NOT NULL, kind text NOT NULL, amount int NOT NULL);
+-- the first half of the hour before this one
+INSERT INTO shop.chain
+SELECT i, date_trunc('hour', now()) - interval '1 hour' + i * interval '5 minutes', (ARRAY['a', 'b'])[1 + i % 2], i
+  FROM generate_series(0, 5) i;
+GRANT SELECT ON shop.chain TO dbt;
+SQL
+chain_hour=$(q "SELECT min(date_trunc('hour', updated_at)) FROM shop.chain")
+# each pipeline's upstreams and schedule ('-': none)
+chain_sched() { q "SELECT string_agg(pipeline || ':' || coalesce(after::text, '-') || ':' || coalesce(schedule::text, '-'), ' ' ORDER BY pipeline)
+                     FROM hwm.state WHERE pipeline IN ('dw.chain_a', 'dw.chain_b', 'dw.chain_hourly')"; }
+chain_b_same() { same_rows "$1" dw.chain_b "SELECT id, updated_at, kind, amount * 10 FROM shop.chain"; }
+chain_hourly_sql="SELECT date_trunc('hour', updated_at) AS hour, kind, count(*) AS n, sum(amount * 10) AS amount10 FROM shop.chain GROUP BY 1, 2"
+# chain_wait SQL: poll (at most a minute, as for ticks above) until SQL is t
+chain_wait() {
+    for _ in $(seq 1 120); do
+        [[ $(q "$1") == t ]] && return 0
+        sleep 0.5
+    done
+    return 1
+}
+chain_debug() {
+    { q "SELECT now(), pipeline, watermark, next_run_at, last_status, not_scheduled_because FROM hwm.status WHERE pipeline LIKE 'dw.chain%'"
+      q "SELECT run_id, pipeline, status, started_at, rows_upserted, watermark_before, watermark_after, error FROM hwm.runs WHERE pipeline LIKE 'dw.chain%' ORDER BY run_id DESC LIMIT 8"
+      grep -v 'already a transaction' "$HWM_CLUSTER_DIR/server.log" | tail -n 10; } | sed 's/^/# /'
+}
+mdbt "dbt run --empty of the chain's head: its table, no pipeline" run --select chain_a --empty
+mdbt_fails "a model scheduled after an hwm model that has no pipeline yet fails, saying to run that model first" \
+    "config 'schedule_after_refs'.*the upstream pipeline dw\.chain_a does not exist yet.*dbt run --select \+chain_b" \
+    run --select chain_b
+check "... after its load, with its pipeline left unscheduled" "dw.chain_b:-:-" "$(chain_sched)"
+mdbt "dbt run of the chain" run --select +chain_hourly
+check "... schedules each model after the pipeline of the hwm model it reads (through the view for the hwm_interval model)" \
+    "dw.chain_a:-:00:00:01 dw.chain_b:{dw.chain_a}:- dw.chain_hourly:{dw.chain_b}:-" "$(chain_sched)"
+mlogged "... and says so" "hwm dw\.chain_b: runs after dw\.chain_a \(config schedule_after_refs\)"
+chain_b_same "... chain_b has the source's rows"
+check "... chain_hourly closes no hour that chain_b has not loaded past" "0" "$(q "SELECT count(*) FROM dw.chain_hourly")"
+last=$(q "SELECT max(run_id) FROM hwm.runs")
+q "INSERT INTO shop.chain VALUES (100, $recent, 'a', 100)" >/dev/null
+if chain_wait "SELECT EXISTS (SELECT FROM dw.chain_b WHERE id = 100) AND EXISTS (SELECT FROM dw.chain_hourly WHERE hour = '$chain_hour')"; then
+    ok "a new source row reaches the end of the chain without dbt: the worker runs chain_a, then chain_b, then chain_hourly"
+else
+    not_ok "a new source row reaches the end of the chain without dbt: the worker runs chain_a, then chain_b, then chain_hourly"
+    chain_debug
+fi
+chain_b_same "... chain_b has every row"
+same_rows "... chain_hourly every hour chain_b has loaded past" dw.chain_hourly "SELECT * FROM ($chain_hourly_sql) h
+    WHERE hour < (SELECT watermark::timestamptz FROM hwm.state WHERE pipeline = 'dw.chain_hourly')"
+check "... each stage run by the worker after the one before (hwm.runs)" "dw.chain_a dw.chain_b dw.chain_hourly" \
+    "$(q "SELECT string_agg(pipeline, ' ' ORDER BY first) FROM (SELECT pipeline, min(run_id) AS first FROM hwm.runs
+            WHERE run_id > $last AND pipeline LIKE 'dw.chain%' AND (rows_upserted > 0 OR pipeline = 'dw.chain_hourly') GROUP BY 1) r")"
+mdbt "a second dbt run of the chain" run --select +chain_hourly
+check "... leaves the schedules as they were (no hwm.schedule_after when nothing changed)" \
+    "0|dw.chain_a:-:00:00:01 dw.chain_b:{dw.chain_a}:- dw.chain_hourly:{dw.chain_b}:-" "$(grep -c 'runs after' "$mlog")|$(chain_sched)"
+mdbt "--full-refresh of the chain's head alone (its pipeline declared again)" run --select chain_a --full-refresh
+check "... keeps chain_b scheduled after it" "dw.chain_b:{dw.chain_a}:-|" \
+    "$(q "SELECT pipeline || ':' || after::text || ':' || coalesce(schedule::text, '-') FROM hwm.state WHERE pipeline = 'dw.chain_b'")|$(q "SELECT not_scheduled_because FROM hwm.status WHERE pipeline = 'dw.chain_b'")"
+mlogged "... and says so" "hwm dw\.chain_a: dw\.chain_b run after it again"
+q "INSERT INTO shop.chain VALUES (101, $recent, 'b', 101)" >/dev/null
+if chain_wait "SELECT EXISTS (SELECT FROM dw.chain_b WHERE id = 101)"; then
+    ok "... and the chain still runs: a new source row reaches chain_b without dbt"
+else
+    not_ok "... and the chain still runs: a new source row reaches chain_b without dbt"
+    chain_debug
+fi
+mdbt "dbt run with schedule_after_refs and schedule removed" run --select +chain_hourly --vars "{chain_after: false, chain_schedule: null}"
+check "... unschedules the pipelines" "dw.chain_a:-:- dw.chain_b:-:- dw.chain_hourly:-:-" "$(chain_sched)"
+mlogged "... and says so" "hwm dw\.chain_b: no longer runs after dw\.chain_a"
 
 # --- side by side under late-committing writers ---------------------------------------
 # Six pgbench clients each take their now(), sleep up to 150 ms, insert a row

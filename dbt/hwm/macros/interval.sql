@@ -167,6 +167,7 @@
                   else "no pipeline is made (the next ordinary dbt run makes it)"), info=true) -%}
   {%- elif existing_relation is none or adopt -%}
     {%- set mode = 'create' -%}
+    {%- set downstreams = hwm._hwm_downstreams(c.pipeline) if state is not none else [] -%}
     {%- if state is not none -%}
       {#- the pipeline of a table that was dropped (an interval pipeline has no target to follow) -#}
       {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
@@ -182,6 +183,7 @@
     {%- do hwm._hwm_make_time_source(c, src, fn, source_rel, tt.rows[0][0]) -%}
     {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, src,
                        hwm._hwm_interval_command(c, target_relation, model_cols | map(attribute='name') | list), c.start_at, true)) -%}
+    {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}
     {%- do hwm._hwm_commit() -%}
     {%- set loaded = hwm._hwm_load(c.pipeline, false) -%}
     {%- do hwm._hwm_report(c.pipeline, after_run, loaded, 'interval') -%}
@@ -189,6 +191,9 @@
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
     {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
+    {#- (the pipelines scheduled after this one, unscheduled by the drop,
+        are scheduled after it again once it is declared again) -#}
+    {%- set downstreams = hwm._hwm_downstreams(c.pipeline) if state is not none else [] -%}
     {%- if state is not none -%}
       {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
     {%- endif -%}
@@ -209,6 +214,7 @@
     {%- do run_query("drop table " ~ stg) -%}
     {%- do run_query(hwm._hwm_create_interval_pipeline_sql(c, c.pipeline, src,
                        hwm._hwm_interval_command(c, target_relation, cols), wm if wm is not none else c.start_at, true)) -%}
+    {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}
     {%- do hwm._hwm_commit() -%}
     {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); intervals done up to " ~ (wm or 'none'), info=true) -%}
 
@@ -256,7 +262,7 @@
 
   {%- do hwm._hwm_begin() -%}
   {%- if mode != 'sampled' -%}
-    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state) -%}
   {%- endif -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}

@@ -192,7 +192,7 @@
 
   {%- do hwm._hwm_begin() -%}
   {%- if mode != 'sampled' -%}
-    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state.schedule) -%}
+    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state) -%}
   {%- endif -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
@@ -395,6 +395,7 @@
                      "drop table if exists " ~ stg, "drop view if exists " ~ new_view]) -%}
   {%- do hwm._hwm_report(stg_pipeline, after_run, loaded, 'full refresh') -%}
   {%- do hwm._hwm_begin() -%}
+  {%- set downstreams = hwm._hwm_downstreams(c.pipeline) if state is not none else [] -%}
   {%- if state is not none -%}
     {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
   {%- endif -%}
@@ -408,6 +409,7 @@
                    ~ "drop function if exists " ~ fn ~ "()") -%}
   {%- do hwm._hwm_make_source(src, fn, model_cols) -%}
   {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true)) -%}
+  {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}
   {%- do run_query("drop table " ~ stg) -%}
   {%- do hwm._hwm_commit() -%}
   {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
@@ -485,16 +487,87 @@
   {%- endif -%}
 {%- endmacro %}
 
-{#- After the load: the pipeline's schedule becomes the config's, its first
-    scheduled run one period from now (this run has just loaded).  Declaring
-    the pipeline with its schedule would start a scheduled run at once, in
-    the way of dbt's own load. -#}
-{% macro _hwm_sync_schedule(c, current) -%}
-  {%- if not hwm._hwm_same_interval(current, c.schedule) -%}
-    {%- if c.schedule is none -%}
-      {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-    {%- else -%}
+{#-
+  After the load: the pipeline's schedule becomes the config's (state: the
+  pipeline's hwm.state before this dbt run, none for a pipeline this run
+  declared), and the catalog changes only when it differs.
+  - schedule: hwm.schedule, the first scheduled run one period from now
+    (this run has just loaded).  Declaring the pipeline with its schedule
+    would start a scheduled run at once, in the way of dbt's own load.
+  - schedule_after_refs: hwm.schedule_after of the pipelines of the hwm
+    models the model ref()s (c.after), compared with hwm.state.after in any
+    order; each replaces the other.
+  - neither: hwm.unschedule, which clears both.
+-#}
+{% macro _hwm_sync_schedule(c, state) -%}
+  {%- set current = state.schedule if state is not none else none -%}
+  {%- set current_after = ((state.after or []) if state is not none else []) | unique | sort | list -%}
+  {%- if c.schedule_after_refs -%}
+    {%- if current is not none or current_after != c.after -%}
+      {%- do hwm._hwm_schedule_after(c) -%}
+    {%- endif -%}
+  {%- elif c.schedule is not none -%}
+    {%- if not hwm._hwm_same_interval(current, c.schedule) -%}
       {%- do run_query("select hwm.schedule(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_literal(c.schedule) ~ "::interval, pg_catalog.now() + " ~ hwm._hwm_literal(c.schedule) ~ "::interval)") -%}
     {%- endif -%}
+  {%- elif current is not none or current_after -%}
+    {%- do run_query("select hwm.unschedule(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
+    {%- if current_after -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": no longer runs after " ~ current_after | join(', ') ~ " (config schedule_after_refs is gone): unscheduled, it runs when dbt runs it", info=true) -%}
+    {%- endif -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  hwm.schedule_after(the model's pipeline, c.after), its error (caught)
+  told in the model's terms: an upstream that has no pipeline yet (42704:
+  its model has not run, or ran with --empty) says to run it first.
+-#}
+{% macro _hwm_schedule_after(c) -%}
+  {%- do run_query("DO $hwm$ DECLARE st text; msg text; hnt text; BEGIN
+                       PERFORM pg_catalog.set_config('hwm_dbt.after', '', true);
+                       PERFORM hwm.schedule_after(" ~ hwm._hwm_literal(c.pipeline) ~ ", " ~ hwm._hwm_text_array(c.after) ~ ");
+                     EXCEPTION WHEN others THEN
+                       GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, hnt = PG_EXCEPTION_HINT;
+                       PERFORM pg_catalog.set_config('hwm_dbt.after', pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'hint', hnt)::text, true);
+                     END $hwm$") -%}
+  {%- set r = run_query("select pg_catalog.current_setting('hwm_dbt.after', true),
+                                (select pg_catalog.string_agg(u.p, ', ' order by u.p) from pg_catalog.unnest(" ~ hwm._hwm_text_array(c.after) ~ ") as u(p)
+                                  where not exists (select from hwm.state s where s.pipeline operator(pg_catalog.=) u.p))").rows[0] -%}
+  {%- if r[0] -%}
+    {%- set e = fromjson(r[0]) -%}
+    {%- set how = "config 'schedule_after_refs': hwm.schedule_after(" ~ c.pipeline ~ ", {" ~ c.after | join(', ') ~ "}) failed (this run's load stands; the pipeline's schedule was not changed): " -%}
+    {%- if e.sqlstate == '42704' -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": " ~ how ~ "the upstream pipeline " ~ (r[1] or e.message)
+           ~ " does not exist yet (its hwm model has not run, or ran only with --empty), or belongs to another role whose table " ~ target.user ~ " may not read. Run the upstream models first, e.g. `dbt run --select +" ~ model.name ~ "`") }}
+    {%- endif -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": " ~ how ~ e.sqlstate ~ ": " ~ e.message ~ ("\nHINT: " ~ e.hint if e.hint else "")) }}
+  {%- endif -%}
+  {%- do log("hwm " ~ c.pipeline ~ ": runs after " ~ c.after | join(', ') ~ " (config schedule_after_refs): hwm's background worker runs it whenever a run of "
+             ~ ("that pipeline" if c.after | length == 1 else "one of them") ~ " commits rows", info=true) -%}
+{%- endmacro %}
+
+{#-
+  The pipelines scheduled after this one (hwm.schedule_after), with all
+  their upstreams: [{pipeline, after}], those dbt's role can see.  Read
+  before a rebuild drops the pipeline (which unschedules them, saying that
+  their upstream was dropped) and scheduled after it again once it is
+  declared again, in _hwm_reschedule_downstreams.
+-#}
+{% macro _hwm_downstreams(pipeline) -%}
+  {%- set r = run_query("select s.pipeline, (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after')::text from hwm.state as s
+                          where (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') operator(pg_catalog.?) " ~ hwm._hwm_literal(pipeline) ~ "
+                          order by 1") -%}
+  {%- set out = [] -%}
+  {%- for row in r.rows -%}{%- do out.append({'pipeline': row[0], 'after': fromjson(row[1])}) -%}{%- endfor -%}
+  {{- return(out) -}}
+{%- endmacro %}
+
+{% macro _hwm_reschedule_downstreams(pipeline, downstreams) -%}
+  {%- for d in downstreams -%}
+    {%- do run_query("select hwm.schedule_after(" ~ hwm._hwm_literal(d.pipeline) ~ ", " ~ hwm._hwm_text_array(d.after) ~ ")") -%}
+  {%- endfor -%}
+  {%- if downstreams -%}
+    {%- do log("hwm " ~ pipeline ~ ": " ~ downstreams | map(attribute='pipeline') | join(', ') ~ " run after it again (declaring it again had unscheduled them)", info=true) -%}
   {%- endif -%}
 {%- endmacro %}

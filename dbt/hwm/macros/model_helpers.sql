@@ -89,6 +89,19 @@
   {%- endif -%}
   {%- do c.update({'on_schema_change': osc}) -%}
   {%- do c.update({'schedule': hwm._hwm_opt_string('schedule'), 'delay': hwm._hwm_opt_string('delay')}) -%}
+  {#- schedule_after_refs: the pipeline runs after those of the hwm models
+      it ref()s (hwm.schedule_after), instead of every so often. -#}
+  {%- do c.update({'schedule_after_refs': hwm._hwm_opt_bool('schedule_after_refs', false), 'after': none}) -%}
+  {%- if c.schedule_after_refs -%}
+    {%- if c.schedule is not none -%}
+      {{ hwm._hwm_config_error('schedule_after_refs', "is true and config 'schedule' is set too (" ~ c.schedule ~ "): a pipeline runs either every so often (schedule) or whenever the hwm models it ref()s load rows (schedule_after_refs), not both. Drop one of them") }}
+    {%- endif -%}
+    {%- set ups = hwm._hwm_ref_pipelines() -%}
+    {%- if not ups -%}
+      {{ hwm._hwm_config_error('schedule_after_refs', "is true, but the model ref()s no hwm or hwm_interval model (directly or through view and ephemeral models; it reads " ~ ((model.depends_on.nodes or []) | join(', ') or 'nothing') ~ "), so nothing would ever run it: ref() an hwm model, or set schedule='...' instead") }}
+    {%- endif -%}
+    {%- do c.update({'after': ups}) -%}
+  {%- endif -%}
   {%- if config.get('incremental_predicates') -%}
     {{ hwm._hwm_config_error('incremental_predicates', "is not supported by hwm models: hwm reads the source from its watermark and upserts on unique_key, so a predicate on the target's rows would not change what is loaded. Filter the source in the model's SQL, or use partition_column and lookback to overwrite the newest partitions") }}
   {%- endif -%}
@@ -133,6 +146,37 @@
                      'skip_empty': hwm._hwm_opt_bool('skip_empty', false)}) -%}
   {%- endif -%}
   {{- return(c) -}}
+{%- endmacro %}
+
+{#-
+  The pipelines of the hwm and hwm_interval models this model ref()s,
+  directly or through view and ephemeral models (whose rows are the hwm
+  models' rows as they load them), sorted, each once: config 'pipeline'
+  or "schema.alias", as the materializations name them.  Another
+  materialization in between (a table, an incremental model) stops the
+  walk: its rows change when dbt rebuilds it, not when the hwm model loads.
+-#}
+{% macro _hwm_ref_pipelines() -%}
+  {%- set ns = namespace(todo=(model.depends_on.nodes or []) | list, seen=[], out=[]) -%}
+  {#- (dbt's sandbox has no while: a bounded walk of the graph) -#}
+  {%- for i in range(1000) if ns.todo | length > 0 -%}
+    {%- set id = ns.todo[0] -%}
+    {%- set ns.todo = ns.todo[1:] -%}
+    {%- if id not in ns.seen -%}
+      {%- do ns.seen.append(id) -%}
+      {%- set n = graph.nodes.get(id) -%}
+      {%- if n is not none and n.resource_type == 'model' -%}
+        {%- set mat = n.config.materialized -%}
+        {%- if mat in ['hwm', 'hwm_interval'] -%}
+          {%- set p = n.config.get('pipeline') or (n.schema ~ '.' ~ (n.alias or n.name)) -%}
+          {%- if p not in ns.out -%}{%- do ns.out.append(p) -%}{%- endif -%}
+        {%- elif mat in ['view', 'ephemeral'] -%}
+          {%- set ns.todo = ns.todo + ((n.depends_on.nodes or []) | list) -%}
+        {%- endif -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{- return(ns.out | sort) -}}
 {%- endmacro %}
 
 {#- Check that a config value parses as an SQL type, with an error naming the
@@ -186,10 +230,15 @@
   {{ hwm._hwm_check_cast('schedule', c.schedule, 'interval') }}
   {{ hwm._hwm_check_cast('delay', c.delay, 'interval') }}
   {%- do hwm._hwm_warn_rebuilt_upstreams(c) -%}
-  {%- if c.schedule is not none -%}
-    {%- set su = run_query("select rolsuper from pg_catalog.pg_roles where rolname = current_user").rows[0][0] -%}
-    {%- if su -%}
-      {{ hwm._hwm_config_error('schedule', "needs dbt to connect as an ordinary role: " ~ target.user ~ " is a superuser, and hwm's background worker runs a pipeline as its owner, so it would run this model with unlimited rights. Connect as a role that owns the model, or drop schedule") }}
+  {%- if c.schedule is not none or c.schedule_after_refs -%}
+    {%- set key = 'schedule' if c.schedule is not none else 'schedule_after_refs' -%}
+    {%- set r = run_query("select (select rolsuper from pg_catalog.pg_roles where rolname = current_user),
+                                  pg_catalog.to_regprocedure('hwm.schedule_after(text,text[])') is not null").rows[0] -%}
+    {%- if r[0] -%}
+      {{ hwm._hwm_config_error(key, "needs dbt to connect as an ordinary role: " ~ target.user ~ " is a superuser, and hwm's background worker runs a pipeline as its owner, so it would run this model with unlimited rights. Connect as a role that owns the model, or drop " ~ key) }}
+    {%- endif -%}
+    {%- if c.schedule_after_refs and not r[1] -%}
+      {{ hwm._hwm_config_error(key, "needs hwm 1.3 or later (hwm.schedule_after): update the extension with ALTER EXTENSION hwm UPDATE, or set schedule='...' instead") }}
     {%- endif -%}
   {%- endif -%}
   {{- return(cols) -}}
@@ -250,15 +299,17 @@
 {% macro _hwm_state(pipeline) -%}
   {%- set r = run_query("select pipeline, target::text, source::text, pg_catalog.to_json(unique_key)::text, watermark_column::text, partition_column::text,
                                 lookback, delay::text, batch_size, schedule::text, watermark, command, time_interval::text,
-                                target::oid::text, source::oid::text
-                           from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline)) -%}
+                                target::oid::text, source::oid::text,
+                                (pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after')::text
+                           from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline)) -%}
   {%- if r.rows | length == 0 -%}
     {{- return(none) -}}
   {%- endif -%}
   {%- set row = r.rows[0] -%}
   {{- return({'pipeline': row[0], 'target': row[1], 'source': row[2], 'unique_key': fromjson(row[3]), 'watermark_column': row[4],
               'partition_column': row[5], 'lookback': row[6], 'delay': row[7], 'batch_size': row[8], 'schedule': row[9],
-              'watermark': row[10], 'command': row[11], 'time_interval': row[12], 'target_oid': row[13] | string, 'source_oid': row[14] | string}) -}}
+              'watermark': row[10], 'command': row[11], 'time_interval': row[12], 'target_oid': row[13] | string, 'source_oid': row[14] | string,
+              'after': fromjson(row[15]) if row[15] else none}) -}}
 {%- endmacro %}
 
 {#- In one query: the pipeline's row of hwm.state (none: no such
@@ -276,7 +327,8 @@
                                  partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
                                  schedule::text as schedule, watermark, command, time_interval::text as time_interval,
                                  target::oid::text as target_oid, source::oid::text as source_oid, batched, skip_empty,
-                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'delete_column' as delete_column
+                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'delete_column' as delete_column,
+                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after' as after
                             from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
   {%- set row = r.rows[0] -%}
   {%- set out = [] -%}
@@ -485,6 +537,10 @@
   is what it loaded, whatever another dbt run or the scheduler loads at the
   same time.  A scheduled model first tries one run with nowait => true:
   when the background worker is running it, the load is left to that run.
+  (Not a model scheduled after its refs: the worker's run was most likely
+  woken by the upstream this dbt run has just loaded, and dbt waits for it
+  and loads what is left, so that models downstream in this dbt run read
+  it loaded.)
   Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
 -#}
 {% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none) -%}
