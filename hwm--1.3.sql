@@ -980,7 +980,7 @@ LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_set_target_lag';
 
 COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
-'Set the pipeline''s freshness goal: how far behind now() its data (hwm.freshness.data_as_of) may fall before hwm.freshness and hwm.metrics show it late; at least 1 second, finite, without negative parts (NULL: no goal). A pipeline with neither hwm.schedule nor hwm.schedule_after is then run by the scheduler every half of its target lag, and at once after a run of a pipeline loading a table it reads commits rows; with a schedule, the goal only makes it late. The scheduler logs and notifies (hwm.notify_channel) once each time a pipeline becomes late.';
+'Set the pipeline''s freshness goal: how far behind now() its data (hwm.freshness.data_as_of) may fall before hwm.freshness and hwm.metrics show it late; at least 1 second, finite, without negative parts (NULL: no goal). A pipeline with neither hwm.schedule nor hwm.schedule_after is then run by the scheduler half its target lag after each of its runs, and at once after each run of a pipeline loading a table it reads; with a schedule, the goal only makes it late. The scheduler logs and notifies (hwm.notify_channel) once each time a pipeline becomes late.';
 
 CREATE FUNCTION hwm.schedule_reconcile(
     pipeline   text,

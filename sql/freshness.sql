@@ -202,11 +202,14 @@ SELECT pipeline, schedule, next_run_at <= now() AS due_now, schedule_anchor BETW
   FROM hwm.state WHERE pipeline LIKE 'fr\_lag%' ORDER BY 1;
 SELECT pipeline, not_scheduled_because FROM hwm.status WHERE pipeline = 'fr_lag';
 -- as if the scheduler had claimed it (its next slot five minutes on), a run
--- of fr_lag_up that loads nothing wakes nobody; one that loads rows makes
--- fr_lag (which reads lag_mid through a view) due at once
+-- of fr_lag_up makes fr_lag (which reads lag_mid through a view) due at
+-- once, even one that loads nothing: it found lag_src complete up to now,
+-- so a run of fr_lag now makes fr_lag's data fresher (a pipeline run after
+-- its upstreams, hwm.schedule_after, waits for rows: sql/schedule_after.sql)
 UPDATE hwm.state SET next_run_at = now() + interval '5 minutes' WHERE pipeline = 'fr_lag';
 SELECT rows_upserted FROM hwm.run('fr_lag_up');
-SELECT next_run_at > now() AS still_later FROM hwm.state WHERE pipeline = 'fr_lag';
+SELECT next_run_at <= now() AS woken FROM hwm.state WHERE pipeline = 'fr_lag';
+UPDATE hwm.state SET next_run_at = now() + interval '5 minutes' WHERE pipeline = 'fr_lag';
 INSERT INTO lag_src VALUES (1, '2024-01-01 10:00');
 SELECT rows_upserted FROM hwm.run('fr_lag_up');
 SELECT next_run_at <= now() AS woken FROM hwm.state WHERE pipeline = 'fr_lag';

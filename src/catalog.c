@@ -1083,23 +1083,26 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 }
 
 /*
- * A run of upstream that commits rows or moves its watermark makes the
- * pipelines scheduled after it due (now, or sooner than they were), paused
- * or not (a resume then runs them once); so does it for the pipelines run
- * to stay under a target lag (neither a schedule nor upstreams of their
- * own) whose source reads its target: directly, through views, as a
- * parent of it, or as a partition of it (the relations hwm.freshness
- * follows).  The doorbell rings when it commits.  One run follows any number of such commits before it is
+ * A run of upstream that commits rows or moves its watermark (changed)
+ * makes the pipelines scheduled after it due (now, or sooner than they
+ * were), paused or not (a resume then runs them once).  A run that changed
+ * that or how far its source is known complete (data_as_of) makes due the
+ * pipelines run to stay under a target lag (neither a schedule nor
+ * upstreams of their own) whose source reads its target: directly, through
+ * views, as a parent of it, or as a partition of it (the relations
+ * hwm.freshness follows), since their data is then as fresh as a run of
+ * theirs can make it.  The doorbell rings when it commits.  One run follows any number of such commits before it is
  * claimed, and one more those committed while it is claimed or runs: the
  * claim clears next_run_at under the row's lock, which this statement waits
  * for.
  */
 static void
-wake_downstreams(const char *upstream, Oid target)
+wake_downstreams(const char *upstream, Oid target, bool changed)
 {
-	Oid			argtypes[2] = {TEXTOID, OIDOID};
-	Datum		values[2] = {CStringGetTextDatum(upstream), ObjectIdGetDatum(target)};
-	char		nulls[2] = {' ', OidIsValid(target) ? ' ' : 'n'};
+	Oid			argtypes[3] = {TEXTOID, OIDOID, BOOLOID};
+	Datum		values[3] = {CStringGetTextDatum(upstream), ObjectIdGetDatum(target),
+	BoolGetDatum(changed)};
+	char		nulls[3] = {' ', OidIsValid(target) ? ' ' : 'n', ' '};
 
 	/* (the relations are looked for only where such a pipeline exists) */
 	hwm_catalog_exec("WITH RECURSIVE readers (relid) AS ("
@@ -1120,12 +1123,12 @@ wake_downstreams(const char *upstream, Oid target)
 					 "   JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
 					 "   WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid))"
 					 " UPDATE hwm.state SET next_run_at = pg_catalog.now()"
-					 " WHERE ($1 OPERATOR(pg_catalog.=) ANY (after)"
+					 " WHERE (($3 AND $1 OPERATOR(pg_catalog.=) ANY (after))"
 					 "   OR (target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL"
 					 "    AND pipeline OPERATOR(pg_catalog.<>) $1"
 					 "    AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT relid FROM readers)))"
 					 "  AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())",
-					 2, argtypes, values, nulls, SPI_OK_UPDATE);
+					 3, argtypes, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed > 0)
 		hwm_wakeup_at_commit();
 }
@@ -1150,6 +1153,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 	TEXTOID, INT8OID, BOOLOID, TIMESTAMPTZOID};
 	Datum		values[8 + MEMORY_NARGS];
 	char		nulls[8 + MEMORY_NARGS];
+	bool		changed;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(p->name);
@@ -1190,9 +1194,10 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 				 errdetail("The run's result belongs to the pipeline it started with, declared at %s, which is gone; nothing of the run is kept.",
 						   timestamptz_to_str(p->created_at)),
 				 errhint("Drop or declare the pipeline again before or after its runs, never from inside one.")));
-	if (rows > 0 || (set_watermark && watermark != NULL &&
-					 (p->watermark == NULL || strcmp(watermark, p->watermark) != 0)))
-		wake_downstreams(p->name, p->target);
+	changed = rows > 0 || (set_watermark && watermark != NULL &&
+						   (p->watermark == NULL || strcmp(watermark, p->watermark) != 0));
+	if (changed || (memory != NULL && memory->as_of != 0))
+		wake_downstreams(p->name, p->target, changed);
 }
 
 /* ------------------------------------------------------------------------
@@ -1238,7 +1243,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 /* The columns of hwm_state_select_due's statement, in order */
 enum
 {
-	DUE_PIPELINE = 1, DUE_OWNER, DUE_SCHEDULE, DUE_ANCHOR, DUE_TIMEOUT
+	DUE_PIPELINE = 1, DUE_OWNER, DUE_SCHEDULE, DUE_ANCHOR, DUE_TIMEOUT, DUE_LAG_DRIVEN
 };
 
 /*
@@ -1269,6 +1274,7 @@ due_from_row(HeapTuple tup, TupleDesc desc, HwmDueRow *due)
 	due->periodic = !every_null;
 	if (due->periodic)
 		due->every = *DatumGetIntervalP(every);
+	due->relative = DatumGetBool(col_not_null(tup, desc, DUE_LAG_DRIVEN));
 	due->anchor = DatumGetTimestampTz(anchor);
 	due->timeout = col_interval(tup, desc, DUE_TIMEOUT);
 	return true;
@@ -1301,7 +1307,8 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 	 * later in that window is not claimed.
 	 */
 	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
-					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout"
+					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
+					 " (s.schedule IS NULL AND s.after IS NULL)"
 					 " FROM (SELECT s.pipeline, s.owner,"
 					 "        pg_catalog.row_number() OVER"
 					 "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
@@ -2213,15 +2220,14 @@ hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag)
 
 	/*
 	 * With neither a schedule nor upstreams the goal is its schedule: due at
-	 * once, its grid anchored within half the goal from now at a point its
-	 * name sets (so that many goals set at once do not run all at once, every
-	 * time); without the goal such a pipeline is no longer run, and a run
-	 * claimed for it is not run.  Lateness starts afresh.
+	 * once (its later runs are counted from each run: see
+	 * hwm_state_select_due's DUE_LAG_DRIVEN); without the goal such a
+	 * pipeline is no longer run, and a run claimed for it is not run.
+	 * Lateness starts afresh.
 	 */
 	hwm_catalog_exec("UPDATE hwm.state SET target_lag = $2, late_since = NULL,"
 					 " schedule_anchor = CASE WHEN schedule IS NULL AND after IS NULL AND $2 IS NOT NULL"
-					 "  THEN pg_catalog.now() OPERATOR(pg_catalog.+) ($2 OPERATOR(pg_catalog./) 2048::pg_catalog.float8"
-					 "   OPERATOR(pg_catalog.*) (pg_catalog.hashtext(pipeline) OPERATOR(pg_catalog.&) 1023)::pg_catalog.float8)"
+					 "  THEN pg_catalog.now()"
 					 "  ELSE schedule_anchor END,"
 					 " next_run_at = CASE WHEN schedule IS NOT NULL OR after IS NOT NULL THEN next_run_at"
 					 "  WHEN $2 IS NULL THEN NULL"

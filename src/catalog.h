@@ -187,6 +187,8 @@ typedef struct HwmDueRow
 	bool		periodic;		/* scheduled every so often (else after its
 								 * upstreams alone: no next slot) */
 	Interval	every;			/* ... its schedule */
+	bool		relative;		/* ... counted from each run, not on a grid:
+								 * run to stay under a target lag */
 	TimestampTz anchor;			/* its grid's anchor (else its next run time) */
 	Interval   *timeout;		/* a scheduled run's time limit; NULL: none */
 } HwmDueRow;

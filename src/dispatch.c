@@ -358,6 +358,7 @@ typedef struct DueRun
 	char	   *pipeline;
 	Oid			owner;
 	Interval   *every;			/* NULL: scheduled after its upstreams alone */
+	bool		relative;		/* every counts from this run (a target lag) */
 	TimestampTz anchor;
 	int32		timeout_ms;
 	int64		expected_ms;	/* its last run's duration; -1: unknown */
@@ -583,9 +584,17 @@ claim_run(ClaimStep *c)
 	int			q;
 	int			slotno;
 
-	/* after its upstreams alone: no next slot, their next commit makes one */
-	has_next = due->every != NULL &&
-		hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
+	/*
+	 * after its upstreams alone: no next slot, their next commit makes one;
+	 * to stay under a target lag: half of it from now (an upstream's run
+	 * wakes it sooner, and each run pushes the next one back, so a stage of
+	 * a chain runs after the stage before it rather than on a clock too)
+	 */
+	if (due->every != NULL && due->relative)
+		has_next = hwm_grid_schedule_next(now, due->every, now, false, &next);
+	else
+		has_next = due->every != NULL &&
+			hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
 	if (!has_next && due->every != NULL)
 		ereport(LOG,
 				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
@@ -721,6 +730,7 @@ read_due_runs(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 		due[i].pipeline = rows[i].pipeline;
 		due[i].owner = rows[i].owner;
 		due[i].every = rows[i].periodic ? &rows[i].every : NULL;
+		due[i].relative = rows[i].relative;
 		due[i].anchor = rows[i].anchor;
 		due[i].timeout_ms = rows[i].timeout ? interval_ms(rows[i].timeout) : 0;
 		due[i].order = (int) i;

@@ -9,7 +9,8 @@
  * before the pipeline counts as late.  hwm.freshness and hwm.metrics (SQL
  * views, hwm--1.3.sql) read it, the dispatcher notes lateness
  * (dispatch.c, note_late), and a pipeline with neither a schedule nor
- * upstreams is run by the scheduler every half of it (catalog.c, SQL_EVERY).
+ * upstreams is run by the scheduler half of it after each of its runs, and
+ * after each run of an upstream (catalog.c, SQL_EVERY, wake_downstreams).
  * This file checks the goal and that the caller may manage the pipeline, as
  * hwm.set_timeout does (schedule.c); catalog.c stores it and makes such a
  * pipeline due at once.
