@@ -498,7 +498,7 @@ enum
 	ROW_DELAY, ROW_BATCH_SIZE,
 	ROW_REREAD_FROM,			/* ... and the three after it: memory_read */
 	ROW_COMMAND = ROW_REREAD_FROM + 4, ROW_TIME_INTERVAL, ROW_INTERVAL_ANCHOR,
-	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN
+	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN, ROW_DATA_AS_OF
 };
 
 /*
@@ -545,6 +545,8 @@ pipeline_from_row(HeapTuple tup, TupleDesc desc)
 	p->skip_empty = DatumGetBool(col_not_null(tup, desc, ROW_SKIP_EMPTY));
 	p->created_at = DatumGetTimestampTz(col_not_null(tup, desc, ROW_CREATED_AT));
 	p->delete_column = SPI_getvalue(tup, desc, ROW_DELETE_COLUMN);
+	d = SPI_getbinval(tup, desc, ROW_DATA_AS_OF, &isnull);
+	p->data_as_of = isnull ? 0 : DatumGetTimestampTz(d);
 	return p;
 }
 
@@ -562,12 +564,12 @@ pipeline_read(const char *name)
 					 " owner::pg_catalog.oid, enabled, delay, batch_size,"
 					 " reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
 					 " command, time_interval, interval_anchor, batched, skip_empty,"
-					 " created_at, delete_column::pg_catalog.text"
+					 " created_at, delete_column::pg_catalog.text, data_as_of"
 					 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
-	Assert(SPI_tuptable->tupdesc->natts == ROW_DELETE_COLUMN);
+	Assert(SPI_tuptable->tupdesc->natts == ROW_DATA_AS_OF);
 	return pipeline_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 }
 

@@ -62,6 +62,8 @@ typedef struct HwmPipeline
 	HwmLoadMemory memory;		/* what the last load remembered */
 	TimestampTz created_at;		/* with the name, the pipeline's identity */
 	char	   *delete_column;	/* the source's delete marker; NULL: none */
+	TimestampTz data_as_of;		/* how far the last run found the source
+								 * complete (0: not known) */
 } HwmPipeline;
 
 /*

@@ -630,8 +630,12 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
  * (the watermark then says how far), and no further than its upstreams
  * had theirs complete (a chain: what they load later is older than their
  * own time, which may be now).  A run with nothing new asks the bound
- * too, so that an idle source does not make its target look stale.  0: not
- * known (the stored time stays).
+ * too, so that an idle source does not make its target look stale, but
+ * only when the stored time is more than hwm.start_margin behind the best
+ * the bound could give now (now less hwm.start_margin and the delay), or
+ * beyond it: runs
+ * back to back with nothing new then cost what they cost before
+ * (bench/noop.sh).  0: not known, or not asked (the stored time stays).
  */
 static TimestampTz
 complete_below(LoadRun *r, bool sliced)
@@ -642,7 +646,19 @@ complete_below(LoadRun *r, bool sliced)
 	if (!hwm_is_time_type(type) || r->capped)
 		return 0;
 	if (!sliced)
+	{
+		TimestampTz best = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -hwm_start_margin);
+
+		if (r->p->delay)
+			best = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+														   TimestampTzGetDatum(best),
+														   IntervalPGetDatum(r->p->delay)));
+		/* (a stored time beyond that: the delay grew; ask again) */
+		if (r->p->data_as_of <= best &&
+			r->p->data_as_of > TimestampTzPlusMilliseconds(best, -hwm_start_margin))
+			return 0;
 		hwm_safe_bound(r->plan, r->p->source, r->p->delay, r->carried, b);
+	}
 	if (b->hold || !b->has_limit)
 		return 0;
 	if (b->has_upstreams)
