@@ -187,9 +187,9 @@ SELECT pipeline, fr_shown(data_as_of) AS data_as_of FROM hwm.freshness WHERE pip
 
 --
 -- a target lag schedules a pipeline with no schedule of its own: due at
--- once, every half of its target lag (the dispatcher reads the same
--- columns), woken by a run of an upstream that commits rows; with a
--- schedule the goal changes nothing of it; hwm.unschedule clears it
+-- once, then half its target lag after each run (the dispatcher reads the
+-- same columns), woken by each run of a pipeline loading what it reads;
+-- with a schedule the goal changes nothing of it; hwm.unschedule clears it
 --
 CREATE TABLE lag_src (id int, updated_at timestamptz NOT NULL);
 CREATE TABLE lag_mid (id int PRIMARY KEY, updated_at timestamptz);
@@ -201,18 +201,17 @@ SELECT hwm.set_target_lag('fr_lag', '10 minutes');
 SELECT pipeline, schedule, next_run_at <= now() AS due_now, schedule_anchor BETWEEN now() - interval '1 minute' AND now() + interval '5 minutes' AS anchored_within_half_the_goal
   FROM hwm.state WHERE pipeline LIKE 'fr\_lag%' ORDER BY 1;
 SELECT pipeline, not_scheduled_because FROM hwm.status WHERE pipeline = 'fr_lag';
--- as if the scheduler had claimed it (its next slot five minutes on), a run
--- of fr_lag_up makes fr_lag (which reads lag_mid through a view) due at
--- once, even one that loads nothing: it found lag_src complete up to now,
--- so a run of fr_lag now makes fr_lag's data fresher (a pipeline run after
--- its upstreams, hwm.schedule_after, waits for rows: sql/schedule_after.sql)
-UPDATE hwm.state SET next_run_at = now() + interval '5 minutes' WHERE pipeline = 'fr_lag';
+-- a run of fr_lag_up wakes the pipelines that read its target (hwm.wakes,
+-- which the scheduler's dispatcher applies: test/t/074_target_lag.pl), even
+-- one that loads nothing: it found lag_src complete up to now, so a run of
+-- fr_lag (which reads lag_mid through a view) makes fr_lag's data fresher (a
+-- pipeline run after its upstreams, hwm.schedule_after, waits for rows:
+-- sql/schedule_after.sql)
 SELECT rows_upserted FROM hwm.run('fr_lag_up');
-SELECT next_run_at <= now() AS woken FROM hwm.state WHERE pipeline = 'fr_lag';
-UPDATE hwm.state SET next_run_at = now() + interval '5 minutes' WHERE pipeline = 'fr_lag';
+SELECT upstream, target::regclass, changed FROM hwm.wakes WHERE upstream = 'fr_lag_up' ORDER BY 3;
 INSERT INTO lag_src VALUES (1, '2024-01-01 10:00');
 SELECT rows_upserted FROM hwm.run('fr_lag_up');
-SELECT next_run_at <= now() AS woken FROM hwm.state WHERE pipeline = 'fr_lag';
+SELECT upstream, target::regclass, changed FROM hwm.wakes WHERE upstream = 'fr_lag_up' ORDER BY 3;
 -- a pipeline with a schedule of its own keeps it: woken by nobody, its next
 -- run untouched by a new goal
 SELECT hwm.schedule('fr_lag', '1 hour', '2030-01-01 00:00+00') AS next_run;

@@ -1,7 +1,8 @@
 -- schedule_after: a pipeline run after its upstreams (issue 41).  A run of
--- an upstream that commits rows, or moves its watermark, makes the pipelines
--- scheduled after it due (next_run_at = now(), in the same transaction); a
--- run that loads nothing wakes nobody.  hwm.schedule and hwm.schedule_after
+-- an upstream that commits rows, or moves its watermark, wakes the pipelines
+-- scheduled after it: a row of hwm.wakes, in the same transaction, which the
+-- scheduler's dispatcher applies (next_run_at = now()); a run that loads
+-- nothing wakes nobody.  hwm.schedule and hwm.schedule_after
 -- replace each other, hwm.unschedule clears both; a dropped upstream
 -- unschedules its downstreams with the reason in hwm.status.  Nothing runs
 -- here (this database is not the scheduler's): test/t/073_chain_schedule.pl
@@ -31,28 +32,39 @@ SET ROLE regress_hwm_after_a;
 -- scheduled after both: nothing due until an upstream commits
 SELECT hwm.schedule_after('a_rollup', '{a_clean, a_clean2, a_clean}');
 SELECT schedule, upstreams, next_run_at, not_scheduled_because FROM hwm.status WHERE pipeline = 'a_rollup';
--- a run that loads nothing wakes nobody
+-- a run that loads nothing wakes nobody (hwm.wakes is hwm's alone: read as
+-- the superuser)
 SELECT rows_upserted FROM hwm.run('a_clean');
-SELECT next_run_at IS NULL AS not_due FROM hwm.state WHERE pipeline = 'a_rollup';
--- a run that loads rows makes it due in the same transaction; a rollback
--- takes that back with the rows
+RESET ROLE;
+SELECT count(*) AS wakes FROM hwm.wakes WHERE upstream LIKE 'a\_%';
+-- a run that loads rows wakes it in the same transaction; a rollback takes
+-- that back with the rows
 BEGIN;
+SET LOCAL ROLE regress_hwm_after_a;
 INSERT INTO aft.raw VALUES (1, 'x'), (2, 'y');
 SELECT rows_upserted FROM hwm.run('a_clean');
-SELECT next_run_at = now() AS due_now FROM hwm.state WHERE pipeline = 'a_rollup';
+RESET ROLE;
+SELECT upstream, target::regclass, changed FROM hwm.wakes WHERE upstream LIKE 'a\_%';
 ROLLBACK;
-SELECT next_run_at IS NULL AS not_due FROM hwm.state WHERE pipeline = 'a_rollup';
+SELECT count(*) AS wakes FROM hwm.wakes WHERE upstream LIKE 'a\_%';
+SET ROLE regress_hwm_after_a;
 INSERT INTO aft.raw VALUES (1, 'x'), (2, 'y');
 SELECT rows_upserted FROM hwm.run('a_clean');
-SELECT next_run_at IS NOT NULL AND next_run_at <= now() AS due FROM hwm.state WHERE pipeline = 'a_rollup';
--- a run by hand leaves it due: the scheduler's claim is what takes the wake
+-- it stays for the dispatcher to apply: a run by hand of a_rollup takes
+-- nothing (nothing runs after a_rollup, so its own run wakes nobody)
 SELECT rows_upserted FROM hwm.run('a_rollup');
-SELECT next_run_at IS NOT NULL AS still_due FROM hwm.state WHERE pipeline = 'a_rollup';
--- the other upstream wakes it too; its downstream's own run wakes nobody
--- (nothing runs after a_rollup)
+-- the other upstream wakes it too; a second wake of a_clean takes the place
+-- of the first, not yet applied (one row per upstream)
 INSERT INTO aft.raw2 VALUES (1, 'z');
 SELECT rows_upserted FROM hwm.run('a_clean2');
-SELECT next_run_at IS NOT NULL AS due FROM hwm.state WHERE pipeline = 'a_rollup';
+INSERT INTO aft.raw VALUES (3, 'x');
+SELECT rows_upserted FROM hwm.run('a_clean');
+RESET ROLE;
+SELECT upstream, changed FROM hwm.wakes WHERE upstream LIKE 'a\_%' ORDER BY 1, 2;
+SET ROLE regress_hwm_after_a;
+-- and no role but hwm's own reads or writes it
+SELECT count(*) FROM hwm.wakes;
+DELETE FROM hwm.wakes;
 
 -- pause keeps the upstreams; hwm.schedule replaces them; schedule_after
 -- replaces the schedule; unschedule clears both
@@ -104,12 +116,12 @@ SELECT hwm.schedule_after('a_rollup', '{b_copy}');
 SELECT hwm.schedule_after('b_copy', '{a_clean}');
 SELECT pipeline, upstreams FROM hwm.status ORDER BY 1;
 RESET ROLE;
--- a's run wakes b's pipeline
+-- a's run wakes b's pipeline (its wake, applied, makes b_copy due)
 SET ROLE regress_hwm_after_a;
-INSERT INTO aft.raw VALUES (3, 'w');
+INSERT INTO aft.raw VALUES (4, 'w');
 SELECT rows_upserted FROM hwm.run('a_clean');
 RESET ROLE;
-SELECT next_run_at IS NOT NULL AS due FROM hwm.state WHERE pipeline = 'b_copy';
+SELECT upstream, changed FROM hwm.wakes WHERE upstream LIKE 'a\_%' ORDER BY 1, 2;
 
 -- a dropped upstream: its downstreams are no longer scheduled, and say why
 SET ROLE regress_hwm_after_a;

@@ -1085,18 +1085,20 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 }
 
 /*
- * A run of upstream that commits rows or moves its watermark (changed)
- * makes the pipelines scheduled after it due (now, or sooner than they
- * were), paused or not (a resume then runs them once).  A run that changed
- * that or how far its source is known complete (data_as_of) makes due the
- * pipelines run to stay under a target lag (neither a schedule nor
- * upstreams of their own) whose source reads its target: directly, through
- * views, as a parent of it, or as a partition of it (the relations
- * hwm.freshness follows), since their data is then as fresh as a run of
- * theirs can make it.  The doorbell rings when it commits.  One run follows any number of such commits before it is
- * claimed, and one more those committed while it is claimed or runs: the
- * claim clears next_run_at under the row's lock, which this statement waits
- * for.
+ * A run of upstream that commits rows or moves its watermark (changed), or
+ * that found its source complete further, wakes the pipelines that follow
+ * it: one row in hwm.wakes, in the run's transaction (a rolled-back run
+ * wakes nobody), and the doorbell when it commits.  The dispatcher applies
+ * the row (hwm_state_apply_wakes).  Nothing here locks another pipeline's
+ * row: a transaction that runs an upstream and then, by hand, a pipeline
+ * after it cannot deadlock with the scheduler's run of that pipeline.
+ *
+ * The upstream's wakes not yet applied go (those the dispatcher is applying,
+ * which it has locked, stay): this one, applied after this run commits,
+ * wakes the same pipelines after every row those runs committed too; a
+ * wake that changed nothing does not replace one that did.  So the table
+ * holds about one row per upstream where no scheduler applies them (a
+ * database hwm.database leaves out), not one per run.
  */
 static void
 wake_downstreams(const char *upstream, Oid target, bool changed)
@@ -1106,31 +1108,17 @@ wake_downstreams(const char *upstream, Oid target, bool changed)
 	BoolGetDatum(changed)};
 	char		nulls[3] = {' ', OidIsValid(target) ? ' ' : 'n', ' '};
 
-	/* (the relations are looked for only where such a pipeline exists) */
-	hwm_catalog_exec("WITH RECURSIVE readers (relid) AS ("
-					 " SELECT $2 WHERE $2 IS NOT NULL AND EXISTS (SELECT FROM hwm.state AS l"
-					 "  WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)"
-					 " UNION"
-					 " SELECT n.relid FROM readers AS r CROSS JOIN LATERAL ("
-					 "  SELECT w.ev_class FROM pg_catalog.pg_depend AS d"
-					 "   JOIN pg_catalog.pg_rewrite AS w ON w.oid OPERATOR(pg_catalog.=) d.objid"
-					 "   WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
-					 "    AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					 "    AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND w.ev_class OPERATOR(pg_catalog.<>) r.relid"
-					 "  UNION"
-					 "  SELECT i.inhparent FROM pg_catalog.pg_inherits AS i"
-					 "   WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid"
-					 "  UNION"
-					 "  SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i"
-					 "   JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-					 "   WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid))"
-					 " UPDATE hwm.state SET next_run_at = pg_catalog.now()"
-					 " WHERE (($3 AND $1 OPERATOR(pg_catalog.=) ANY (after))"
-					 "   OR (target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL"
-					 "    AND pipeline OPERATOR(pg_catalog.<>) $1"
-					 "    AND source::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (SELECT relid FROM readers)))"
-					 "  AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())",
-					 3, argtypes, values, nulls, SPI_OK_UPDATE);
+	hwm_catalog_exec("DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 " SELECT ctid FROM hwm.wakes WHERE upstream OPERATOR(pg_catalog.=) $1 AND (NOT changed OR $2)"
+					 " FOR UPDATE SKIP LOCKED))",
+					 2, (Oid[]) {TEXTOID, BOOLOID}, (Datum[]) {values[0], values[2]}, NULL,
+					 SPI_OK_DELETE);
+	/* (only where some pipeline follows it) */
+	hwm_catalog_exec("INSERT INTO hwm.wakes (upstream, target, changed)"
+					 " SELECT $1, $2, $3 WHERE EXISTS (SELECT FROM hwm.state AS d"
+					 "  WHERE ($3 AND $1 OPERATOR(pg_catalog.=) ANY (d.after))"
+					 "   OR ($2 IS NOT NULL AND d.target_lag IS NOT NULL AND d.schedule IS NULL AND d.after IS NULL))",
+					 3, argtypes, values, nulls, SPI_OK_INSERT);
 	if (SPI_processed > 0)
 		hwm_wakeup_at_commit();
 }
@@ -1536,6 +1524,53 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 					 " AND after IS NOT NULL"
 					 " AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) $2)",
 					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The dispatcher applies the wakes committed since the last dispatch
+ * (hwm.wakes, deleted as they are read; one a run is replacing, locked by
+ * it, is left to that run's own): a wake that changed something makes
+ * due the pipelines scheduled after its upstream, and any wake the pipelines
+ * run to stay under a target lag (neither a schedule nor upstreams of
+ * their own) whose source reads the upstream's target: directly, through
+ * views, as a parent of it, or as a partition of it (the relations
+ * hwm.freshness follows); due now, or sooner than they were, paused or not
+ * (a resume then runs them once).  One run follows any number of wakes
+ * before it is claimed, and one more those applied while it is claimed or
+ * runs (the claim moves next_run_at on, which this moves back to now).
+ */
+void
+hwm_state_apply_wakes(void)
+{
+	hwm_catalog_exec("WITH RECURSIVE w AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+					 "   SELECT ctid FROM hwm.wakes FOR UPDATE SKIP LOCKED))"
+					 "  RETURNING upstream, target, changed),"
+					 " readers (upstream, relid) AS ("
+					 "  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL"
+					 "   AND EXISTS (SELECT FROM hwm.state AS l"
+					 "    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)"
+					 "  UNION"
+					 "  SELECT r.upstream, n.relid FROM readers AS r CROSS JOIN LATERAL ("
+					 "   SELECT v.ev_class FROM pg_catalog.pg_depend AS d"
+					 "    JOIN pg_catalog.pg_rewrite AS v ON v.oid OPERATOR(pg_catalog.=) d.objid"
+					 "    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
+					 "     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
+					 "     AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND v.ev_class OPERATOR(pg_catalog.<>) r.relid"
+					 "   UNION"
+					 "   SELECT i.inhparent FROM pg_catalog.pg_inherits AS i"
+					 "    WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid"
+					 "   UNION"
+					 "   SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i"
+					 "    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
+					 "    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid))"
+					 " UPDATE hwm.state AS s SET next_run_at = pg_catalog.now()"
+					 " WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))"
+					 "   OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL"
+					 "    AND EXISTS (SELECT FROM readers AS r"
+					 "     WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid"
+					 "      AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))"
+					 "  AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())",
+					 0, NULL, NULL, NULL, SPI_OK_UPDATE);
 }
 
 /*

@@ -21,6 +21,8 @@
  *	   the database and then every 10 seconds at most), marks 'running'
  *	   rows that no slot holds 'interrupted' and prunes the history
  *	   (hwm.max_runs_per_pipeline, hwm.history_days);
+ *	2b. applies the wakes that upstream runs committed (hwm.wakes): the
+ *	   pipelines that follow them become due (catalog.c);
  *	3. reads the due pipelines at home here (enabled, scheduled,
  *	   next_run_at <= now(), no run of theirs in progress), in turns between
  *	   owners; for each, in a subtransaction of its own, inserts a 'running'
@@ -830,6 +832,26 @@ claim_due_runs(const HwmDispatchArgs *args)
 }
 
 /*
+ * Step 2b: the wakes of upstream runs committed since (hwm.wakes), in a
+ * subtransaction: whatever fails there is logged and costs no claim.
+ */
+static void
+apply_wakes_step(void *arg)
+{
+	hwm_state_apply_wakes();
+}
+
+static void
+apply_wakes(void)
+{
+	ErrorData  *edata = hwm_try_subxact(apply_wakes_step, NULL, CurrentMemoryContext);
+
+	if (edata != NULL)
+		ereport(LOG,
+				(errmsg("hwm: could not apply the wakes of upstream runs: %s", edata->message)));
+}
+
+/*
  * Step 3b: the pipelines that have become late since the last dispatch are
  * said once each, in the server's log and by one notification; the time the
  * next one becomes late if nothing changes is when the launcher comes back.
@@ -906,6 +928,7 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 		return false;
 	}
 	record_orphans();
+	apply_wakes();
 	if (args->maintenance)
 	{
 		sweep_interrupted();
