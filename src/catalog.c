@@ -1538,13 +1538,17 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * (a resume then runs them once).  One run follows any number of wakes
  * before it is claimed, and one more those applied while it is claimed or
  * runs (the claim moves next_run_at on, which this moves back to now).
+ * A pipeline whose row another transaction holds (a run of it by hand, a
+ * change of its schedule) is not waited for: the wakes stay, and the next
+ * dispatch applies them again (as often as needed: applying is idempotent),
+ * so the dispatch, and every other pipeline's run, does not wait for that
+ * transaction.
  */
 void
 hwm_state_apply_wakes(void)
 {
-	hwm_catalog_exec("WITH RECURSIVE w AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-					 "   SELECT ctid FROM hwm.wakes FOR UPDATE SKIP LOCKED))"
-					 "  RETURNING upstream, target, changed),"
+	hwm_catalog_exec("WITH RECURSIVE w AS (SELECT ctid AS wid, upstream, target, changed FROM hwm.wakes"
+					 "  FOR UPDATE SKIP LOCKED),"
 					 " readers (upstream, relid) AS ("
 					 "  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL"
 					 "   AND EXISTS (SELECT FROM hwm.state AS l"
@@ -1562,21 +1566,32 @@ hwm_state_apply_wakes(void)
 					 "   UNION"
 					 "   SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i"
 					 "    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-					 "    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid))"
-					 " UPDATE hwm.state AS s SET next_run_at = pg_catalog.now()"
-					 " WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))"
-					 "   OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL"
-					 "    AND EXISTS (SELECT FROM readers AS r"
-					 "     WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid"
-					 "      AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))"
-					 "  AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())",
-					 0, NULL, NULL, NULL, SPI_OK_UPDATE);
+					 "    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid)),"
+					 " woken AS (SELECT s.pipeline FROM hwm.state AS s"
+					 "  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))"
+					 "    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL"
+					 "     AND EXISTS (SELECT FROM readers AS r"
+					 "      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid"
+					 "       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))"
+					 "   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())),"
+					 " free AS (SELECT x.pipeline FROM hwm.state AS x"
+					 "  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))"
+					 "  FOR UPDATE SKIP LOCKED),"
+					 " applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free"
+					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING 1),"
+					 " gone AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT wid FROM w))"
+					 "  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)"
+					 "  RETURNING 1)"
+					 " SELECT (SELECT pg_catalog.count(*) FROM applied), (SELECT pg_catalog.count(*) FROM gone)",
+					 0, NULL, NULL, NULL, SPI_OK_SELECT);
 }
 
 /*
  * Lateness (hwm.freshness.late) as the dispatcher sees it, once per
  * dispatch: the pipelines late now and not before get late_since and are
- * returned (*n of them), in name order; those no longer late lose it.
+ * returned (*n of them), in name order; those no longer late lose it.  A
+ * row another transaction holds is left for the next dispatch, not waited
+ * for.
  * *next: when the first pipeline not late now becomes late if nothing
  * changes (DT_NOEND: none).  Nothing is read while no pipeline has a
  * target lag.
@@ -1595,12 +1610,17 @@ hwm_state_note_late(int *n, TimestampTz *next)
 		return NULL;
 	hwm_catalog_exec("WITH f AS (SELECT f.pipeline, f.data_as_of, f.lag, f.target_lag, f.late"
 					 "   FROM hwm.freshness_rows() AS f),"
-					 " became AS (UPDATE hwm.state AS s SET late_since = pg_catalog.now() FROM f"
-					 "  WHERE f.pipeline OPERATOR(pg_catalog.=) s.pipeline AND f.late AND s.late_since IS NULL"
-					 "  RETURNING s.pipeline, f.lag, f.target_lag),"
-					 " over AS (UPDATE hwm.state AS s SET late_since = NULL FROM f"
-					 "  WHERE f.pipeline OPERATOR(pg_catalog.=) s.pipeline AND f.late IS NOT TRUE"
-					 "   AND s.late_since IS NOT NULL)"
+					 " b AS (SELECT x.pipeline, f.lag, f.target_lag FROM hwm.state AS x"
+					 "  JOIN f ON f.pipeline OPERATOR(pg_catalog.=) x.pipeline"
+					 "  WHERE f.late AND x.late_since IS NULL FOR UPDATE OF x SKIP LOCKED),"
+					 " became AS (UPDATE hwm.state AS s SET late_since = pg_catalog.now() FROM b"
+					 "  WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+					 "  RETURNING s.pipeline, b.lag, b.target_lag),"
+					 " o AS (SELECT x.pipeline FROM hwm.state AS x"
+					 "  JOIN f ON f.pipeline OPERATOR(pg_catalog.=) x.pipeline"
+					 "  WHERE f.late IS NOT TRUE AND x.late_since IS NOT NULL FOR UPDATE OF x SKIP LOCKED),"
+					 " over AS (UPDATE hwm.state AS s SET late_since = NULL FROM o"
+					 "  WHERE o.pipeline OPERATOR(pg_catalog.=) s.pipeline)"
 					 " SELECT u.* FROM ("
 					 "  SELECT b.pipeline, b.lag::pg_catalog.text, b.target_lag::pg_catalog.text,"
 					 "   NULL::pg_catalog.timestamptz AS next"

@@ -6,8 +6,11 @@
 #    lags and nothing else: the scheduler runs each (nobody calls hwm.run),
 #    and a run of up that commits rows wakes down at once, which loads them:
 #    the downstream of a lag-driven chain runs after its upstream, not on its
-#    own clock.  Both stay under their goals (a minute: far above any pause
-#    of the scheduler, so nothing here depends on the machine's speed).
+#    own clock.  Both stay under their goals (an hour: far above any pause
+#    of the scheduler, so nothing here depends on the machine's speed; and
+#    half of it is longer than the test, so only a wake runs down again).
+#    A run of up that loads nothing wakes down too: up found its source
+#    complete up to then, so down's data can be fresher.
 # 2. A pipeline whose data falls behind its goal (a paused one) is logged
 #    and notified once, with a payload that names nothing, and only once
 #    while it stays late; it counts again once it is no longer late.
@@ -51,8 +54,8 @@ sub runs
 
 # --- 1. run to stay under the goal, the downstream after its upstream ------
 sql($node, 'postgres', q{SET ROLE dave;
-SELECT hwm.set_target_lag('up', '1 minute');
-SELECT hwm.set_target_lag('down', '1 minute');});
+SELECT hwm.set_target_lag('up', '1 hour');
+SELECT hwm.set_target_lag('down', '1 hour');});
 wait_for($node, 'postgres',
 	q{SELECT count(DISTINCT pipeline) FROM hwm.runs WHERE pipeline IN ('up', 'down') AND status = 'succeeded'},
 	'2', 'with a target lag and no schedule, the scheduler runs each pipeline');
@@ -60,8 +63,8 @@ is(sql($node, 'postgres', q{SELECT count(*) FROM hwm.state WHERE pipeline IN ('u
 	'2', '... which have neither a schedule nor upstreams');
 
 # rows committed upstream reach out through both stages, down woken by the
-# run of up that loaded them (up's next slot is half a minute away: this
-# run is by hand, as a dbt hook or a script would run it)
+# run of up that loaded them (up's next slot is half an hour away: this run
+# is by hand, as a dbt hook or a script would run it)
 sql($node, 'postgres', q{INSERT INTO l.raw (id) SELECT g FROM generate_series(1, 50) g;
                          SET ROLE dave; SELECT hwm.run('up');});
 wait_for($node, 'postgres', 'SELECT count(*) FROM l.out', '50',
@@ -76,6 +79,14 @@ is(sql($node, 'postgres', q{
 SELECT string_agg(format('%s:%s:%s:%s', pipeline, data_as_of IS NOT NULL, late, late_since IS NULL), ' ' ORDER BY pipeline)
   FROM hwm.freshness WHERE pipeline IN ('up', 'down')}),
 	'down:t:f:t up:t:f:t', 'both know how fresh they are, and neither is late');
+# a run of up that loads nothing wakes down as well, and down's run makes
+# its data as fresh as up's (with hwm.start_margin 0, so that this run, just
+# after the last, asks how far its source is complete: see load.c,
+# complete_below)
+my $down_before = runs('down');
+sql($node, 'postgres', q{SET ROLE dave; SET hwm.start_margin = 0; SELECT hwm.run('up');});
+wait_for($node, 'postgres', "SELECT count(*) > $down_before FROM hwm.runs WHERE pipeline = 'down' AND status = 'succeeded'",
+	't', 'a run of up that loads nothing wakes down too');
 
 # --- 2. a pipeline that becomes late is said once -------------------------
 my $listener = $node->background_psql('postgres', extra_params => [ '-U', 'nobody' ]);
