@@ -38,8 +38,9 @@
 # - the dispatcher's due test without next_run_at (hwm_state_select_due
 #   passed 'infinity' for now): 1's hourly pipeline runs again before its
 #   slot;
-# - a claim's next slot counted from 4 hours before now (a pile-up): 2's
-#   next run is not the first slot after the catch-up run;
+# - a claim's next slot counted from the slot that was due instead of from
+#   now (the pile-up: next_run_at + every): 2's five missed slots are five
+#   runs;
 # - the worker's reconcile due test given 'infinity': 3's reconcile runs an
 #   hour early; given the real clock: it never runs at its slot;
 # - the backoff counted from finished_at on the real clock (without
