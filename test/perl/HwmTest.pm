@@ -60,6 +60,13 @@ sub new_node
 	}
 	$preload = join(', ', grep { $_ ne '' } $preload, 'hwm_test') if $mock_clock;
 	my $node = PostgreSQL::Test::Cluster->new($name, %new);
+	if ($mock_clock)
+	{
+		my $dir = $node->config_data('--pkglibdir');
+		BAIL_OUT("the mock clock needs the tests' own module hwm_test in $dir:"
+			  . " run 'make install-test-module' (as root, as 'make install')")
+		  unless grep { -e "$dir/hwm_test$_" } ('.so', '.dylib', '.dll');
+	}
 	$node->init(%init);
 	$conf = "shared_preload_libraries = " . quote($preload) . "\n" . $conf
 	  if $preload ne '';
