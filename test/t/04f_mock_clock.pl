@@ -225,6 +225,12 @@ is(sql($node, 'postgres', 'SELECT count(*) FROM ftgt'), '1', 'and loads');
 is(state('flaky', "extract(epoch FROM next_run_at - schedule_anchor) % 300 = 0"), 't',
 	'the pipeline is back on its grid of 5 minutes');
 
+# the clock never goes back: the scheduler's time is never behind the real one
+my $offset = sql($node, 'postgres', 'SELECT hwm_test_clock_offset()');
+my ($rc, $out, $err) = $node->psql('postgres', "SELECT hwm_test_advance_clock('-1 minute')");
+like($err, qr/moves forward by days, hours, minutes and seconds only/, 'the mock clock refuses to go back');
+is(sql($node, 'postgres', 'SELECT hwm_test_clock_offset()'), $offset, 'and stays where it was');
+
 my $log = slurp_file($node->logfile);
 unlike($log, qr/terminated by signal|hwm launcher" \(PID \d+\) exited|TRAP:/, 'no process crashed');
 
