@@ -31,8 +31,8 @@
 # minutes of the scheduler's time, which passes as the real clock does
 # between two moves.
 #
-# Each check fails without the code it checks (run on PostgreSQL 17 with
-# PG_TEST_TIMEOUT_DEFAULT=20, the code mutated, then restored):
+# Each check fails without the code it checks (run on PostgreSQL 17 with a
+# PG_TEST_TIMEOUT_DEFAULT of 10 or 15 seconds, the code mutated in a copy):
 # - without the hook (hwm_clock_of returning the real time): the witness of 1
 #   never runs, and every check after it times out;
 # - the dispatcher's due test without next_run_at (hwm_state_select_due
