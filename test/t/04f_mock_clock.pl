@@ -9,8 +9,8 @@
 #    runs first, in a dispatch that left the hourly pipeline alone.
 # 2. A missed backlog (five slots) becomes one catch-up run, and the next run
 #    is the first slot after it.
-# 3. A scheduled reconcile ('1 day') is due at its slot only: a load run an
-#    hour before it does not reconcile, the first load after it does.
+# 3. A scheduled reconcile ('1 day') is due at its slot only: a load run
+#    half an hour before it does not reconcile, the first load after it does.
 # 4. The backoff after the n-th consecutive failure of a pipeline scheduled
 #    every 5 minutes is min(every * 2^(n-1), max(every, 1 hour)) after the
 #    failure (README, What a schedule means): 5, 10, 20, 40, 60, 60 minutes,
@@ -41,8 +41,8 @@
 # - a claim's next slot counted from the slot that was due instead of from
 #   now (the pile-up: next_run_at + every): 2's five missed slots are five
 #   runs;
-# - the worker's reconcile due test given 'infinity': 3's reconcile runs an
-#   hour early; given the real clock: it never runs at its slot;
+# - the worker's reconcile due test given 'infinity': 3's reconcile runs half
+#   an hour early; given the real clock: it never runs at its slot;
 # - the backoff counted from finished_at on the real clock (without
 #   hwm_clock_of): 4's first next_run_at is an offset early; every failure
 #   counted as the first (failures = 1): 4's second backoff is 5 minutes.
