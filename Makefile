@@ -1,8 +1,9 @@
 # hwm: PGXS build.  `make && make install`, then `make installcheck` runs the
 # regression and isolation suites against a temporary instance that the run
 # starts itself (it preloads hwm through test/hwm.conf); no server is needed.
-# The regression suite also needs the tests' own module, installed next to hwm
-# (as root, like `make install`): `make install-test-module`, below.
+# The regression suite and the TAP tests on the scheduler's mock clock also
+# need the tests' own module, installed next to hwm (as root, like `make
+# install`): `make install-test-module`, below.
 # scripts/test.sh is the one command that does all of that from a fresh machine.
 
 EXTENSION = hwm

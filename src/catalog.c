@@ -1689,9 +1689,10 @@ hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n)
 
 /*
  * A claim that failed for a reason of the pipeline's row: a failed run of
- * its own, counted, and the pipeline's next try an hour away.
+ * its own, counted; returns when it ended (the caller sets the pipeline's
+ * next try, an hour later on the scheduler's clock).
  */
-void
+TimestampTz
 hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 					  const char *error)
 {
@@ -1709,15 +1710,15 @@ hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 					 "  run_by, error_sqlstate, error, owner)"
 					 " VALUES ($1, 'load', pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp(),"
 					 "  " SQL_STATUS(FAILED) ", $2, $3, $4, $5::pg_catalog.regrole)"
-					 " RETURNING run_id, started_at, finished_at)"
-					 " UPDATE hwm.state AS s SET last_run_id = r.run_id,"
+					 " RETURNING run_id, started_at, finished_at),"
+					 " s_upd AS (UPDATE hwm.state AS s SET last_run_id = r.run_id,"
 					 "  last_run_started_at = r.started_at, last_run_finished_at = r.finished_at,"
 					 "  last_status = " SQL_STATUS(FAILED) ", last_rows = NULL, last_error = $4,"
-					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1,"
-					 "  next_run_at = CASE WHEN" SQL_SCHEDULED("s.")
-					 "   THEN r.finished_at OPERATOR(pg_catalog.+) '1 hour'::pg_catalog.interval END"
-					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1",
-					 5, argtypes, values, NULL, SPI_OK_UPDATE);
+					 "  consecutive_failures = s.consecutive_failures OPERATOR(pg_catalog.+) 1"
+					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) $1)"
+					 " SELECT finished_at FROM r",
+					 5, argtypes, values, NULL, SPI_OK_SELECT);
+	return DatumGetTimestampTz(first_not_null(1));
 }
 
 /* The pipeline of a 'running' row of kind 'load' (NULL: no such row) */

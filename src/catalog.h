@@ -221,8 +221,8 @@ extern bool hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlst
 extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);
 extern void hwm_state_set_next_run(const char *pipeline, const TimestampTz *next);
 extern int64 *hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n);
-extern void hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
-								  const char *error);
+extern TimestampTz hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
+										 const char *error);
 extern char *hwm_runs_running_pipeline(int64 run_id);
 extern void hwm_runs_delete_running(int64 run_id);
 extern HwmOwnerDue *hwm_state_due_by_owner(int *n);

@@ -52,8 +52,11 @@
  * hwm.runs).  Runs by hand notify nothing: their caller gets the outcome.
  *
  * The dispatcher registers, before connecting, the database it enters
- * (wakeup.c), so that DROP DATABASE can terminate it.  It calls catalog.c
- * (every row it reads or writes), slots.c, wakeup.c, grid.c and util.c.
+ * (wakeup.c), so that DROP DATABASE can terminate it.  Its now, and every
+ * due time it computes, is the scheduler's clock (clock.c; a failure's
+ * backoff counts from its finished_at moved onto that clock).  It calls
+ * catalog.c (every row it reads or writes), slots.c, clock.c, wakeup.c,
+ * grid.c and util.c.
  * The launcher starts it by name (bgw_function_name) and reads hwm.enabled
  * here; hwm.c declares the settings over the variables here; worker.c
  * records outcomes and reads the settings here.  Nothing else calls into it.
@@ -61,6 +64,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "clock.h"
 #include "compat.h"
 #include "dispatch.h"
 #include "grid.h"
@@ -179,8 +183,10 @@ late_notify(void)
  */
 
 /*
- * After a failure: the next run waits for the backoff of the grid
- * (grid.c), or, when no time can be represented, is not scheduled again.
+ * After a failure that ended at finished (the real clock, its row's
+ * finished_at): the next run waits for the backoff of the grid (grid.c),
+ * counted on the scheduler's clock (clock.c), or, when no time can be
+ * represented, is not scheduled again.
  */
 static void
 back_off(const char *pipeline, TimestampTz finished)
@@ -191,7 +197,7 @@ back_off(const char *pipeline, TimestampTz finished)
 
 	if (!hwm_state_schedule_of(pipeline, &every, &failures))
 		return;
-	if (hwm_grid_retry_at(finished, &every, failures, &next))
+	if (hwm_grid_retry_at(hwm_clock_of(finished), &every, failures, &next))
 	{
 		hwm_state_set_next_run(pipeline, &next);
 		return;
@@ -222,7 +228,7 @@ hwm_outcome_record(int64 run_id, HwmRunStatus status, const char *sqlstate,
 	else if (status == HWM_RUN_SKIPPED)
 	{
 		/* a pipeline run after its upstreams tries again in a second */
-		hwm_state_rearm_after(pipeline, finished + USECS_PER_SEC);
+		hwm_state_rearm_after(pipeline, hwm_clock_of(finished) + USECS_PER_SEC);
 	}
 	hwm_outcome_notify(run_id);
 }
@@ -465,7 +471,7 @@ static int
 workers_held(Oid owner, TimestampTz at)
 {
 	HwmRunSlot *slots = palloc(sizeof(HwmRunSlot) * hwm_slots_count());
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = hwm_now();
 	int			n = 0;
 
 	hwm_slots_read(slots);
@@ -646,18 +652,23 @@ claim_run(ClaimStep *c)
 /*
  * A claim that failed for a reason of its pipeline's row: recorded against
  * that pipeline alone (a failed run with the error, and its next run an hour
- * away), so that the others are claimed as if nothing happened.
+ * after it, on the scheduler's clock), so that the others are claimed as if
+ * nothing happened.
  */
 static void
 claim_failed(const DueRun *due, ErrorData *edata)
 {
 	char	   *error = psprintf("the scheduler could not claim the run: %s",
 								 hwm_clip_error(edata->message ? edata->message : "unknown error"));
+	TimestampTz next;
 
 	ereport(LOG,
 			(errcode(edata->sqlerrcode),
 			 errmsg("hwm: scheduled run of pipeline \"%s\" failed: %s", due->pipeline, error)));
-	hwm_runs_claim_failed(due->pipeline, due->owner, unpack_sql_state(edata->sqlerrcode), error);
+	next = hwm_clock_of(hwm_runs_claim_failed(due->pipeline, due->owner,
+											  unpack_sql_state(edata->sqlerrcode), error))
+		+ USECS_PER_HOUR;
+	hwm_state_set_next_run(due->pipeline, &next);
 }
 
 /* One claim, and the recording of one that failed, for hwm_try_subxact */
@@ -795,7 +806,7 @@ static TimestampTz
 claim_due_runs(const HwmDispatchArgs *args)
 {
 	int			quota = args->quota;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = hwm_now();
 	MemoryContext cxt = CurrentMemoryContext;
 	uint64		nrows;
 	uint64		ndue;
@@ -880,7 +891,8 @@ late_step(void *arg)
 
 /*
  * Notes lateness in a subtransaction: whatever fails there is logged and
- * costs no claim.  Returns when to come back for it (DT_NOEND: never).
+ * costs no claim.  Returns when to come back for it (DT_NOEND: never), on
+ * the scheduler's clock (lateness is judged by SQL's now()).
  */
 static TimestampTz
 note_late(void)
@@ -889,7 +901,7 @@ note_late(void)
 	ErrorData  *edata = hwm_try_subxact(late_step, &l, CurrentMemoryContext);
 
 	if (edata == NULL)
-		return l.next;
+		return hwm_clock_of(l.next);
 	ereport(LOG,
 			(errmsg("hwm: could not check which pipelines are late: %s", edata->message)));
 	return DT_NOEND;

@@ -47,10 +47,16 @@
  *
  * Every iteration runs under its own error handler: an error is logged and
  * the loop goes on, so a broken database never takes the launcher down.
- * Calls go one way: this module calls down into slots.c and wakeup.c only.
+ * Its times (when a database is due, how long to sleep, when upkeep is due)
+ * are the scheduler's clock (clock.c), on which dispatchers report when
+ * their next runs are due.
+ *
+ * Calls go one way: this module calls down into slots.c, clock.c and
+ * wakeup.c only.
  */
 #include "postgres.h"
 
+#include "clock.h"
 #include "dispatch.h"
 #include "launcher.h"
 #include "slots.h"
@@ -358,7 +364,7 @@ reap_dispatcher(void)
 	pid_t		pid;
 	HwmDispatchResult result;
 	DbEntry    *e;
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = hwm_now();
 
 	if (dispatcher == NULL || GetBackgroundWorkerPid(dispatcher, &pid) != BGWH_STOPPED)
 		return;
@@ -677,7 +683,7 @@ launcher_iteration(void)
 	if (dispatcher != NULL)
 		return LAUNCHER_MAX_SLEEP_MS;	/* its end wakes us */
 	start_claimed_runs();
-	now = GetCurrentTimestamp();
+	now = hwm_now();
 	if (!shortage)
 		start_dispatcher(now);
 	return sleep_time(now);

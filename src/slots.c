@@ -9,12 +9,15 @@
  * (launcher.c) counts them per database for the fair share and starts a
  * worker per claimed slot; a dispatcher (dispatch.c) claims slots for the
  * runs it inserts and records the runs of orphaned ones; a worker takes its
- * slot and frees it when its outcome is recorded.  Nothing here calls another
- * module of hwm.
+ * slot and frees it when its outcome is recorded.  Its times (a queue's
+ * expected end, when a run began, how long it held its worker) are the
+ * scheduler's clock, which the dispatcher compares them with; it calls
+ * clock.c and no other module of hwm.
  */
 #include "postgres.h"
 
 #include "slots.h"
+#include "clock.h"
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -107,7 +110,7 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
 			   int64 expected_ms)
 {
 	int			slotno = -1;
-	TimestampTz busy_until = expected_end(GetCurrentTimestamp(), expected_ms);
+	TimestampTz busy_until = expected_end(hwm_now(), expected_ms);
 
 	SpinLockAcquire(&shared->mutex);
 	for (int i = 0; i < shared->nslots; i++)
@@ -216,7 +219,7 @@ note_hold(HwmRunSlot *slot, TimestampTz now)
 bool
 hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = hwm_now();
 
 	bool		moved = false;
 
@@ -243,7 +246,7 @@ hwm_slot_move(int slotno, uint64 generation, HwmSlotState from, HwmSlotState to)
 void
 hwm_slot_begin_run(int slotno, uint64 generation, int k)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = hwm_now();
 
 	if (slotno < 0 || slotno >= shared->nslots)
 		return;

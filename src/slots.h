@@ -3,8 +3,8 @@
  *		The scheduler's shared memory (slots.c): one slot per scheduled run
  *		in flight, tagged with its database, and the outcome of the last
  *		dispatch.  The launcher (launcher.c) and the per-database processes
- *		(dispatch.c, worker.c) all call down into it; slots.c calls no other
- *		module.
+ *		(dispatch.c, worker.c) all call down into it; slots.c calls clock.c
+ *		alone (its times are the scheduler's clock).
  */
 #ifndef HWM_SLOTS_H
 #define HWM_SLOTS_H

@@ -31,13 +31,16 @@
  * (wakeup.c), so that DROP DATABASE can terminate it.  It calls catalog.c
  * (every row it reads or writes), load.c (the run: hwm_load_scheduled),
  * reconcile.c (hwm_reconcile_scheduled), dispatch.c (a run's outcome:
- * hwm_outcome_record, hwm_outcome_notify; the settings), slots.c, wakeup.c,
- * grid.c and util.c.  Nothing calls into it: the launcher starts it by name
+ * hwm_outcome_record, hwm_outcome_notify; the settings), slots.c, clock.c
+ * (whether a reconcile is due and when its turn ends are the scheduler's
+ * clock; a run's time limit is the server's timer, on the real clock),
+ * wakeup.c, grid.c and util.c.  Nothing calls into it: the launcher starts it by name
  * (bgw_function_name).
  */
 #include "postgres.h"
 
 #include "catalog.h"
+#include "clock.h"
 #include "dispatch.h"
 #include "grid.h"
 #include "load.h"
@@ -438,7 +441,7 @@ serve_reconcile(const char *pipeline, MemoryContext workcxt)
 
 	PG_TRY();
 	{
-		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz now = hwm_now();
 
 		hwm_bgw_begin();
 		if (hwm_state_reconcile_due(pipeline, now, &every, &anchor, &batch_size))
@@ -600,7 +603,7 @@ hwm_worker_main(Datum main_arg)
 	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
 									ALLOCSET_DEFAULT_SIZES);
 
-	turn_started = GetCurrentTimestamp();
+	turn_started = hwm_now();
 	for (my_current = 0; my_current < my_nruns; my_current++)
 	{
 		/*
@@ -620,7 +623,7 @@ hwm_worker_main(Datum main_arg)
 		if (my_current > 0)
 		{
 			/* a run ended past the budget: the rest goes back */
-			if (TimestampDifferenceExceeds(turn_started, GetCurrentTimestamp(), hwm_queue_budget))
+			if (TimestampDifferenceExceeds(turn_started, hwm_now(), hwm_queue_budget))
 			{
 				hand_back_rest(my_current, psprintf("its turn of %d ms is over", hwm_queue_budget));
 				break;

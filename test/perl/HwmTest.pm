@@ -2,6 +2,8 @@
 #
 #   use HwmTest;
 #   my $node = new_node('name', 'hwm.max_workers' => 2, ...);
+#   my $node = new_node('name', mock_clock => 1);    # the scheduler's time the test moves
+#   sql($node, 'postgres', $HwmTest::MOCK_CLOCK_SQL);
 #   my $standby = new_standby($node, 'standby', 'hwm.enabled' => 'on');
 #   sql($node, 'postgres', 'SELECT ...');
 #   wait_for($node, 'postgres', 'SELECT count(*) FROM tgt', '10', 'test name');
@@ -30,29 +32,41 @@ our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_fin
 
 # new_node(name, setting => value, ...): a node, initialised and started, with
 # shared_preload_libraries = 'hwm' and the settings given, in that order, in
-# its postgresql.conf.  Each value is written quoted.  Four keys are not
+# its postgresql.conf.  Each value is written quoted.  Five keys are not
 # settings: shared_preload_libraries replaces 'hwm' (for another library
-# beside hwm; '' preloads nothing), init => { ... } is passed to $node->init
-# (allows_streaming, extra), install_path => $dir makes a node of the
-# PostgreSQL installed there (another major version), and start => 0 leaves
-# the node stopped (for pg_upgrade).
+# beside hwm; '' preloads nothing), mock_clock => 1 preloads the tests' own
+# module after it (the scheduler's mock clock, test/modules/hwm_test/clock_mock.c;
+# declare its functions with $MOCK_CLOCK_SQL), init => { ... } is passed to
+# $node->init (allows_streaming, extra), install_path => $dir makes a node
+# of the PostgreSQL installed there (another major version), and start => 0
+# leaves the node stopped (for pg_upgrade).
 sub new_node
 {
 	my ($name, @conf) = @_;
 	my %init;
 	my %new;
 	my $preload = 'hwm';
+	my $mock_clock = 0;
 	my $start = 1;
 	my $conf = '';
 	while (my ($key, $value) = splice(@conf, 0, 2))
 	{
 		if ($key eq 'init') { %init = %$value; next; }
 		if ($key eq 'shared_preload_libraries') { $preload = $value; next; }
+		if ($key eq 'mock_clock') { $mock_clock = $value; next; }
 		if ($key eq 'install_path') { $new{install_path} = $value; next; }
 		if ($key eq 'start') { $start = $value; next; }
 		$conf .= "$key = " . quote($value) . "\n";
 	}
+	$preload = join(', ', grep { $_ ne '' } $preload, 'hwm_test') if $mock_clock;
 	my $node = PostgreSQL::Test::Cluster->new($name, %new);
+	if ($mock_clock)
+	{
+		my $dir = $node->config_data('--pkglibdir');
+		BAIL_OUT("the mock clock needs the tests' own module hwm_test in $dir:"
+			  . " run 'make install-test-module' (as root, as 'make install')")
+		  unless grep { -e "$dir/hwm_test$_" } ('.so', '.dylib', '.dll');
+	}
 	$node->init(%init);
 	$conf = "shared_preload_libraries = " . quote($preload) . "\n" . $conf
 	  if $preload ne '';
@@ -201,6 +215,21 @@ INSERT INTO src (id, v) VALUES (:id, 1)
 INSERT INTO src (id, v) VALUES (:id2, 1)
   ON CONFLICT (id) DO UPDATE SET v = src.v + 1, updated_at = now(), seq = nextval('src_seq');
 COMMIT;
+SQL
+
+# The functions of the scheduler's mock clock (a node made with mock_clock =>
+# 1), declared in the database where a test runs it:
+# hwm_test_advance_clock(interval) moves the scheduler's time forward (never
+# back) and wakes hwm's launcher, returning the scheduler's time;
+# hwm_test_clock_offset() is how far that time is ahead of the real clock
+# (clock_timestamp() + hwm_test_clock_offset() is the scheduler's now).
+# Times that rows record (hwm.runs.finished_at, last_run_finished_at) stay on
+# the real clock; next_run_at is on the scheduler's (src/clock.c).
+our $MOCK_CLOCK_SQL = <<'SQL';
+CREATE FUNCTION hwm_test_advance_clock(interval) RETURNS timestamptz
+  LANGUAGE c STRICT AS 'hwm_test', 'hwm_test_advance_clock';
+CREATE FUNCTION hwm_test_clock_offset() RETURNS interval
+  LANGUAGE c STRICT AS 'hwm_test', 'hwm_test_clock_offset';
 SQL
 
 # gated_setup(rows, pipeline): SQL that creates the extension, src (id

@@ -1,8 +1,9 @@
 # The background scheduler at work: scheduled pipelines load new rows on
-# their own, as their owner; a failing pipeline is recorded and backs off
-# while the others keep running; a time limit cancels a slow run; a run by
-# hand makes the scheduled one 'skipped'; pause/resume and hwm.enabled stop
-# and restart scheduling; run history is pruned.
+# their own, as their owner; a failing pipeline is recorded while the others
+# keep running, and recovers (its backoff is 04f_mock_clock.pl's); a time
+# limit cancels a slow run; a run by hand makes the scheduled one 'skipped';
+# pause/resume and hwm.enabled stop and restart scheduling; run history is
+# pruned.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -77,21 +78,11 @@ is(sql($node, 'postgres', "SELECT count(*) FROM a.secret_tgt"), '0', 'nothing of
 sql($node, 'postgres', "INSERT INTO a.src (v) VALUES ('z')");
 wait_for($node, 'postgres', "SELECT count(*) FROM a.tgt", '3', 'the other pipeline keeps running');
 
-# 3. the failing pipeline backs off: the retry after the n-th consecutive
-# failure waits schedule * 2^(n-1)
-wait_for($node, 'postgres', "SELECT consecutive_failures >= 4 FROM hwm.state WHERE pipeline = 'a_secret'", 't',
-	'the failing pipeline is retried');
-is(sql($node, 'postgres', q{
-SELECT count(*) FROM (
-  SELECT started_at, lag(finished_at) OVER w AS prev_finished, row_number() OVER w AS n
-    FROM hwm.runs WHERE pipeline = 'a_secret' AND status = 'failed' WINDOW w AS (ORDER BY run_id)) r
- WHERE n > 1 AND started_at - prev_finished < interval '1 second' * 2 ^ (n - 2)}), '0',
-	'each retry waited at least schedule * 2^(failures - 1)');
-# (read between runs: a run that starts moves next_run_at to its grid slot)
-wait_for($node, 'postgres', q{SELECT next_run_at - last_run_finished_at >= interval '1 second' * 2 ^ (consecutive_failures - 1)
-             FROM hwm.state AS s WHERE pipeline = 'a_secret' AND NOT EXISTS
-              (SELECT FROM hwm.runs AS r WHERE r.pipeline = s.pipeline AND r.status = 'running')},
-	't', 'the next retry is backed off');
+# 3. once the failing pipeline can read its source, it recovers.  (Its
+# retries back off: after the n-th consecutive failure the next run is due
+# min(schedule * 2^(n-1), max(schedule, 1 hour)) after it; that is
+# 04f_mock_clock.pl's, over hours of a clock it moves, where this test
+# waited for four failures on the real one.)
 sql($node, 'postgres', "GRANT SELECT ON a.secret_src TO alice");
 wait_for($node, 'postgres', "SELECT last_status || consecutive_failures FROM hwm.state WHERE pipeline = 'a_secret'",
 	'succeeded0', 'once fixed, the pipeline recovers and its failure count resets');
