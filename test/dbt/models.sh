@@ -528,7 +528,7 @@ mdbt "an hwm model, scheduled" run --select retiree --vars "{retiree: true}"
 check "... has its pipeline" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")"
 mdbt "once the model is gone from the project, a dbt run" run --select ticks
 mlogged "... names its pipeline, with its schedule and target" \
-    "hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model that no model of this project declares any more"
+    "hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model of this project \(hwm_models\) that the project no longer declares"
 check "... in a dbt warning" "t" "$(grep -q '\[warn *\].*hwm: pipeline dw\.retiree (01:00:00' "$work/logs/dbt.log" && echo t || echo f)"
 mdbt "dbt run-operation hwm_retire (a dry run by default)" run-operation hwm_retire
 mlogged "... lists it" "would drop pipeline dw\.retiree"
@@ -546,6 +546,73 @@ for mat in incremental table; do
         "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.switcher'")|$(q "SELECT to_regclass('dw.switcher__hwm_src')")|$(q "SELECT to_regprocedure('dw.switcher__hwm_fn()')")"
     mlogged "... and dbt's output says so" "model dw\.switcher is materialized as $mat now"
 done
+
+# --- two projects in one schema ----------------------------------------------------------
+# (issue 42) test/dbt/hwm_other builds an hwm and an hwm_interval model in dw,
+# the schema of this project's models.  Each project's orphan warnings and
+# hwm_retire act on its own pipelines only, as recorded on each pipeline's
+# source view; a pipeline made before that record is adopted by the project
+# that next declares it; the helpers of a table dropped by hand go with it.
+oproject=$work/repo/test/dbt/hwm_other
+# odbt NAME ARGS...: as mdbt, in the second project ($mlog is its output)
+odbt() {
+    local name=$1
+    shift
+    mstep=$((mstep + 1))
+    mlog=$work/models-$mstep.log
+    if (cd "$oproject" && timeout 600 "$venv/bin/dbt" "$@") >"$mlog" 2>&1; then
+        ok "$name"
+    else
+        not_ok "$name"
+        tail -n 30 "$mlog" | sed 's/^/# /'
+    fi
+}
+other_made() { q "SELECT string_agg(s.pipeline || ':' || coalesce(obj_description(s.source, 'pg_class')::jsonb ->> 'project', '-')
+                                    || ':' || coalesce(obj_description(s.source, 'pg_class')::jsonb ->> 'model', '-'), ' ' ORDER BY s.pipeline)
+                     FROM hwm.state s WHERE s.pipeline LIKE 'dw.other%'"; }
+odbt "the second project: deps" deps
+odbt "the second project's first dbt run, in the same schema" run
+check "... records on each pipeline (hwm and hwm_interval) the project and model that made it" \
+    "dw.other_hourly:hwm_other:model.hwm_other.other_hourly dw.other_orders:hwm_other:model.hwm_other.other_orders" "$(other_made)"
+mdbt "a dbt run of this project" run --select ticks
+check "... names no pipeline of the other project" "0" "$(grep -c 'dw\.other_' "$mlog")"
+mdbt "dbt run-operation hwm_retire --args '{dry_run: false}' of this project" run-operation hwm_retire --args "{dry_run: false}"
+check "... drops no pipeline, view or function of the other project" "2|dw.other_hourly__hwm_src|dw.other_orders__hwm_fn()" \
+    "$(q "SELECT count(*) FROM hwm.state WHERE pipeline LIKE 'dw.other%'")|$(q "SELECT to_regclass('dw.other_hourly__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_orders__hwm_fn()')")"
+mdbt_fails "a model of this project on the other project's relation is refused, naming that project" \
+    "which dbt project hwm_other made \(its model model\.hwm_other\.other_orders\); this is project hwm_models" \
+    run --select intruder --vars "{intruder: true}"
+check "... changing nothing" "dw.other_hourly:hwm_other:model.hwm_other.other_hourly dw.other_orders:hwm_other:model.hwm_other.other_orders" "$(other_made)"
+# a pipeline made before the record (by an older version of the package)
+q "COMMENT ON VIEW dw.other_orders__hwm_src IS NULL" >/dev/null
+mdbt "a dbt run of this project while the other's pipeline has no record" run --select ticks
+check "... does not name it" "0" "$(grep -c 'dw\.other_' "$mlog")"
+mdbt "dbt run-operation hwm_retire of this project" run-operation hwm_retire --args "{dry_run: false}"
+mlogged "... lists it apart, not dropped (it may be another project's)" \
+    "hwm_retire: pipeline dw\.other_orders .*made by an older version of the hwm package.*not dropped"
+check "... and drops it not" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.other_orders'")"
+odbt "the other project's next dbt run" run
+mlogged "... adopts it" "hwm dw\.other_orders: recorded as made by dbt project hwm_other .*adopted"
+check "... records it as its own" \
+    "dw.other_hourly:hwm_other:model.hwm_other.other_hourly dw.other_orders:hwm_other:model.hwm_other.other_orders" "$(other_made)"
+# a deleted hwm_interval model: its pipeline has no target
+odbt "the other project without its hwm_interval model" run --vars "{other_hourly: false}"
+mlogged "... names that model's pipeline in a warning" \
+    "hwm: pipeline dw\.other_hourly \(not scheduled, loading dw\.other_hourly\) was made by an hwm model of this project \(hwm_other\)"
+check "... a dbt warning" "t" "$(grep -q '\[warn *\].*hwm: pipeline dw\.other_hourly' "$work/logs/dbt.log" && echo t || echo f)"
+odbt "... whose hwm_retire --args '{dry_run: false}'" run-operation hwm_retire --args "{dry_run: false}" --vars "{other_hourly: false}"
+check "... drops that pipeline with its view and function, keeping its table and the other pipeline" "dw.other_orders|||dw.other_hourly" \
+    "$(q "SELECT string_agg(pipeline, ' ') FROM hwm.state WHERE pipeline LIKE 'dw.other%'")|$(q "SELECT to_regclass('dw.other_hourly__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_hourly__hwm_fn()')")|$(q "SELECT to_regclass('dw.other_hourly')")"
+# a target dropped by hand: hwm's sql_drop trigger drops its pipeline, the
+# package its helpers (those of its own project only)
+q "SET ROLE dbt; DROP TABLE dw.other_orders" >/dev/null
+mdbt "after the other project's table was dropped by hand, a dbt run of this project" run --select ticks
+check "... leaves the other project's helpers alone" "dw.other_orders__hwm_src|dw.other_orders__hwm_fn()" \
+    "$(q "SELECT to_regclass('dw.other_orders__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_orders__hwm_fn()')")"
+odbt "... the other project's next dbt run (the model deleted too)" run --vars "{other_hourly: false, other_orders: false}"
+check "... drops the helper view and function of its dropped table" "||0" \
+    "$(q "SELECT to_regclass('dw.other_orders__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_orders__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline LIKE 'dw.other%'")"
+mlogged "... and says so" "hwm: the table dw\.other_orders was dropped: its helper view dw\.other_orders__hwm_src and function dw\.other_orders__hwm_fn\(\) were dropped too"
 
 # --- schedule: hwm's background worker keeps the model fresh ---------------------------
 mdbt "dbt run of a model with a schedule" run --select ticks

@@ -133,7 +133,7 @@ q() { hwm_psql -qAt -c "$1"; }
 # Copied with the repository's layout, so packages.yml's relative path holds.
 mkdir -p "$work/repo/test/dbt" "$work/repo/dbt" "$work/profiles"
 cp -r "$REPO/dbt/hwm" "$work/repo/dbt/"
-cp -r "$REPO/test/dbt/hwm_example" "$REPO/test/dbt/hwm_models" "$work/repo/test/dbt/"
+cp -r "$REPO/test/dbt/hwm_example" "$REPO/test/dbt/hwm_models" "$REPO/test/dbt/hwm_other" "$work/repo/test/dbt/"
 project=$work/repo/test/dbt/hwm_example
 cat >"$work/profiles/profiles.yml" <<EOF
 hwm_example:
@@ -169,6 +169,18 @@ hwm_models:
       dbname: postgres
       schema: dw
       threads: 1
+hwm_other:
+  target: test
+  outputs:
+    test:
+      type: postgres
+      host: 127.0.0.1
+      port: $PGPORT
+      user: dbt
+      password: unused
+      dbname: postgres
+      schema: dw
+      threads: 2
 EOF
 export DBT_PROFILES_DIR=$work/profiles DBT_SEND_ANONYMOUS_USAGE_STATS=false DO_NOT_TRACK=1 \
     DBT_USE_COLORS=false DBT_LOG_PATH=$work/logs DBT_TARGET_PATH=$work/target

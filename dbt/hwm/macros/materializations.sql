@@ -56,6 +56,8 @@
   {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
   {%- set state = facts.state -%}
   {%- set after_run = facts.last_run_id -%}
+  {#- which project made it (projects.sql): another's is an error -#}
+  {%- set marker = hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
 
   {%- if existing_relation is not none and not existing_relation.is_table -%}
     {#- A view (the model was materialized otherwise before): replaced by the table. -#}
@@ -154,6 +156,13 @@
                           and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay)
                           and state.delete_column == c.delete_column -%}
     {%- do run_query("drop view " ~ new_view) -%}
+    {%- if same_view and marker == 'write' -%}
+      {#- a pipeline made by an older version of the package (or by this
+          project's model under another name): this project's now -#}
+      {%- do run_query(hwm._hwm_mark_sql(src)) -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
+                 ~ ("" if facts.comments[1] else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
+    {%- endif -%}
     {%- if same_view -%}
       {#- Replaced only when its SQL changed: replacing it waits for
           nothing, but keeps pg_proc quiet when nothing changed. -#}
@@ -165,7 +174,7 @@
       {%- set alter = [] -%}
       {%- if not same_view -%}
         {%- do run_query(hwm._hwm_fn_sql(fn2, model_cols, false)) -%}
-        {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "()") -%}
+        {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "();\n" ~ hwm._hwm_mark_sql(new_view)) -%}
         {%- do alter.append("source => " ~ hwm._hwm_regclass(new_view)) -%}
       {%- endif -%}
       {%- do run_query(hwm._hwm_alter_pipeline_sql(c, state, alter)) -%}
@@ -326,10 +335,11 @@
              ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$") -}}
 {%- endmacro %}
 
-{#- The model's function and its source view, from the model's columns. -#}
+{#- The model's function and its source view, from the model's columns; the
+    view records the project and model that made it (projects.sql). -#}
 {% macro _hwm_make_source(src, fn, cols) -%}
   {%- do run_query(hwm._hwm_fn_sql(fn, cols, false)) -%}
-  {%- do run_query("create view " ~ src ~ " as select * from " ~ fn ~ "()") -%}
+  {%- do run_query("create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src)) -%}
 {%- endmacro %}
 
 {#- SELECT hwm.alter_pipeline(...) bringing a copy pipeline's settings to the

@@ -313,12 +313,15 @@
 {%- endmacro %}
 
 {#- In one query: the pipeline's row of hwm.state (none: no such
-    pipeline), the newest run id, and the OIDs of the given relations (none
-    for those that do not exist). -#}
+    pipeline), the newest run id, and the OIDs and comments of the given
+    relations (none for those that do not exist). -#}
 {% macro _hwm_facts(pipeline, relations) -%}
   {%- set oids = [] -%}
   {%- for r in relations -%}
     {%- do oids.append("pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ ")::oid::text") -%}
+  {%- endfor -%}
+  {%- for r in relations -%}
+    {%- do oids.append("pg_catalog.obj_description(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ "), 'pg_class')") -%}
   {%- endfor -%}
   {%- set r = run_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
                         ~ (", " ~ oids | join(', ') if oids else "") ~ "
@@ -331,10 +334,11 @@
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after' as after
                             from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
   {%- set row = r.rows[0] -%}
-  {%- set out = [] -%}
+  {%- set out = [] -%}{%- set comments = [] -%}
   {#- (as text: dbt's result tables turn numbers into decimals) -#}
   {%- for i in range(relations | length) -%}{%- do out.append(none if row[2 + i] is none else row[2 + i] | string) -%}{%- endfor -%}
-  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out}) -}}
+  {%- for i in range(relations | length) -%}{%- do comments.append(row[2 + (relations | length) + i]) -%}{%- endfor -%}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out, 'comments': comments}) -}}
 {%- endmacro %}
 
 {#- Whether two interval texts mean the same interval (none = none). -#}
