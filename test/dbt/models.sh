@@ -474,15 +474,27 @@ hwm_psql -q -o /dev/null <<'SQL'
 CREATE TABLE shop.nullwm (id int PRIMARY KEY, updated_at timestamptz, v int);
 INSERT INTO shop.nullwm VALUES (1, now() - interval '1 hour', 1), (2, NULL, 2), (3, NULL, 3);
 GRANT SELECT ON shop.nullwm TO dbt;
+CREATE FUNCTION public.cents(numeric) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT ($1 * 100)::bigint';
 SQL
 mdbt_fails "a model whose output repeats a key fails, naming the model, its unique_key and how to find the repeats" \
     "hwm model dw\.dupes: the model returns more than one row for a value of its unique_key \(id\).*having count\(\*\) > 1" \
     run --select dupes --vars "{dupes: true}"
+mlogged "... as a database error, not a compilation error (issue 42)" "Database Error in model dupes"
 check "... and its failed first run left no table, helper view, function or pipeline" "|||0" \
     "$(q "SELECT to_regclass('dw.dupes')")|$(q "SELECT to_regclass('dw.dupes__hwm_src')")|$(q "SELECT to_regprocedure('dw.dupes__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.dupes'")"
 mdbt "source rows with a NULL watermark: the model loads the others" run --select nullwm
 mlogged "... and says so, with the count and the column" 'hwm model dw\.nullwm: 2 source rows have a NULL updated_at'
 check "... as a dbt warning" "1" "$(grep -c '\[warn *\].*hwm model dw\.nullwm: 2 source rows have a NULL updated_at' "$work/logs/dbt.log")"
+mdbt_fails "... which dbt's --warn-error makes an error (issue 42)" \
+    "Compilation Error in model nullwm.*|hwm model dw\.nullwm: 2 source rows have a NULL updated_at" --warn-error run --select nullwm
+mlogged "... counted in dbt's summary" "ERROR=1"
+mdbt "dbt test of the model: the package's generic test hwm.null_watermarks" test --select nullwm
+mlogged "... is a warning dbt counts" "Done\. PASS=[0-9]+ WARN=1 ERROR=0"
+mdbt_fails "... and an error under --warn-error" "Done\. PASS=[0-9]+ WARN=0 ERROR=1" --warn-error test --select nullwm
+mdbt_fails "a model calling a function of its own without its schema fails as a database error, saying why (issue 42)" \
+    "search_path = pg_catalog, pg_temp .*a function of your own must be named with its schema" \
+    run --select unqualified --vars "{unqualified: true}"
+mlogged "... naming the function" "Database Error in model unqualified|42883: function cents\(numeric\) does not exist"
 mdbt "a model whose column a view reads" run --select typed
 q "SET ROLE dbt; CREATE VIEW dw.typed_view AS SELECT id, amount FROM dw.typed" >/dev/null
 mdbt_fails "--full-refresh changing that column's type fails, naming the view and what to do" \
@@ -506,6 +518,8 @@ mdbt_fails "an enforced contract the model's SQL breaks fails the first run" \
 check "... before anything was created" "||0" \
     "$(q "SELECT to_regclass('dw.contracted')")|$(q "SELECT to_regclass('dw.contracted__hwm_src')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.contracted'")"
 mdbt "an hwm model with an enforced contract that holds" run --select contracted
+mlogged "... says that its constraints are the table's (dbt's parser said they were not supported)" \
+    "hwm model dw\.contracted: the contract's constraints \((not_null|primary_key|check)(, (not_null|primary_key|check))*\) are the table's"
 # (PostgreSQL 18 lists each NOT NULL as a constraint too, contype 'n': left
 # out, so that every version shows the same)
 check "... gets the contract's constraints and its key" "CHECK ((amount >= 0))|PRIMARY KEY (id)" \

@@ -236,6 +236,18 @@
   {%- set contract_config = config.get('contract') -%}
   {%- if contract_config and contract_config.enforced -%}
     {%- do run_query("create table " ~ target_relation ~ " " ~ get_table_columns_and_constraints()) -%}
+    {#- dbt's parser warned "Constraint types are not supported for hwm
+        materializations": dbt-core fixes that list to table and
+        incremental (ModelNode.materialization_enforces_constraints), and a
+        package cannot add to it.  Say what was done instead. -#}
+    {%- set kinds = [] -%}
+    {%- for con in (model.constraints or []) -%}{%- do kinds.append(con.type) -%}{%- endfor -%}
+    {%- for col in (model.columns or {}).values() -%}{%- for con in (col.constraints or []) -%}{%- do kinds.append(con.type) -%}{%- endfor -%}{%- endfor -%}
+    {%- if kinds -%}
+      {%- do log("hwm model " ~ hwm._hwm_where() ~ ": the contract's constraints (" ~ kinds | unique | join(', ') ~ ") are the table's, applied as for a table model"
+                 ~ " (dbt's parser warns that constraints are not supported for hwm materializations: its list is fixed to table and incremental;"
+                 ~ " warn_unsupported: false on a constraint silences it)", info=true) -%}
+    {%- endif -%}
   {%- else -%}
     {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data") -%}
   {%- endif -%}

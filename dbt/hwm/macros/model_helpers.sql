@@ -603,8 +603,12 @@
 
 {#-
   A load that failed: first undo what a first run made (cleanup: a list
-  of statements), then raise the error, in the model's terms when it is
-  one the model can cause (a key repeated in its output).
+  of statements), then raise the error as the database error it is (dbt
+  says "Database Error in model ..."), in the model's terms when it is one
+  the model can cause: a key repeated in its output (21000); a function
+  the model's SQL names without its schema (42883), which dbt's checks
+  found on dbt's search_path but hwm, running the model's SQL with
+  search_path = pg_catalog, pg_temp, does not.
 -#}
 {% macro _hwm_load_failed(pipeline, c, r, cleanup) -%}
   {%- if cleanup -%}
@@ -616,10 +620,15 @@
   {%- set undone = " (the table, its helper view and function and the pipeline made by this first run were dropped again)" if cleanup else "" -%}
   {%- if e.sqlstate == '21000' and c is not none and c.unique_key -%}
     {%- set keys = hwm._hwm_quoted_list(c.unique_key) -%}
-    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model returns more than one row for a value of its unique_key (" ~ c.unique_key | join(', ') ~ "), and hwm upserts one row per key" ~ undone ~ ". Make the key unique in the model's SQL, or choose a unique_key that is. The repeated keys: select " ~ keys ~ ", count(*) from (" ~ "<the model's SQL, target/compiled/" ~ model.package_name ~ "/" ~ model.original_file_path ~ ">) as m group by " ~ keys ~ " having count(*) > 1") }}
+    {%- do exceptions.raise_database_error("hwm model " ~ hwm._hwm_where() ~ ": the model returns more than one row for a value of its unique_key (" ~ c.unique_key | join(', ') ~ "), and hwm upserts one row per key" ~ undone ~ ". Make the key unique in the model's SQL, or choose a unique_key that is. The repeated keys: select " ~ keys ~ ", count(*) from (" ~ "<the model's SQL, target/compiled/" ~ model.package_name ~ "/" ~ model.original_file_path ~ ">) as m group by " ~ keys ~ " having count(*) > 1") -%}
   {%- endif -%}
-  {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the load of pipeline \"" ~ pipeline ~ "\" failed" ~ undone ~ ": " ~ e.sqlstate ~ ": " ~ e.message
-       ~ ("\nDETAIL: " ~ e.detail if e.detail else "") ~ ("\nHINT: " ~ e.hint if e.hint else "")) }}
+  {%- set hint = e.hint -%}
+  {%- if e.sqlstate == '42883' -%}
+    {%- set hint = "hwm runs the model's SQL with search_path = pg_catalog, pg_temp (whoever runs the pipeline, dbt or hwm's scheduler, reads what the SQL names), so a function of your own must be named with its schema, e.g. public.my_function(...); dbt's ref() and source() are already qualified"
+                   ~ (". " ~ e.hint if e.hint else "") -%}
+  {%- endif -%}
+  {%- do exceptions.raise_database_error("hwm model " ~ hwm._hwm_where() ~ ": the load of pipeline \"" ~ pipeline ~ "\" failed" ~ undone ~ ": " ~ e.sqlstate ~ ": " ~ e.message
+       ~ ("\nDETAIL: " ~ e.detail if e.detail else "") ~ ("\nHINT: " ~ hint if hint else "")) -%}
 {%- endmacro %}
 
 {#-
