@@ -49,7 +49,8 @@
 -#}
 {% macro _hwm_made_objects() -%}
   {%- set models = hwm._hwm_project_models() -%}
-  {%- set schemas = models | map(attribute='schema') | unique | list -%}
+  {#- (the profile's schema too: a project whose models are all gone) -#}
+  {%- set schemas = (models | map(attribute='schema') | list + [target.schema]) | unique | list -%}
   {%- set declared = [] -%}
   {%- for m in models if m.materialized in ['hwm', 'hwm_interval'] -%}
     {%- do declared.append(m.pipeline) -%}
