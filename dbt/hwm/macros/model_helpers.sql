@@ -261,8 +261,8 @@
   a list of {name, type, dropped, len, align, notnull, basetype} (basetype:
   without its modifier, as a function's result column has it).
 -#}
-{% macro _hwm_attributes(relation) -%}
-  {%- set r = run_query("select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+{% macro _hwm_attributes(relation, prefix='') -%}
+  {%- set r = run_query(prefix ~ "select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
                                 pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.pg_attribute a
                           where a.attrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(relation) ~ ") and a.attnum > 0
@@ -274,11 +274,12 @@
   {{- return(out) -}}
 {%- endmacro %}
 
-{#- _hwm_attributes of several relations, in one query: a list of lists. -#}
-{% macro _hwm_attributes_of(relations) -%}
+{#- _hwm_attributes of several relations, in one query: a list of lists.
+    (prefix, in both: statements to run first, in the same round trip.) -#}
+{% macro _hwm_attributes_of(relations, prefix='') -%}
   {%- set names = [] -%}
   {%- for r in relations -%}{%- do names.append(hwm._hwm_literal(r.include(database=False) | string)) -%}{%- endfor -%}
-  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+  {%- set r = run_query(prefix ~ "select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
                                 pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
                            join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0
@@ -312,10 +313,12 @@
               'after': fromjson(row[15]) if row[15] else none}) -}}
 {%- endmacro %}
 
-{#- In one query: the pipeline's row of hwm.state (none: no such
-    pipeline), the newest run id, and the OIDs and comments of the given
-    relations (none for those that do not exist). -#}
-{% macro _hwm_facts(pipeline, relations) -%}
+{#- In one query, which opens dbt's transaction unless one is open: the
+    pipeline's row of hwm.state (none: no such pipeline), the newest run id,
+    the OIDs and comments of the given relations (none for those that do
+    not exist), and the body of the function fn() (fn_body; none when fn
+    is none or does not exist). -#}
+{% macro _hwm_facts(pipeline, relations, fn=none) -%}
   {%- set oids = [] -%}
   {%- for r in relations -%}
     {%- do oids.append("pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ ")::oid::text") -%}
@@ -323,8 +326,10 @@
   {%- for r in relations -%}
     {%- do oids.append("pg_catalog.obj_description(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ "), 'pg_class')") -%}
   {%- endfor -%}
-  {%- set r = run_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
-                        ~ (", " ~ oids | join(', ') if oids else "") ~ "
+  {%- do oids.append("(select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn | string ~ "()") ~ "))"
+                     if fn is not none else "null::text") -%}
+  {%- set r = hwm._hwm_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
+                        ~ ", " ~ oids | join(', ') ~ "
                            from (select 1) as one left join (select pipeline, target::text as target, source::text as source,
                                  unique_key::text[] as unique_key, watermark_column::text as watermark_column,
                                  partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
@@ -338,7 +343,8 @@
   {#- (as text: dbt's result tables turn numbers into decimals) -#}
   {%- for i in range(relations | length) -%}{%- do out.append(none if row[2 + i] is none else row[2 + i] | string) -%}{%- endfor -%}
   {%- for i in range(relations | length) -%}{%- do comments.append(row[2 + (relations | length) + i]) -%}{%- endfor -%}
-  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out, 'comments': comments}) -}}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out, 'comments': comments,
+              'fn_body': row[2 + 2 * (relations | length)]}) -}}
 {%- endmacro %}
 
 {#- Whether two interval texts mean the same interval (none = none). -#}
@@ -534,10 +540,12 @@
 {%- endmacro %}
 
 {#-
-  Load a copy pipeline (materialized='hwm'): hwm.run again and again, each
-  run committed on its own (as CALL hwm.catch_up does, so that with
-  batch_size each batch commits with its watermark), until the watermark
-  stops moving; the runs' ids are kept, so that what this dbt run reports
+  Load a copy pipeline (materialized='hwm'): with batch_size, hwm.run
+  again and again, each run committed on its own (as CALL hwm.catch_up
+  does, so that each batch commits with its watermark), until the
+  watermark stops moving; without, one hwm.run (it loads everything up to
+  the safe watermark: a second would cost a model's run a round of hwm's
+  planning to find only what committed meanwhile).  The runs' ids are kept, so that what this dbt run reports
   is what it loaded, whatever another dbt run or the scheduler loads at the
   same time.  A scheduled model first tries one run with nowait => true:
   when the background worker is running it, the load is left to that run.
@@ -562,7 +570,10 @@
         {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
       {%- endif -%}
       {%- do ids.append(r.run_id) -%}
-      {%- if not r.moved -%}
+      {#- without batch_size one run loads everything up to the safe
+          watermark: a second would only find what committed meanwhile,
+          which the next dbt run loads (as dbt's own models would) -#}
+      {%- if not r.moved or (c is not none and c.batch_size is none) -%}
         {%- set ns.done = true -%}
         {%- break -%}
       {%- endif -%}
@@ -578,8 +589,9 @@
   in the model's terms)}.
 -#}
 {% macro _hwm_run_once(pipeline, nowait) -%}
-  {%- do hwm._hwm_begin() -%}
-  {%- do run_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
+  {#- (one round trip: the DO block, then its outcome; in a transaction
+      committed right after) -#}
+  {%- set res = hwm._hwm_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
                       PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
                       SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
                         INTO x FROM hwm.run(" ~ hwm._hwm_literal(pipeline) ~ ", nowait => " ~ ('true' if nowait else 'false') ~ ") AS r;
@@ -591,8 +603,9 @@
                         GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
                         PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
                           pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
-                    END $hwm$") -%}
-  {%- set out = fromjson(run_query("select pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+                    END $hwm$;
+                    select pg_catalog.current_setting('hwm_dbt.run', true)") -%}
+  {%- set out = fromjson(res.rows[0][0]) -%}
   {%- do adapter.commit() -%}
   {%- if out.get('busy') and not nowait -%}
     {%- do out.update({'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}) -%}
