@@ -14,7 +14,8 @@
 # a hook fails the dbt run and leaves everything as it was.  Then
 # test/dbt/models.sh runs the models of test/dbt/hwm_models, which are hwm
 # pipelines themselves (materialized='hwm' and 'hwm_interval'), next to
-# dbt's own incremental and microbatch models under late-committing writers.
+# dbt's own incremental and microbatch models under late-committing writers,
+# and those of test/dbt/hwm_other, a second project in the same schema.
 #
 # Prints TAP lines (ok N - ..., not ok N - ...) that scripts/test.sh counts,
 # and exits non-zero when any check failed.  Needs hwm installed and PyPI
