@@ -11,6 +11,9 @@
 # the hwm model (its first run: create the table with its key, the
 # pipeline, load), dbt's `table` model (tbl: CREATE TABLE AS, no key) and
 # its incremental merge model (its first run is CREATE TABLE AS too).
+# Then REPS `dbt run --full-refresh --select` of the same three models
+# (kind `refresh`: hwm's rebuilds aside and swaps in; dbt's table and
+# incremental models are CREATE TABLE AS again).
 # Then two kinds of slice, each repetition loading one of each into all three
 # models, in rotating order:
 #   fresh   SLICE new rows;
@@ -128,17 +131,19 @@ SQL
 }
 # timed REP KIND MODEL
 timed() {
-    local rep=$1 kind=$2 m=$3 vars="{}" t0 t1 model_ms written0 written1
+    local rep=$1 kind=$2 m=$3 vars="{}" t0 t1 model_ms written0 written1 fr=()
     [[ $kind == resent && $m != hwm ]] && vars="{lookback: '1 day'}"
-    # (a first run: the rows the table holds, since hwm may build them aside)
+    [[ $kind == refresh ]] && fr=(--full-refresh)
+    # (a first run or a rebuild: the rows the table holds, since hwm may
+    # build them aside)
     written0=0
-    [[ $kind != first ]] && written0=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
+    [[ $kind != first && $kind != refresh ]] && written0=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
     t0=$(date +%s%N)
-    dbt_cmd run --select "$m" --vars "$vars"
+    dbt_cmd run --select "$m" --vars "$vars" "${fr[@]}"
     t1=$(date +%s%N)
     model_ms=$("$venv/bin/python" -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["results"][0]["execution_time"] * 1000))' "$WORK/target/run_results.json")
     sleep 0.6   # (the session's statistics reach pg_stat_user_tables)
-    if [[ $kind == first ]]; then
+    if [[ $kind == first || $kind == refresh ]]; then
         written1=$(hwm_psql -qAt -c "SELECT count(*) FROM dw.$m")
     else
         written1=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
@@ -153,6 +158,10 @@ for ((rep = 1; rep <= REPS; rep++)); do
         drop_model "$m"
         timed "$rep" first "$m"
     done
+done
+hwm_log "--full-refresh of hwm, tbl and inc_merge"
+for ((rep = 1; rep <= REPS; rep++)); do
+    for ((i = 0; i < 3; i++)); do timed "$rep" refresh "${first_models[$(((i + rep) % 3))]}"; done
 done
 dbt_cmd run --select inc_delete_insert
 # dbt's models get what a user would give them: an index for their max()
@@ -182,16 +191,17 @@ def med(kind, model, col):
 lines = ["# materialized='hwm' against dbt's incremental models", "",
          f"Command: `{command}` ({datetime.date.today()}, {pg}, {machine}, dbt-core 1.10.15, dbt-postgres 1.9.1).", "",
          "`first`: the first run of each model over the whole source (each dropped before), hwm's with its",
-         "primary key, dbt's `table` (tbl) and incremental merge models as CREATE TABLE AS without one.", "",
+         "primary key, dbt's `table` (tbl) and incremental merge models as CREATE TABLE AS without one.",
+         "`refresh`: `dbt run --full-refresh` of the same three (hwm's rebuilt aside and swapped in).", "",
          "Each repetition loads two slices into three models of the same source: `fresh` (new rows only) and",
          "`resent` (half of the slice already in every target: dbt's models re-read a day below their newest row,",
          "hwm reads from its watermark, so both read the whole slice). Medians of the repetitions; a ratio above 1",
          "means dbt's model took longer than the hwm model.", "",
          "| slice | model | `dbt run` wall ms | model ms | row versions written | wall / hwm | model / hwm |",
          "|---|---|---|---|---|---|---|"]
-for kind in ("first", "fresh", "resent"):
+for kind in ("first", "refresh", "fresh", "resent"):
     hw, hm = med(kind, "hwm", 3), med(kind, "hwm", 4)
-    for m in (("hwm", "tbl", "inc_merge") if kind == "first" else ("hwm", "inc_merge", "inc_delete_insert")):
+    for m in (("hwm", "tbl", "inc_merge") if kind in ("first", "refresh") else ("hwm", "inc_merge", "inc_delete_insert")):
         w, mm, wr = med(kind, m, 3), med(kind, m, 4), med(kind, m, 5)
         lines.append(f"| {kind} | {m} | {w:.0f} | {mm:.0f} | {wr:.0f} | {w / hw:.2f} | {mm / hm:.2f} |")
 lines += ["", f"Rows of the source missing from each model at the end: {check}.", "",

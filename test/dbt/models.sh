@@ -474,15 +474,27 @@ hwm_psql -q -o /dev/null <<'SQL'
 CREATE TABLE shop.nullwm (id int PRIMARY KEY, updated_at timestamptz, v int);
 INSERT INTO shop.nullwm VALUES (1, now() - interval '1 hour', 1), (2, NULL, 2), (3, NULL, 3);
 GRANT SELECT ON shop.nullwm TO dbt;
+CREATE FUNCTION public.cents(numeric) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT ($1 * 100)::bigint';
 SQL
 mdbt_fails "a model whose output repeats a key fails, naming the model, its unique_key and how to find the repeats" \
     "hwm model dw\.dupes: the model returns more than one row for a value of its unique_key \(id\).*having count\(\*\) > 1" \
     run --select dupes --vars "{dupes: true}"
+mlogged "... as a database error, not a compilation error (issue 42)" "Database Error in model dupes"
 check "... and its failed first run left no table, helper view, function or pipeline" "|||0" \
     "$(q "SELECT to_regclass('dw.dupes')")|$(q "SELECT to_regclass('dw.dupes__hwm_src')")|$(q "SELECT to_regprocedure('dw.dupes__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.dupes'")"
 mdbt "source rows with a NULL watermark: the model loads the others" run --select nullwm
 mlogged "... and says so, with the count and the column" 'hwm model dw\.nullwm: 2 source rows have a NULL updated_at'
 check "... as a dbt warning" "1" "$(grep -c '\[warn *\].*hwm model dw\.nullwm: 2 source rows have a NULL updated_at' "$work/logs/dbt.log")"
+mdbt_fails "... which dbt's --warn-error makes an error (issue 42)" \
+    "Compilation Error in model nullwm.*|hwm model dw\.nullwm: 2 source rows have a NULL updated_at" --warn-error run --select nullwm
+mlogged "... counted in dbt's summary" "ERROR=1"
+mdbt "dbt test of the model: the package's generic test hwm.null_watermarks" test --select nullwm
+mlogged "... is a warning dbt counts" "Done\. PASS=[0-9]+ WARN=1 ERROR=0"
+mdbt_fails "... and an error under --warn-error" "Done\. PASS=[0-9]+ WARN=0 ERROR=1" --warn-error test --select nullwm
+mdbt_fails "a model calling a function of its own without its schema fails as a database error, saying why (issue 42)" \
+    "search_path = pg_catalog, pg_temp .*a function of your own must be named with its schema" \
+    run --select unqualified --vars "{unqualified: true}"
+mlogged "... naming the function" "Database Error in model unqualified|42883: function cents\(numeric\) does not exist"
 mdbt "a model whose column a view reads" run --select typed
 q "SET ROLE dbt; CREATE VIEW dw.typed_view AS SELECT id, amount FROM dw.typed" >/dev/null
 mdbt_fails "--full-refresh changing that column's type fails, naming the view and what to do" \
@@ -506,6 +518,8 @@ mdbt_fails "an enforced contract the model's SQL breaks fails the first run" \
 check "... before anything was created" "||0" \
     "$(q "SELECT to_regclass('dw.contracted')")|$(q "SELECT to_regclass('dw.contracted__hwm_src')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.contracted'")"
 mdbt "an hwm model with an enforced contract that holds" run --select contracted
+mlogged "... says that its constraints are the table's (dbt's parser said they were not supported)" \
+    "hwm model dw\.contracted: the contract's constraints \((not_null|primary_key|check)(, (not_null|primary_key|check))*\) are the table's"
 # (PostgreSQL 18 lists each NOT NULL as a constraint too, contype 'n': left
 # out, so that every version shows the same)
 check "... gets the contract's constraints and its key" "CHECK ((amount >= 0))|PRIMARY KEY (id)" \
@@ -528,7 +542,7 @@ mdbt "an hwm model, scheduled" run --select retiree --vars "{retiree: true}"
 check "... has its pipeline" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.retiree'")"
 mdbt "once the model is gone from the project, a dbt run" run --select ticks
 mlogged "... names its pipeline, with its schedule and target" \
-    "hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model that no model of this project declares any more"
+    "hwm: pipeline dw\.retiree \(01:00:00, loading dw\.retiree\) was made by an hwm model of this project \(hwm_models\) that the project no longer declares"
 check "... in a dbt warning" "t" "$(grep -q '\[warn *\].*hwm: pipeline dw\.retiree (01:00:00' "$work/logs/dbt.log" && echo t || echo f)"
 mdbt "dbt run-operation hwm_retire (a dry run by default)" run-operation hwm_retire
 mlogged "... lists it" "would drop pipeline dw\.retiree"
@@ -546,6 +560,73 @@ for mat in incremental table; do
         "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.switcher'")|$(q "SELECT to_regclass('dw.switcher__hwm_src')")|$(q "SELECT to_regprocedure('dw.switcher__hwm_fn()')")"
     mlogged "... and dbt's output says so" "model dw\.switcher is materialized as $mat now"
 done
+
+# --- two projects in one schema ----------------------------------------------------------
+# (issue 42) test/dbt/hwm_other builds an hwm and an hwm_interval model in dw,
+# the schema of this project's models.  Each project's orphan warnings and
+# hwm_retire act on its own pipelines only, as recorded on each pipeline's
+# source view; a pipeline made before that record is adopted by the project
+# that next declares it; the helpers of a table dropped by hand go with it.
+oproject=$work/repo/test/dbt/hwm_other
+# odbt NAME ARGS...: as mdbt, in the second project ($mlog is its output)
+odbt() {
+    local name=$1
+    shift
+    mstep=$((mstep + 1))
+    mlog=$work/models-$mstep.log
+    if (cd "$oproject" && timeout 600 "$venv/bin/dbt" "$@") >"$mlog" 2>&1; then
+        ok "$name"
+    else
+        not_ok "$name"
+        tail -n 30 "$mlog" | sed 's/^/# /'
+    fi
+}
+other_made() { q "SELECT string_agg(s.pipeline || ':' || coalesce(obj_description(s.source, 'pg_class')::jsonb ->> 'project', '-')
+                                    || ':' || coalesce(obj_description(s.source, 'pg_class')::jsonb ->> 'model', '-'), ' ' ORDER BY s.pipeline)
+                     FROM hwm.state s WHERE s.pipeline LIKE 'dw.other%'"; }
+odbt "the second project: deps" deps
+odbt "the second project's first dbt run, in the same schema" run
+check "... records on each pipeline (hwm and hwm_interval) the project and model that made it" \
+    "dw.other_hourly:hwm_other:model.hwm_other.other_hourly dw.other_orders:hwm_other:model.hwm_other.other_orders" "$(other_made)"
+mdbt "a dbt run of this project" run --select ticks
+check "... names no pipeline of the other project" "0" "$(grep -c 'dw\.other_' "$mlog")"
+mdbt "dbt run-operation hwm_retire --args '{dry_run: false}' of this project" run-operation hwm_retire --args "{dry_run: false}"
+check "... drops no pipeline, view or function of the other project" "2|dw.other_hourly__hwm_src|dw.other_orders__hwm_fn()" \
+    "$(q "SELECT count(*) FROM hwm.state WHERE pipeline LIKE 'dw.other%'")|$(q "SELECT to_regclass('dw.other_hourly__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_orders__hwm_fn()')")"
+mdbt_fails "a model of this project on the other project's relation is refused, naming that project" \
+    "which dbt project hwm_other made \(its model model\.hwm_other\.other_orders\); this is project hwm_models" \
+    run --select intruder --vars "{intruder: true}"
+check "... changing nothing" "dw.other_hourly:hwm_other:model.hwm_other.other_hourly dw.other_orders:hwm_other:model.hwm_other.other_orders" "$(other_made)"
+# a pipeline made before the record (by an older version of the package)
+q "COMMENT ON VIEW dw.other_orders__hwm_src IS NULL" >/dev/null
+mdbt "a dbt run of this project while the other's pipeline has no record" run --select ticks
+check "... does not name it" "0" "$(grep -c 'dw\.other_' "$mlog")"
+mdbt "dbt run-operation hwm_retire of this project" run-operation hwm_retire --args "{dry_run: false}"
+mlogged "... lists it apart, not dropped (it may be another project's)" \
+    "hwm_retire: pipeline dw\.other_orders .*made by an older version of the hwm package.*not dropped"
+check "... and drops it not" "1" "$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.other_orders'")"
+odbt "the other project's next dbt run" run
+mlogged "... adopts it" "hwm dw\.other_orders: recorded as made by dbt project hwm_other .*adopted"
+check "... records it as its own" \
+    "dw.other_hourly:hwm_other:model.hwm_other.other_hourly dw.other_orders:hwm_other:model.hwm_other.other_orders" "$(other_made)"
+# a deleted hwm_interval model: its pipeline has no target
+odbt "the other project without its hwm_interval model" run --vars "{other_hourly: false}"
+mlogged "... names that model's pipeline in a warning" \
+    "hwm: pipeline dw\.other_hourly \(not scheduled, loading dw\.other_hourly\) was made by an hwm model of this project \(hwm_other\)"
+check "... a dbt warning" "t" "$(grep -q '\[warn *\].*hwm: pipeline dw\.other_hourly' "$work/logs/dbt.log" && echo t || echo f)"
+odbt "... whose hwm_retire --args '{dry_run: false}'" run-operation hwm_retire --args "{dry_run: false}" --vars "{other_hourly: false}"
+check "... drops that pipeline with its view and function, keeping its table and the other pipeline" "dw.other_orders|||dw.other_hourly" \
+    "$(q "SELECT string_agg(pipeline, ' ') FROM hwm.state WHERE pipeline LIKE 'dw.other%'")|$(q "SELECT to_regclass('dw.other_hourly__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_hourly__hwm_fn()')")|$(q "SELECT to_regclass('dw.other_hourly')")"
+# a target dropped by hand: hwm's sql_drop trigger drops its pipeline, the
+# package its helpers (those of its own project only)
+q "SET ROLE dbt; DROP TABLE dw.other_orders" >/dev/null
+mdbt "after the other project's table was dropped by hand, a dbt run of this project" run --select ticks
+check "... leaves the other project's helpers alone" "dw.other_orders__hwm_src|dw.other_orders__hwm_fn()" \
+    "$(q "SELECT to_regclass('dw.other_orders__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_orders__hwm_fn()')")"
+odbt "... the other project's next dbt run (the model deleted too)" run --vars "{other_hourly: false, other_orders: false}"
+check "... drops the helper view and function of its dropped table" "||0" \
+    "$(q "SELECT to_regclass('dw.other_orders__hwm_src')")|$(q "SELECT to_regprocedure('dw.other_orders__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline LIKE 'dw.other%'")"
+mlogged "... and says so" "hwm: the table dw\.other_orders was dropped: its helper view dw\.other_orders__hwm_src and function dw\.other_orders__hwm_fn\(\) were dropped too"
 
 # --- schedule: hwm's background worker keeps the model fresh ---------------------------
 mdbt "dbt run of a model with a schedule" run --select ticks

@@ -69,3 +69,7 @@ check "README: the model holds raw.orders's rows, loaded by pipeline analytics.o
     "$(rq "SELECT (SELECT count(*) FROM (TABLE raw.orders EXCEPT TABLE analytics.orders) a) + (SELECT count(*) FROM (TABLE analytics.orders EXCEPT TABLE raw.orders) b)")|$(rq "SELECT owner FROM hwm.state WHERE pipeline = 'analytics.orders'")"
 check "README: the run-operations ran (hwm_run by model name, then hwm_retire found nothing to retire)" "2" \
     "$(grep -c 'hwm: rows_upserted=0\|hwm_retire: no retired hwm pipeline' "$work"/readme-*.log | awk -F: '{s += $2} END {print s}')"
+check "README: the hook example's model read orders after its pre-hook ran hwm_run(model='orders') in its transaction" \
+    "$(rq "SELECT count(*) || '|' || sum(amount) FROM raw.orders")|t" \
+    "$(rq "SELECT sum(orders) || '|' || sum(amount) FROM analytics.orders_daily")|$(rq "SELECT xmin::text = (SELECT xmin::text FROM pg_class WHERE oid = 'analytics.orders_daily'::regclass)
+            FROM hwm.runs WHERE pipeline = 'analytics.orders' ORDER BY run_id DESC LIMIT 1")"

@@ -14,7 +14,8 @@
 # a hook fails the dbt run and leaves everything as it was.  Then
 # test/dbt/models.sh runs the models of test/dbt/hwm_models, which are hwm
 # pipelines themselves (materialized='hwm' and 'hwm_interval'), next to
-# dbt's own incremental and microbatch models under late-committing writers.
+# dbt's own incremental and microbatch models under late-committing writers,
+# and those of test/dbt/hwm_other, a second project in the same schema.
 #
 # Prints TAP lines (ok N - ..., not ok N - ...) that scripts/test.sh counts,
 # and exits non-zero when any check failed.  Needs hwm installed and PyPI
@@ -133,7 +134,7 @@ q() { hwm_psql -qAt -c "$1"; }
 # Copied with the repository's layout, so packages.yml's relative path holds.
 mkdir -p "$work/repo/test/dbt" "$work/repo/dbt" "$work/profiles"
 cp -r "$REPO/dbt/hwm" "$work/repo/dbt/"
-cp -r "$REPO/test/dbt/hwm_example" "$REPO/test/dbt/hwm_models" "$work/repo/test/dbt/"
+cp -r "$REPO/test/dbt/hwm_example" "$REPO/test/dbt/hwm_models" "$REPO/test/dbt/hwm_other" "$work/repo/test/dbt/"
 project=$work/repo/test/dbt/hwm_example
 cat >"$work/profiles/profiles.yml" <<EOF
 hwm_example:
@@ -169,6 +170,18 @@ hwm_models:
       dbname: postgres
       schema: dw
       threads: 1
+hwm_other:
+  target: test
+  outputs:
+    test:
+      type: postgres
+      host: 127.0.0.1
+      port: $PGPORT
+      user: dbt
+      password: unused
+      dbname: postgres
+      schema: dw
+      threads: 2
 EOF
 export DBT_PROFILES_DIR=$work/profiles DBT_SEND_ANONYMOUS_USAGE_STATS=false DO_NOT_TRACK=1 \
     DBT_USE_COLORS=false DBT_LOG_PATH=$work/logs DBT_TARGET_PATH=$work/target

@@ -77,13 +77,15 @@
 {%- endmacro %}
 
 {#- The pipeline's source: a view over a function reading the time column of
-    the time source (type: the column's type), replacing any before. -#}
+    the time source (type: the column's type), replacing any before; the
+    view records the project and model that made it (projects.sql). -#}
 {% macro _hwm_make_time_source(c, src, fn, source_rel, type) -%}
   {%- do run_query("drop view if exists " ~ src ~ ";\n"
                    ~ "drop function if exists " ~ fn ~ "();\n"
                    ~ "create function " ~ fn ~ "() returns table (" ~ adapter.quote(c.time_column) ~ " " ~ type ~ ")\n"
                    ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_time_fn_body(c, source_rel) ~ "$hwm_model$;\n"
-                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "()") -%}
+                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n"
+                   ~ hwm._hwm_mark_sql(src)) -%}
 {%- endmacro %}
 
 {#- SELECT hwm.alter_pipeline(...) bringing an interval pipeline's command and
@@ -128,8 +130,11 @@
   {%- set probe_sql = sql | replace('$1', null_bound) | replace('$2', null_bound) -%}
   {%- do hwm._hwm_check_config(c, probe_sql) -%}
   {%- do hwm._hwm_check_contract(probe_sql) -%}
-  {%- set state = hwm._hwm_state(c.pipeline) -%}
-  {%- set after_run = hwm._hwm_last_run_id() -%}
+  {%- set facts = hwm._hwm_facts(c.pipeline, [src]) -%}
+  {%- set state = facts.state -%}
+  {%- set after_run = facts.last_run_id -%}
+  {#- which project made it (projects.sql): another's is an error -#}
+  {%- set marker = hwm._hwm_check_marker(c, src, facts.comments[0]) -%}
   {%- if state is not none and state.time_interval is none -%}
     {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which is not an interval pipeline: choose another pipeline name (or drop that pipeline)") }}
   {%- endif -%}
@@ -245,13 +250,17 @@
     {%- set tnames = hwm._hwm_live(hwm._hwm_attributes(target_relation)) | map(attribute='name') | list -%}
     {%- set cols = model_cols | map(attribute='name') | select('in', tnames) | list -%}
     {%- set command = hwm._hwm_interval_command(c, target_relation, cols) -%}
-    {%- set flags_row = run_query("select batched, skip_empty, delay::text from hwm.state where pipeline = " ~ hwm._hwm_literal(c.pipeline)).rows[0] -%}
     {%- if not via_fn -%}
       {#- (an older version's pipeline over the time source itself) -#}
       {%- do hwm._hwm_make_time_source(c, src, fn, source_rel, tt.rows[0][0]) -%}
       {%- do run_query("select hwm.alter_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ", source => " ~ hwm._hwm_regclass(src) ~ ")") -%}
+    {%- elif marker == 'write' -%}
+      {#- a pipeline made by an older version of the package: this project's now -#}
+      {%- do run_query(hwm._hwm_mark_sql(src)) -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
+                 ~ ("" if facts.comments[0] else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
     {%- endif -%}
-    {%- if command != state.command or flags_row[0] != c.batched or flags_row[1] != c.skip_empty or not hwm._hwm_same_interval(flags_row[2], c.delay) -%}
+    {%- if command != state.command or state.batched != c.batched or state.skip_empty != c.skip_empty or not hwm._hwm_same_interval(state.delay, c.delay) -%}
       {%- do run_query(hwm._hwm_alter_interval_sql(c, command, [])) -%}
       {%- do log("hwm " ~ c.pipeline ~ ": changed in place from " ~ (state.watermark or 'the start') ~ " (the model's SQL or configuration changed; intervals done before keep their rows: `dbt run-operation hwm_rerun_intervals` or " ~ refresh ~ " computes them again)", info=true) -%}
     {%- endif -%}

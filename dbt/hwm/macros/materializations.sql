@@ -46,22 +46,25 @@
   {%- set grant_config = config.get('grants') -%}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
-  {%- do hwm._hwm_begin() -%}
+  {#- (dbt's transaction: opened by the in-transaction pre-hooks, or else by
+      _hwm_facts; every round trip counts in a model's time) -#}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src], fn) -%}
 
   {#- Everything that can be wrong with the configuration, before anything is created. -#}
   {%- do hwm._hwm_check_config(c, sql) -%}
   {%- do hwm._hwm_check_contract(sql) -%}
   {%- set reconcile_after = hwm._hwm_reconcile_config() -%}
-  {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
   {%- set state = facts.state -%}
   {%- set after_run = facts.last_run_id -%}
+  {#- which project made it (projects.sql): another's is an error -#}
+  {%- set marker = hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
 
   {%- if existing_relation is not none and not existing_relation.is_table -%}
     {#- A view (the model was materialized otherwise before): replaced by the table. -#}
     {%- do adapter.drop_relation(existing_relation) -%}
     {%- set existing_relation = none -%}
-    {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src]) -%}
+    {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src], fn) -%}
   {%- endif -%}
   {%- set target_oid = facts.oids[0] -%}
   {%- if state is not none and (target_oid is none or state.target_oid != target_oid) -%}
@@ -71,8 +74,9 @@
     {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
   {%- endif -%}
 
-  {#- Leftovers of an interrupted run. -#}
-  {%- do run_query("drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "()") -%}
+  {#- Leftovers of an interrupted run: dropped by the first statement of
+      each kind of run. -#}
+  {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
 
   {%- set redeclared = namespace(flag=false) -%}
   {#- An empty table without a pipeline (made by `dbt run --empty`, or left
@@ -85,15 +89,13 @@
         source() to read no rows (or a sample); the live pipeline, its
         source, watermark and schedule are left alone. -#}
     {%- set mode = 'sampled' -%}
+    {%- do run_query(leftovers) -%}
     {%- do hwm._hwm_sampled_run(c, existing_relation, target_relation, new_view, state) -%}
   {%- elif existing_relation is none or adopt -%}
     {#- First run. -#}
     {%- set mode = 'create' -%}
-    {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
-    {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
-    {%- do run_query("drop view if exists " ~ src ~ ";\n"
-                     ~ "drop function if exists " ~ fn ~ "()") -%}
-    {%- do hwm._hwm_make_source(src, fn, model_cols) -%}
+    {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view, leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n")) -%}
+    {%- do hwm._hwm_make_source(src, fn, model_cols, "drop view if exists " ~ src ~ ";\n" ~ "drop function if exists " ~ fn ~ "();\n") -%}
     {%- if adopt -%}
       {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
       {%- if ch.any or hwm._hwm_primary_key(target_relation) != c.unique_key -%}
@@ -105,9 +107,7 @@
           modifiers, numeric(10,2) would be numeric) -#}
       {%- do hwm._hwm_create_target(c, target_relation, new_view) -%}
     {%- endif -%}
-    {%- do run_query("drop view " ~ new_view) -%}
-    {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
-    {%- do hwm._hwm_commit() -%}
+    {%- do hwm._hwm_commit("drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
     {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
                        "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()"]
                       + ([] if adopt else ["drop table if exists " ~ target_relation]) -%}
@@ -115,7 +115,7 @@
 
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
-    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn) -%}
+    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, leftovers) -%}
 
   {%- else -%}
     {#- An incremental run. -#}
@@ -130,8 +130,7 @@
     {%- if state.watermark_column != c.watermark_column -%}
       {{ hwm._hwm_config_error('watermark_column', "changed from " ~ state.watermark_column ~ " to " ~ c.watermark_column ~ ": the stored watermark is a value of the old column, so rebuild the model with " ~ refresh) }}
     {%- endif -%}
-    {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
-    {%- set attrs = hwm._hwm_attributes_of([new_view, target_relation, src]) -%}
+    {%- set attrs = hwm._hwm_attributes_of([new_view, target_relation, src], leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n") -%}
     {%- set model_cols = hwm._hwm_live(attrs[0]) -%}
     {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(attrs[1])) -%}
     {%- if ch.any -%}
@@ -146,26 +145,39 @@
         view of the model's SQL, no function) is replaced the same way. -#}
     {%- set src_cols = hwm._hwm_live(attrs[2]) -%}
     {%- set src_oid = facts.oids[1] -%}
-    {%- set has_fn = run_query("select pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn.include(database=False) | string ~ "()") ~ ") is not null").rows[0][0] -%}
+    {%- set has_fn = facts.fn_body is not none -%}
     {%- set same_view = has_fn and src_oid is not none and src_oid == state.source_oid
                         and (src_cols | map(attribute='name') | list) == (model_cols | map(attribute='name') | list)
                         and (src_cols | map(attribute='basetype') | list) == (model_cols | map(attribute='basetype') | list) -%}
     {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
                           and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay)
                           and state.delete_column == c.delete_column -%}
-    {%- do run_query("drop view " ~ new_view) -%}
+    {#- (what waits for the setup's commit, to run in its round trip) -#}
+    {%- set deferred = [] -%}
+    {%- if same_view -%}
+      {%- do deferred.append("drop view " ~ new_view) -%}
+    {%- else -%}
+      {%- do run_query("drop view " ~ new_view) -%}
+    {%- endif -%}
+    {%- if same_view and marker == 'write' -%}
+      {#- a pipeline made by an older version of the package (or by this
+          project's model under another name): this project's now -#}
+      {%- do deferred.append(hwm._hwm_mark_sql(src)) -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
+                 ~ ("" if facts.comments[1] else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
+    {%- endif -%}
     {%- if same_view -%}
       {#- Replaced only when its SQL changed: replacing it waits for
           nothing, but keeps pg_proc quiet when nothing changed. -#}
-      {%- if run_query("select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn.include(database=False) | string ~ "()") ~ ")").rows[0][0] != hwm._hwm_fn_body() -%}
-        {%- do run_query(hwm._hwm_fn_sql(fn, model_cols, true)) -%}
+      {%- if facts.fn_body != hwm._hwm_fn_body() -%}
+        {%- do deferred.append(hwm._hwm_fn_sql(fn, model_cols, true)) -%}
       {%- endif -%}
     {%- endif -%}
     {%- if not same_view or not same_config -%}
       {%- set alter = [] -%}
       {%- if not same_view -%}
         {%- do run_query(hwm._hwm_fn_sql(fn2, model_cols, false)) -%}
-        {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "()") -%}
+        {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "();\n" ~ hwm._hwm_mark_sql(new_view)) -%}
         {%- do alter.append("source => " ~ hwm._hwm_regclass(new_view)) -%}
       {%- endif -%}
       {%- do run_query(hwm._hwm_alter_pipeline_sql(c, state, alter)) -%}
@@ -177,7 +189,7 @@
       {%- endif -%}
       {%- do log("hwm " ~ c.pipeline ~ ": changed in place, watermark " ~ (state.watermark or 'none') ~ " kept (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
     {%- endif -%}
-    {%- do hwm._hwm_commit() -%}
+    {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
     {%- set loaded = hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c) -%}
   {%- endif -%}
 
@@ -190,7 +202,11 @@
     {%- do hwm._hwm_reconcile_after_run(c.pipeline) -%}
   {%- endif -%}
 
-  {%- do hwm._hwm_begin() -%}
+  {#- (the report's 'main' statement opened the last transaction, for
+      create and incremental runs) -#}
+  {%- if mode in ['full refresh', 'sampled'] or (reconcile_after and mode == 'incremental') -%}
+    {%- do hwm._hwm_begin() -%}
+  {%- endif -%}
   {%- if mode != 'sampled' -%}
     {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state) -%}
   {%- endif -%}
@@ -227,14 +243,27 @@
   {%- set contract_config = config.get('contract') -%}
   {%- if contract_config and contract_config.enforced -%}
     {%- do run_query("create table " ~ target_relation ~ " " ~ get_table_columns_and_constraints()) -%}
+    {#- dbt's parser warned "Constraint types are not supported for hwm
+        materializations": dbt-core fixes that list to table and
+        incremental (ModelNode.materialization_enforces_constraints), and a
+        package cannot add to it.  Say what was done instead. -#}
+    {%- set kinds = [] -%}
+    {%- for con in (model.constraints or []) -%}{%- do kinds.append(con.type) -%}{%- endfor -%}
+    {%- for col in (model.columns or {}).values() -%}{%- for con in (col.constraints or []) -%}{%- do kinds.append(con.type) -%}{%- endfor -%}{%- endfor -%}
+    {%- if kinds -%}
+      {%- do log("hwm model " ~ hwm._hwm_where() ~ ": the contract's constraints (" ~ kinds | unique | join(', ') ~ ") are the table's, applied as for a table model"
+                 ~ " (dbt's parser warns that constraints are not supported for hwm materializations: its list is fixed to table and incremental;"
+                 ~ " warn_unsupported: false on a constraint silences it)", info=true) -%}
+    {%- endif -%}
+    {%- set pk = hwm._hwm_primary_key(target_relation) -%}
+    {%- if not pk -%}
+      {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- elif pk != c.unique_key -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the contract's primary key (" ~ pk | join(', ') ~ ") is not unique_key (" ~ c.unique_key | join(', ') ~ "): hwm upserts on unique_key, so make them the same") }}
+    {%- endif -%}
   {%- else -%}
-    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data") -%}
-  {%- endif -%}
-  {%- set pk = hwm._hwm_primary_key(target_relation) -%}
-  {%- if not pk -%}
-    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
-  {%- elif pk != c.unique_key -%}
-    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the contract's primary key (" ~ pk | join(', ') ~ ") is not unique_key (" ~ c.unique_key | join(', ') ~ "): hwm upserts on unique_key, so make them the same") }}
+    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
+                     ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
   {%- endif -%}
   {%- do create_indexes(target_relation) -%}
 {%- endmacro %}
@@ -273,9 +302,22 @@
   {%- call statement('hwm_begin', auto_begin=True) -%} select 1 {%- endcall -%}
 {%- endmacro %}
 
-{#- Commit dbt's transaction (opening one first if none is open). -#}
-{% macro _hwm_commit() -%}
-  {%- do hwm._hwm_begin() -%}
+{#- Run sql (statements; the last one's rows are returned, as an agate
+    table) in dbt's transaction, opening one unless one is open: saves
+    the round trip of a _hwm_begin before it. -#}
+{% macro _hwm_query(sql) -%}
+  {%- call statement('hwm_query', fetch_result=True, auto_begin=True) -%} {{ sql }} {%- endcall -%}
+  {{- return(load_result('hwm_query').table) -}}
+{%- endmacro %}
+
+{#- Commit dbt's transaction (opening one first if none is open); sql, when
+    given, runs just before in it, in place of _hwm_begin's round trip. -#}
+{% macro _hwm_commit(sql=none) -%}
+  {%- if sql is none -%}
+    {%- do hwm._hwm_begin() -%}
+  {%- else -%}
+    {%- do hwm._hwm_query(sql) -%}
+  {%- endif -%}
   {%- do adapter.commit() -%}
 {%- endmacro %}
 
@@ -326,10 +368,12 @@
              ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$") -}}
 {%- endmacro %}
 
-{#- The model's function and its source view, from the model's columns. -#}
-{% macro _hwm_make_source(src, fn, cols) -%}
-  {%- do run_query(hwm._hwm_fn_sql(fn, cols, false)) -%}
-  {%- do run_query("create view " ~ src ~ " as select * from " ~ fn ~ "()") -%}
+{#- The model's function and its source view, from the model's columns; the
+    view records the project and model that made it (projects.sql).  One
+    round trip, after the statements in prefix. -#}
+{% macro _hwm_make_source(src, fn, cols, prefix='') -%}
+  {%- do run_query(prefix ~ hwm._hwm_fn_sql(fn, cols, false) ~ ";\n"
+                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src)) -%}
 {%- endmacro %}
 
 {#- SELECT hwm.alter_pipeline(...) bringing a copy pipeline's settings to the
@@ -378,40 +422,44 @@
      staging pipeline's watermark (safe: no transaction in flight can still
      commit a row at or below it); drop the staging table (the old rows).
 -#}
-{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn) -%}
+{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, prefix='') -%}
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
-  {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
   {#- (the model's pipeline stays until the new rows are in: a load that
       fails leaves the model as it was) -#}
-  {%- set key_changed = hwm._hwm_prepare_rebuild(c, target_relation, hwm._hwm_live(hwm._hwm_attributes(new_view))) -%}
+  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view, prefix ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n")) -%}
+  {%- set key_changed = hwm._hwm_prepare_rebuild(c, target_relation, model_cols) -%}
   {%- do hwm._hwm_create_staging(c, stg, target_relation, not key_changed) -%}
   {%- do create_indexes(stg) -%}
-  {%- do run_query(hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
-  {%- do hwm._hwm_commit() -%}
+  {%- do hwm._hwm_commit(hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
 
-  {%- set after_run = hwm._hwm_last_run_id() -%}
+  {#- (the report counts the runs the load returns: no newest run id needed) -#}
   {%- set loaded = hwm._hwm_load_copy(stg_pipeline, false, c,
                     ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")",
                      "drop table if exists " ~ stg, "drop view if exists " ~ new_view]) -%}
-  {%- do hwm._hwm_report(stg_pipeline, after_run, loaded, 'full refresh') -%}
-  {%- do hwm._hwm_begin() -%}
-  {%- set downstreams = hwm._hwm_downstreams(c.pipeline) if state is not none else [] -%}
-  {%- if state is not none -%}
-    {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")") -%}
-  {%- endif -%}
-
-  {%- set wm = hwm._hwm_state(stg_pipeline).watermark -%}
-  {%- do run_query("select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
+  {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
+  {#- The staging pipeline's watermark, and the pipelines scheduled after
+      the model's (dropping it unschedules them: see _hwm_downstreams), in
+      one query, which opens the swap's transaction. -#}
+  {%- set r = hwm._hwm_query("select (select watermark from hwm.state where pipeline = " ~ hwm._hwm_literal(stg_pipeline) ~ "),
+                                     (select pg_catalog.json_agg(pg_catalog.json_build_object('pipeline', s.pipeline, 'after', pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') order by s.pipeline)
+                                        from hwm.state as s
+                                       where (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') operator(pg_catalog.?) " ~ hwm._hwm_literal(c.pipeline) ~ ")::text").rows[0] -%}
+  {%- set wm = r[0] -%}
+  {%- set downstreams = fromjson(r[1]) if r[1] and state is not none else [] -%}
+  {%- do run_query(("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ");\n" if state is not none else "")
+                   ~ "select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
   {%- do hwm._hwm_swap_in(c, target_relation, stg, key_changed) -%}
-  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view)) -%}
-  {%- do run_query("drop view if exists " ~ src ~ ";\n"
-                   ~ "drop view " ~ new_view ~ ";\n"
-                   ~ "drop function if exists " ~ fn ~ "()") -%}
-  {%- do hwm._hwm_make_source(src, fn, model_cols) -%}
-  {%- do run_query(hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true)) -%}
-  {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}
-  {%- do run_query("drop table " ~ stg) -%}
-  {%- do hwm._hwm_commit() -%}
+  {%- do hwm._hwm_make_source(src, fn, model_cols, "drop view if exists " ~ src ~ ";\n"
+                                                   ~ "drop view " ~ new_view ~ ";\n"
+                                                   ~ "drop function if exists " ~ fn ~ "();\n") -%}
+  {%- set declare = hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) -%}
+  {%- if downstreams -%}
+    {%- do run_query(declare) -%}
+    {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}
+    {%- do hwm._hwm_commit("drop table " ~ stg) -%}
+  {%- else -%}
+    {%- do hwm._hwm_commit(declare ~ ";\ndrop table " ~ stg) -%}
+  {%- endif -%}
   {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
   {{- return(true) -}}
 {%- endmacro %}

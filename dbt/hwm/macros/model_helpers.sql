@@ -261,8 +261,8 @@
   a list of {name, type, dropped, len, align, notnull, basetype} (basetype:
   without its modifier, as a function's result column has it).
 -#}
-{% macro _hwm_attributes(relation) -%}
-  {%- set r = run_query("select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+{% macro _hwm_attributes(relation, prefix='') -%}
+  {%- set r = run_query(prefix ~ "select a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
                                 pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.pg_attribute a
                           where a.attrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(relation) ~ ") and a.attnum > 0
@@ -274,11 +274,12 @@
   {{- return(out) -}}
 {%- endmacro %}
 
-{#- _hwm_attributes of several relations, in one query: a list of lists. -#}
-{% macro _hwm_attributes_of(relations) -%}
+{#- _hwm_attributes of several relations, in one query: a list of lists.
+    (prefix, in both: statements to run first, in the same round trip.) -#}
+{% macro _hwm_attributes_of(relations, prefix='') -%}
   {%- set names = [] -%}
   {%- for r in relations -%}{%- do names.append(hwm._hwm_literal(r.include(database=False) | string)) -%}{%- endfor -%}
-  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+  {%- set r = run_query(prefix ~ "select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
                                 pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
                            join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0
@@ -312,16 +313,23 @@
               'after': fromjson(row[15]) if row[15] else none}) -}}
 {%- endmacro %}
 
-{#- In one query: the pipeline's row of hwm.state (none: no such
-    pipeline), the newest run id, and the OIDs of the given relations (none
-    for those that do not exist). -#}
-{% macro _hwm_facts(pipeline, relations) -%}
+{#- In one query, which opens dbt's transaction unless one is open: the
+    pipeline's row of hwm.state (none: no such pipeline), the newest run id,
+    the OIDs and comments of the given relations (none for those that do
+    not exist), and the body of the function fn() (fn_body; none when fn
+    is none or does not exist). -#}
+{% macro _hwm_facts(pipeline, relations, fn=none) -%}
   {%- set oids = [] -%}
   {%- for r in relations -%}
     {%- do oids.append("pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ ")::oid::text") -%}
   {%- endfor -%}
-  {%- set r = run_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
-                        ~ (", " ~ oids | join(', ') if oids else "") ~ "
+  {%- for r in relations -%}
+    {%- do oids.append("pg_catalog.obj_description(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ "), 'pg_class')") -%}
+  {%- endfor -%}
+  {%- do oids.append("(select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn | string ~ "()") ~ "))"
+                     if fn is not none else "null::text") -%}
+  {%- set r = hwm._hwm_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
+                        ~ ", " ~ oids | join(', ') ~ "
                            from (select 1) as one left join (select pipeline, target::text as target, source::text as source,
                                  unique_key::text[] as unique_key, watermark_column::text as watermark_column,
                                  partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
@@ -331,10 +339,12 @@
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after' as after
                             from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
   {%- set row = r.rows[0] -%}
-  {%- set out = [] -%}
+  {%- set out = [] -%}{%- set comments = [] -%}
   {#- (as text: dbt's result tables turn numbers into decimals) -#}
   {%- for i in range(relations | length) -%}{%- do out.append(none if row[2 + i] is none else row[2 + i] | string) -%}{%- endfor -%}
-  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out}) -}}
+  {%- for i in range(relations | length) -%}{%- do comments.append(row[2 + (relations | length) + i]) -%}{%- endfor -%}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out, 'comments': comments,
+              'fn_body': row[2 + 2 * (relations | length)]}) -}}
 {%- endmacro %}
 
 {#- Whether two interval texts mean the same interval (none = none). -#}
@@ -530,10 +540,12 @@
 {%- endmacro %}
 
 {#-
-  Load a copy pipeline (materialized='hwm'): hwm.run again and again, each
-  run committed on its own (as CALL hwm.catch_up does, so that with
-  batch_size each batch commits with its watermark), until the watermark
-  stops moving; the runs' ids are kept, so that what this dbt run reports
+  Load a copy pipeline (materialized='hwm'): with batch_size, hwm.run
+  again and again, each run committed on its own (as CALL hwm.catch_up
+  does, so that each batch commits with its watermark), until the
+  watermark stops moving; without, one hwm.run (it loads everything up to
+  the safe watermark: a second would cost a model's run a round of hwm's
+  planning to find only what committed meanwhile).  The runs' ids are kept, so that what this dbt run reports
   is what it loaded, whatever another dbt run or the scheduler loads at the
   same time.  A scheduled model first tries one run with nowait => true:
   when the background worker is running it, the load is left to that run.
@@ -558,7 +570,10 @@
         {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
       {%- endif -%}
       {%- do ids.append(r.run_id) -%}
-      {%- if not r.moved -%}
+      {#- without batch_size one run loads everything up to the safe
+          watermark: a second would only find what committed meanwhile,
+          which the next dbt run loads (as dbt's own models would) -#}
+      {%- if not r.moved or (c is not none and c.batch_size is none) -%}
         {%- set ns.done = true -%}
         {%- break -%}
       {%- endif -%}
@@ -574,8 +589,9 @@
   in the model's terms)}.
 -#}
 {% macro _hwm_run_once(pipeline, nowait) -%}
-  {%- do hwm._hwm_begin() -%}
-  {%- do run_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
+  {#- (one round trip: the DO block, then its outcome; in a transaction
+      committed right after) -#}
+  {%- set res = hwm._hwm_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
                       PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
                       SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
                         INTO x FROM hwm.run(" ~ hwm._hwm_literal(pipeline) ~ ", nowait => " ~ ('true' if nowait else 'false') ~ ") AS r;
@@ -587,8 +603,9 @@
                         GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
                         PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
                           pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
-                    END $hwm$") -%}
-  {%- set out = fromjson(run_query("select pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+                    END $hwm$;
+                    select pg_catalog.current_setting('hwm_dbt.run', true)") -%}
+  {%- set out = fromjson(res.rows[0][0]) -%}
   {%- do adapter.commit() -%}
   {%- if out.get('busy') and not nowait -%}
     {%- do out.update({'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}) -%}
@@ -599,8 +616,12 @@
 
 {#-
   A load that failed: first undo what a first run made (cleanup: a list
-  of statements), then raise the error, in the model's terms when it is
-  one the model can cause (a key repeated in its output).
+  of statements), then raise the error as the database error it is (dbt
+  says "Database Error in model ..."), in the model's terms when it is one
+  the model can cause: a key repeated in its output (21000); a function
+  the model's SQL names without its schema (42883), which dbt's checks
+  found on dbt's search_path but hwm, running the model's SQL with
+  search_path = pg_catalog, pg_temp, does not.
 -#}
 {% macro _hwm_load_failed(pipeline, c, r, cleanup) -%}
   {%- if cleanup -%}
@@ -612,10 +633,15 @@
   {%- set undone = " (the table, its helper view and function and the pipeline made by this first run were dropped again)" if cleanup else "" -%}
   {%- if e.sqlstate == '21000' and c is not none and c.unique_key -%}
     {%- set keys = hwm._hwm_quoted_list(c.unique_key) -%}
-    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model returns more than one row for a value of its unique_key (" ~ c.unique_key | join(', ') ~ "), and hwm upserts one row per key" ~ undone ~ ". Make the key unique in the model's SQL, or choose a unique_key that is. The repeated keys: select " ~ keys ~ ", count(*) from (" ~ "<the model's SQL, target/compiled/" ~ model.package_name ~ "/" ~ model.original_file_path ~ ">) as m group by " ~ keys ~ " having count(*) > 1") }}
+    {%- do exceptions.raise_database_error("hwm model " ~ hwm._hwm_where() ~ ": the model returns more than one row for a value of its unique_key (" ~ c.unique_key | join(', ') ~ "), and hwm upserts one row per key" ~ undone ~ ". Make the key unique in the model's SQL, or choose a unique_key that is. The repeated keys: select " ~ keys ~ ", count(*) from (" ~ "<the model's SQL, target/compiled/" ~ model.package_name ~ "/" ~ model.original_file_path ~ ">) as m group by " ~ keys ~ " having count(*) > 1") -%}
   {%- endif -%}
-  {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the load of pipeline \"" ~ pipeline ~ "\" failed" ~ undone ~ ": " ~ e.sqlstate ~ ": " ~ e.message
-       ~ ("\nDETAIL: " ~ e.detail if e.detail else "") ~ ("\nHINT: " ~ e.hint if e.hint else "")) }}
+  {%- set hint = e.hint -%}
+  {%- if e.sqlstate == '42883' -%}
+    {%- set hint = "hwm runs the model's SQL with search_path = pg_catalog, pg_temp (whoever runs the pipeline, dbt or hwm's scheduler, reads what the SQL names), so a function of your own must be named with its schema, e.g. public.my_function(...); dbt's ref() and source() are already qualified"
+                   ~ (". " ~ e.hint if e.hint else "") -%}
+  {%- endif -%}
+  {%- do exceptions.raise_database_error("hwm model " ~ hwm._hwm_where() ~ ": the load of pipeline \"" ~ pipeline ~ "\" failed" ~ undone ~ ": " ~ e.sqlstate ~ ": " ~ e.message
+       ~ ("\nDETAIL: " ~ e.detail if e.detail else "") ~ ("\nHINT: " ~ hint if hint else "")) -%}
 {%- endmacro %}
 
 {#-
