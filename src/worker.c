@@ -371,6 +371,19 @@ worker_record_failure(ErrorData *edata)
 	}
 
 	record_begin();
+	if (!hwm_catalog_is_current())
+	{
+		/*
+		 * DROP EXTENSION (or an older catalog put in its place) since the
+		 * claim: the run's row went with the catalog, and there is nothing
+		 * to record it in.  Said, not raised: the worker ends as usual.
+		 */
+		ereport(LOG,
+				(errmsg("hwm: the outcome of a scheduled run is not recorded: the hwm catalog of this database was dropped or replaced by an older one since the run was claimed")));
+		hwm_bgw_commit();
+		mark_recorded();
+		return;
+	}
 	hwm_outcome_record(my_run_ids[my_current], status, sqlstate, error);
 	hwm_bgw_commit();
 	mark_recorded();
