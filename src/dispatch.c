@@ -130,17 +130,17 @@ hwm_notify_channel_check(char **newval, void **extra, GucSource source)
 }
 
 /*
- * NOTIFY hwm.notify_channel (nothing when it is empty) about one finished
- * scheduled run; sent when the transaction commits.  The payload, {"database":
- * ..., "run_id": N}, holds only what anyone who may LISTEN in the database
- * may know: every role may listen, and row security, which hides other
- * owners' pipelines and runs, does not apply to a payload.  A listener reads
- * the run from hwm.runs, where it sees it only if it may; and since any role
- * may NOTIFY the same channel, a forged payload leads it to nothing it could
- * not read anyway.
+ * NOTIFY hwm.notify_channel (nothing when it is empty), sent when the
+ * transaction commits, with the payload {"database": ..., <rest>}.  A
+ * payload holds only what anyone who may LISTEN in the database may know:
+ * every role may listen, and row security, which hides other owners'
+ * pipelines and runs, does not apply to a payload.  The listener reads what
+ * happened from hwm's views, where it sees only what it may; and since any
+ * role may NOTIFY the same channel, a forged payload leads it to nothing it
+ * could not read anyway.
  */
-void
-hwm_outcome_notify(int64 run_id)
+static void
+notify_listeners(const char *rest)
 {
 	StringInfoData buf;
 	char	   *dbname;
@@ -151,30 +151,26 @@ hwm_outcome_notify(int64 run_id)
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "{\"database\": ");
 	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfo(&buf, ", \"run_id\": " INT64_FORMAT "}", run_id);
+	appendStringInfo(&buf, ", %s}", rest);
 	Async_Notify(hwm_notify_channel, buf.data);
 }
 
+/* One finished scheduled run: {"database": ..., "run_id": N} (hwm.runs) */
+void
+hwm_outcome_notify(int64 run_id)
+{
+	notify_listeners(psprintf("\"run_id\": " INT64_FORMAT, run_id));
+}
+
 /*
- * NOTIFY hwm.notify_channel that a pipeline of this database has become
- * late: {"database": ..., "late": true}, nothing more, for the reason
- * hwm_outcome_notify gives; the listener reads hwm.freshness (late,
- * late_since), where it sees the pipelines it may.
+ * A pipeline of this database has become late: {"database": ...,
+ * "late": true}, nothing more (the listener reads hwm.freshness: late,
+ * late_since)
  */
 static void
 late_notify(void)
 {
-	StringInfoData buf;
-	char	   *dbname;
-
-	if (hwm_notify_channel == NULL || hwm_notify_channel[0] == '\0')
-		return;
-	dbname = get_database_name(MyDatabaseId);
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"database\": ");
-	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfoString(&buf, ", \"late\": true}");
-	Async_Notify(hwm_notify_channel, buf.data);
+	notify_listeners("\"late\": true");
 }
 
 /* ------------------------------------------------------------------------
