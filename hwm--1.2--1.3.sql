@@ -13,7 +13,7 @@
 -- Chains (issue 41): hwm.schedule_after's upstreams, why a schedule ended
 -- without hwm.unschedule, a freshness goal, how far the last run found its
 -- source complete, since when it is late, and what its watermark cannot be
--- made safe against.  watermark_caveat is the mark of the 1.3 catalog
+-- made safe against.  watermark_caveat was the mark of the 1.3 catalog
 -- (CATALOG_NEWEST_COLUMN).
 ALTER TABLE hwm.state ADD COLUMN after text[];
 ALTER TABLE hwm.state ADD COLUMN schedule_ended text;
@@ -352,3 +352,50 @@ COMMENT ON VIEW hwm.metrics IS
 'One line per pipeline for monitoring tools (doc/prometheus.md): its load runs by outcome (succeeded, failed, skipped, interrupted) and the rows its succeeded load runs upserted, counted over the history that is kept (hwm.history_days, hwm.max_runs_per_pipeline), so they fall when old runs are pruned; how long its last finished load run took; its consecutive failures; its lag and target lag in seconds and whether it is late (hwm.freshness).';
 
 GRANT SELECT ON hwm.metrics TO PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- History pipelines (issue 40): the tracked columns and the target's bound
+-- columns of a history pipeline; the source rows a history's run refused.
+-- valid_to_column is the mark of the 1.3 catalog (CATALOG_NEWEST_COLUMN).
+ALTER TABLE hwm.state ADD COLUMN history_columns name[];
+ALTER TABLE hwm.state ADD COLUMN valid_from_column name;
+ALTER TABLE hwm.state ADD COLUMN valid_to_column name;
+ALTER TABLE hwm.state ADD CONSTRAINT state_history_bounds
+    CHECK ((valid_from_column IS NULL) OPERATOR(pg_catalog.=) (valid_to_column IS NULL));
+COMMENT ON COLUMN hwm.state.history_columns IS
+'History pipelines: the tracked columns, whose change opens a new version of a key (NULL: every column loaded but the key, the watermark column and the delete marker).';
+COMMENT ON COLUMN hwm.state.valid_from_column IS
+'History pipelines: the target column holding the watermark value a version is valid from (inclusive); with the key, the identity of a version. NULL: not a history pipeline.';
+COMMENT ON COLUMN hwm.state.valid_to_column IS
+'History pipelines: the target column holding the watermark value a version is valid to (exclusive): the next version''s valid_from, or the tombstone''s value; NULL on the current version.';
+
+ALTER TABLE hwm.runs ADD COLUMN rows_refused bigint;
+COMMENT ON COLUMN hwm.runs.rows_refused IS
+'History pipelines: source rows the run did not apply, being older than their key''s history and not in it (a source that rewrote an old row without a newer watermark value); NULL for other runs.';
+
+-- create_pipeline takes history, history_columns, valid_from_column and
+-- valid_to_column: recreated with its new signature.
+DROP FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name);
+CREATE FUNCTION hwm.create_pipeline(
+    pipeline          text,
+    source            regclass,
+    target            regclass,
+    unique_key        text[],
+    watermark_column  name,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT 0,
+    schedule          interval DEFAULT NULL,
+    initial_watermark text     DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL,
+    delete_column     name     DEFAULT NULL,
+    history           boolean  DEFAULT false,
+    history_columns   text[]   DEFAULT NULL,
+    valid_from_column name     DEFAULT NULL,
+    valid_to_column   name     DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
+
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name, boolean, text[], name, name) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run; with delete_column (a boolean, or a timestamp set on deletion), a source row carrying that marker deletes the target row of its key. With history, the target keeps every version of a key instead, valid from valid_from_column (default valid_from) to valid_to_column (default valid_to, NULL while current): a change in history_columns (default: every column but the key, the watermark and the delete marker) opens a version, a tombstone closes one. Everything is validated up front.';

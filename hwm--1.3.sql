@@ -106,6 +106,13 @@ CREATE TABLE hwm.state (
     late_since            timestamptz,
     -- what the safe bound cannot make safe, as declared (issue 41)
     watermark_caveat      text,
+    -- history pipelines (issue 40): the tracked columns, and the target's
+    -- columns a version's bounds are in
+    history_columns       name[],
+    valid_from_column     name,
+    valid_to_column       name,
+    CONSTRAINT state_history_bounds
+        CHECK ((valid_from_column IS NULL) OPERATOR(pg_catalog.=) (valid_to_column IS NULL)),
     CONSTRAINT state_target_or_command
         CHECK (target IS NOT NULL OR command IS NOT NULL),
     CONSTRAINT state_interval_has_command
@@ -181,6 +188,12 @@ COMMENT ON COLUMN hwm.state.watermark_caveat IS
 'What hwm cannot make safe for the watermark, as hwm.create_pipeline or hwm.alter_pipeline last warned of it (a foreign table or materialized view read without a delay, an upstream pipeline whose watermark has another type); shown by hwm.status. NULL: nothing.';
 COMMENT ON COLUMN hwm.state.late_since IS
 'Since when the pipeline is late (hwm.freshness.late), as the scheduler noticed it: set, logged and notified once when it becomes late, cleared when it is no longer late. NULL: not late, or no target lag.';
+COMMENT ON COLUMN hwm.state.history_columns IS
+'History pipelines: the tracked columns, whose change opens a new version of a key (NULL: every column loaded but the key, the watermark column and the delete marker).';
+COMMENT ON COLUMN hwm.state.valid_from_column IS
+'History pipelines: the target column holding the watermark value a version is valid from (inclusive); with the key, the identity of a version. NULL: not a history pipeline.';
+COMMENT ON COLUMN hwm.state.valid_to_column IS
+'History pipelines: the target column holding the watermark value a version is valid to (exclusive): the next version''s valid_from, or the tombstone''s value; NULL on the current version.';
 
 -- pg_dump keeps the pipelines and their watermarks.
 SELECT pg_catalog.pg_extension_config_dump('hwm.state', '');
@@ -224,7 +237,8 @@ CREATE TABLE hwm.runs (
     method                 text
                                        CHECK (method OPERATOR(pg_catalog.=) ANY
                                               (ARRAY['diff', 'exchange', 'exchange+diff'])),
-    owner                  regrole
+    owner                  regrole,
+    rows_refused           bigint
 );
 
 CREATE INDEX runs_pipeline_idx ON hwm.runs (pipeline, run_id);
@@ -238,6 +252,8 @@ COMMENT ON COLUMN hwm.runs.method IS
 'How an overwrite or backfill step rewrote its range: diff (delete what the source lacks, upsert the rest), exchange (whole partitions exchanged, see hwm.partition_exchange) or exchange+diff; NULL for other runs.';
 COMMENT ON COLUMN hwm.runs.owner IS
 'Role whose rights the run used: the pipeline''s owner, or the caller of a run without a pipeline. Decides who sees the row.';
+COMMENT ON COLUMN hwm.runs.rows_refused IS
+'History pipelines: source rows the run did not apply, being older than their key''s history and not in it (a source that rewrote an old row without a newer watermark value); NULL for other runs.';
 
 -- pg_dump keeps the history, and where its run_id counter stands.
 SELECT pg_catalog.pg_extension_config_dump('hwm.runs', '');
@@ -653,13 +669,17 @@ CREATE FUNCTION hwm.create_pipeline(
     initial_watermark text     DEFAULT NULL,
     delay             interval DEFAULT NULL,
     batch_size        bigint   DEFAULT NULL,
-    delete_column     name     DEFAULT NULL)
+    delete_column     name     DEFAULT NULL,
+    history           boolean  DEFAULT false,
+    history_columns   text[]   DEFAULT NULL,
+    valid_from_column name     DEFAULT NULL,
+    valid_to_column   name     DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
 
-COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name) IS
-'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run; with delete_column (a boolean, or a timestamp set on deletion), a source row carrying that marker deletes the target row of its key. Everything is validated up front.';
+COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name, boolean, text[], name, name) IS
+'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run; with delete_column (a boolean, or a timestamp set on deletion), a source row carrying that marker deletes the target row of its key. With history, the target keeps every version of a key instead, valid from valid_from_column (default valid_from) to valid_to_column (default valid_to, NULL while current): a change in history_columns (default: every column but the key, the watermark and the delete marker) opens a version, a tombstone closes one. Everything is validated up front.';
 
 CREATE FUNCTION hwm.create_command_pipeline(
     pipeline          text,

@@ -196,7 +196,7 @@ static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
  * to hwm.state last and moves the mark to it.
  */
 #define CATALOG_VERSION			"1.3"
-#define CATALOG_NEWEST_COLUMN	"watermark_caveat"
+#define CATALOG_NEWEST_COLUMN	"valid_to_column"
 
 /* hwm.state, or InvalidOid when the schema or the table is missing */
 static Oid
@@ -498,7 +498,8 @@ enum
 	ROW_DELAY, ROW_BATCH_SIZE,
 	ROW_REREAD_FROM,			/* ... and the three after it: memory_read */
 	ROW_COMMAND = ROW_REREAD_FROM + 4, ROW_TIME_INTERVAL, ROW_INTERVAL_ANCHOR,
-	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN, ROW_DATA_AS_OF
+	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN, ROW_DATA_AS_OF,
+	ROW_HISTORY_COLUMNS, ROW_VALID_FROM_COLUMN, ROW_VALID_TO_COLUMN
 };
 
 /*
@@ -547,6 +548,18 @@ pipeline_from_row(HeapTuple tup, TupleDesc desc)
 	p->delete_column = SPI_getvalue(tup, desc, ROW_DELETE_COLUMN);
 	d = SPI_getbinval(tup, desc, ROW_DATA_AS_OF, &isnull);
 	p->data_as_of = isnull ? 0 : DatumGetTimestampTz(d);
+	p->valid_from_column = SPI_getvalue(tup, desc, ROW_VALID_FROM_COLUMN);
+	p->valid_to_column = SPI_getvalue(tup, desc, ROW_VALID_TO_COLUMN);
+	d = SPI_getbinval(tup, desc, ROW_HISTORY_COLUMNS, &isnull);
+	if (!isnull)
+	{
+		p->history_columns_given = true;
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  &elems, &elem_nulls, &nelems);
+		for (int i = 0; i < nelems; i++)
+			if (!elem_nulls[i])
+				p->history_columns = lappend(p->history_columns, TextDatumGetCString(elems[i]));
+	}
 	return p;
 }
 
@@ -564,12 +577,14 @@ pipeline_read(const char *name)
 					 " owner::pg_catalog.oid, enabled, delay, batch_size,"
 					 " reread_from, reread_vxids::pg_catalog.text[], reread_starts, reread_epoch,"
 					 " command, time_interval, interval_anchor, batched, skip_empty,"
-					 " created_at, delete_column::pg_catalog.text, data_as_of"
+					 " created_at, delete_column::pg_catalog.text, data_as_of,"
+					 " history_columns::pg_catalog.text[], valid_from_column::pg_catalog.text,"
+					 " valid_to_column::pg_catalog.text"
 					 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
-	Assert(SPI_tuptable->tupdesc->natts == ROW_DATA_AS_OF);
+	Assert(SPI_tuptable->tupdesc->natts == ROW_VALID_TO_COLUMN);
 	return pipeline_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 }
 
@@ -747,7 +762,7 @@ enum
 	RUN_PIPELINE, RUN_KIND, RUN_STARTED_AT, RUN_ROWS_UPSERTED, RUN_PARTITIONS,
 	RUN_ROWS_DELETED, RUN_ROWS_INSERTED, RUN_WATERMARK_BEFORE, RUN_WATERMARK_AFTER,
 	RUN_FROM_PARTITION, RUN_TO_PARTITION, RUN_RUN_BY, RUN_CALLER, RUN_METHOD,
-	RUN_STATUS, RUN_ERROR_SQLSTATE, RUN_ERROR,
+	RUN_STATUS, RUN_ERROR_SQLSTATE, RUN_ERROR, RUN_ROWS_REFUSED,
 	RUN_NARGS,
 	RUN_SCHEDULED_ID = RUN_NARGS,	/* the UPDATE of a scheduled run's row only */
 	RUN_NARGS_SCHEDULED
@@ -780,6 +795,7 @@ run_args(const HwmRunFacts *run, Oid *argtypes, Datum *values, char *nulls)
 		[RUN_FROM_PARTITION] = TEXTOID, [RUN_TO_PARTITION] = TEXTOID,
 		[RUN_RUN_BY] = NAMEOID, [RUN_CALLER] = OIDOID, [RUN_METHOD] = TEXTOID,
 		[RUN_STATUS] = TEXTOID, [RUN_ERROR_SQLSTATE] = TEXTOID, [RUN_ERROR] = TEXTOID,
+		[RUN_ROWS_REFUSED] = INT8OID,
 	[RUN_SCHEDULED_ID] = INT8OID};
 
 	memcpy(argtypes, types, sizeof(types));
@@ -803,6 +819,7 @@ run_args(const HwmRunFacts *run, Oid *argtypes, Datum *values, char *nulls)
 	set_arg(values, nulls, RUN_STATUS, (Datum) 0, true);
 	set_text_arg(values, nulls, RUN_ERROR_SQLSTATE, run->error_sqlstate);
 	set_text_arg(values, nulls, RUN_ERROR, run->error ? hwm_clip_error(run->error) : NULL);
+	set_count_arg(values, nulls, RUN_ROWS_REFUSED, run->rows_refused, false);
 	set_arg(values, nulls, RUN_SCHEDULED_ID, Int64GetDatum(run->scheduled_run_id), true);
 }
 
@@ -822,7 +839,8 @@ hwm_record_run(const HwmRunFacts *run)
 	Oid			owner;
 
 	/* the statements below write parameter RUN_X as $(RUN_X + 1) */
-	StaticAssertStmt(RUN_METHOD + 1 == 14 && RUN_ERROR + 1 == 17 && RUN_SCHEDULED_ID + 1 == 18,
+	StaticAssertStmt(RUN_METHOD + 1 == 14 && RUN_ERROR + 1 == 17 && RUN_ROWS_REFUSED + 1 == 18 &&
+					 RUN_SCHEDULED_ID + 1 == 19,
 					 "hwm_record_run's statements number their parameters as RUN_* does");
 	run_args(run, argtypes, values, nulls);
 
@@ -837,8 +855,8 @@ hwm_record_run(const HwmRunFacts *run)
 						 " rows_upserted = $4, partitions_overwritten = $5, rows_deleted = $6,"
 						 " rows_inserted = $7, watermark_before = $8, watermark_after = $9,"
 						 " from_partition = $10, to_partition = $11, method = $14,"
-						 " error_sqlstate = $16, error = $17"
-						 " WHERE run_id OPERATOR(pg_catalog.=) $18 AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING)
+						 " error_sqlstate = $16, error = $17, rows_refused = $18"
+						 " WHERE run_id OPERATOR(pg_catalog.=) $19 AND status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING)
 						 "  AND pipeline OPERATOR(pg_catalog.=) $1"
 						 " RETURNING run_id",
 						 RUN_NARGS_SCHEDULED, argtypes, values, nulls, SPI_OK_UPDATE_RETURNING);
@@ -854,12 +872,12 @@ hwm_record_run(const HwmRunFacts *run)
 	hwm_catalog_exec("INSERT INTO hwm.runs (pipeline, kind, started_at, finished_at, status,"
 					 " rows_upserted, partitions_overwritten, rows_deleted, rows_inserted,"
 					 " watermark_before, watermark_after, from_partition, to_partition, run_by,"
-					 " owner, method, error_sqlstate, error)"
+					 " owner, method, error_sqlstate, error, rows_refused)"
 					 " VALUES ($1, $2, $3, pg_catalog.clock_timestamp(), $15,"
 					 " $4, $5, $6, $7, $8, $9, $10, $11, $12,"
 					 " COALESCE((SELECT s.owner FROM hwm.state AS s"
 					 " WHERE s.pipeline OPERATOR(pg_catalog.=) $1), $13::pg_catalog.regrole), $14,"
-					 " $16, $17)"
+					 " $16, $17, $18)"
 					 " RETURNING run_id, owner::pg_catalog.oid",
 					 RUN_NARGS, argtypes, values, nulls, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(first_not_null(1));
@@ -2408,7 +2426,7 @@ enum
 	NEW_WATERMARK_TYPE, NEW_PARTITION_COLUMN, NEW_LOOKBACK, NEW_SCHEDULE,
 	NEW_WATERMARK, NEW_OWNER, NEW_DELAY, NEW_BATCH_SIZE,
 	NEW_COMMAND, NEW_TIME_INTERVAL, NEW_INTERVAL_ANCHOR, NEW_BATCHED, NEW_SKIP_EMPTY,
-	NEW_DELETE_COLUMN,
+	NEW_DELETE_COLUMN, NEW_HISTORY_COLUMNS, NEW_VALID_FROM_COLUMN, NEW_VALID_TO_COLUMN,
 	NEW_NARGS
 };
 
@@ -2519,19 +2537,28 @@ hwm_state_insert(const HwmNewPipeline *row)
 	ARG(NEW_DELETE_COLUMN, TEXTOID,
 		row->delete_column ? CStringGetTextDatum(row->delete_column) : (Datum) 0,
 		row->delete_column != NULL);
+	ARG(NEW_HISTORY_COLUMNS, TEXTARRAYOID, row->history_columns, row->history_columns != (Datum) 0);
+	ARG(NEW_VALID_FROM_COLUMN, TEXTOID,
+		row->valid_from_column ? CStringGetTextDatum(row->valid_from_column) : (Datum) 0,
+		row->valid_from_column != NULL);
+	ARG(NEW_VALID_TO_COLUMN, TEXTOID,
+		row->valid_to_column ? CStringGetTextDatum(row->valid_to_column) : (Datum) 0,
+		row->valid_to_column != NULL);
 #undef ARG
 	/* the statement writes parameter NEW_X as $(NEW_X + 1) */
 	StaticAssertStmt(NEW_OWNER + 1 == 11 && NEW_BATCH_SIZE + 1 == 13 && NEW_SKIP_EMPTY + 1 == 18 &&
-					 NEW_DELETE_COLUMN + 1 == 19,
+					 NEW_DELETE_COLUMN + 1 == 19 && NEW_VALID_TO_COLUMN + 1 == 22,
 					 "hwm_state_insert's statement numbers its parameters as NEW_* does");
 
 	hwm_catalog_exec("INSERT INTO hwm.state (pipeline, source, target, unique_key,"
 					 " watermark_column, watermark_type, partition_column, lookback,"
 					 " schedule, watermark, owner, delay, batch_size, created_at,"
-					 " command, time_interval, interval_anchor, batched, skip_empty, delete_column)"
+					 " command, time_interval, interval_anchor, batched, skip_empty, delete_column,"
+					 " history_columns, valid_from_column, valid_to_column)"
 					 " VALUES ($1, $2, $3, $4::pg_catalog.name[], $5, $6, $7, $8, $9, $10,"
 					 " $11::pg_catalog.regrole, $12, $13, pg_catalog.clock_timestamp(),"
-					 " $14, $15, $16, $17, $18, $19::pg_catalog.name)",
+					 " $14, $15, $16, $17, $18, $19::pg_catalog.name,"
+					 " $20::pg_catalog.name[], $21::pg_catalog.name, $22::pg_catalog.name)",
 					 NEW_NARGS,
 					 argtypes, values, nulls, SPI_OK_INSERT);
 }

@@ -64,6 +64,11 @@ typedef struct HwmPipeline
 	char	   *delete_column;	/* the source's delete marker; NULL: none */
 	TimestampTz data_as_of;		/* how far the last run found the source
 								 * complete (0: not known) */
+	/* history pipelines (issue 40): NULL: not one */
+	char	   *valid_from_column;
+	char	   *valid_to_column;
+	bool		history_columns_given;	/* false: the default tracked columns */
+	List	   *history_columns;	/* the tracked columns (char *) */
 } HwmPipeline;
 
 /*
@@ -127,6 +132,7 @@ typedef struct HwmRunFacts
 	HwmRunStatus status;		/* succeeded (HWM_RUN_FACTS_INIT), or failed */
 	const char *error_sqlstate; /* a failed run's error (stored cut to 8 kB) */
 	const char *error;
+	int64		rows_refused;	/* history: source rows not applied */
 	/*
 	 * a scheduled run: the 'running' row the dispatcher inserted for it,
 	 * which a load of that pipeline records itself in (0: none, a new row)
@@ -138,7 +144,7 @@ typedef struct HwmRunFacts
 #define HWM_RUN_FACTS_INIT(pipeline_, kind_, started_at_) \
 	{ .pipeline = (pipeline_), .kind = (kind_), .started_at = (started_at_), \
 	  .rows_upserted = -1, .partitions = -1, .rows_deleted = -1, .rows_inserted = -1, \
-	  .status = HWM_RUN_SUCCEEDED }
+	  .rows_refused = -1, .status = HWM_RUN_SUCCEEDED }
 
 /* hwm.max_runs_per_pipeline, hwm.history_days: what hwm.runs keeps */
 extern int	hwm_max_runs_per_pipeline;
@@ -291,6 +297,10 @@ typedef struct HwmNewPipeline
 	bool		batched;
 	bool		skip_empty;
 	const char *delete_column;	/* NULL: none */
+	/* history pipelines: NULL: not one */
+	Datum		history_columns;	/* name[]; (Datum) 0: the default */
+	const char *valid_from_column;
+	const char *valid_to_column;
 } HwmNewPipeline;
 
 /*

@@ -105,6 +105,7 @@ key_column(HwmKeyColumn *c, Relation index, int i, Relation target, Relation sou
 	Oid			equalimage;
 
 	c->name = pstrdup(quote_identifier(name));
+	c->attnum = tatt->attnum;
 	c->opfamily = opfamily;
 	c->default_opfamily = tc->btree_opf == opfamily;
 	c->eq = family_operator(opfamily, opcintype, BTEqualStrategyNumber, c->name, tgtname);
@@ -190,15 +191,28 @@ same_equality(Relation a, Relation b)
 	return true;
 }
 
-/* Whether index idx (valid, unique, immediate, plain) covers exactly the key */
+/*
+ * Whether index idx (valid, unique, immediate, plain) covers exactly the key
+ * (with version, a history's key: the key's columns and that one)
+ */
 static bool
-covers_key(Relation idx, Relation target, List *unique_key)
+covers_key(Relation idx, Relation target, List *unique_key, const char *version)
 {
 	Form_pg_index form = idx->rd_index;
 	ListCell   *lc;
 
+	if (version != NULL)
+	{
+		AttrNumber	attno = get_attnum(RelationGetRelid(target), version);
+		bool		found = false;
+
+		for (int i = 0; !found && i < form->indnkeyatts; i++)
+			found = form->indkey.values[i] == attno;
+		if (!found)
+			return false;
+	}
 	if (!form->indisunique || !form->indimmediate || !form->indisvalid ||
-		form->indnkeyatts != list_length(unique_key) ||
+		form->indnkeyatts != list_length(unique_key) + (version != NULL) ||
 		!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
 		!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL))
 		return false;
@@ -226,6 +240,21 @@ HwmKey *
 hwm_key_build(Relation target, Relation source, List *unique_key,
 			  const char *tgtname, const char *srcname)
 {
+	return hwm_key_build_versioned(target, source, unique_key, NULL, tgtname, srcname);
+}
+
+/*
+ * The key of a history's target (version: its valid_from column, NULL: a
+ * plain key): read from the unique index on the key's columns and version,
+ * whose columns but version make the key, compared as that index compares
+ * them; the versions of one key are told apart by version.
+ */
+HwmKey *
+hwm_key_build_versioned(Relation target, Relation source, List *unique_key,
+						const char *version, const char *tgtname, const char *srcname)
+{
+	AttrNumber	version_attno = version ? get_attnum(RelationGetRelid(target), version) : InvalidAttrNumber;
+	int			n;
 	List	   *indexes = RelationGetIndexList(target);
 	HwmKey	   *key = NULL;
 	Relation	first = NULL;
@@ -236,7 +265,7 @@ hwm_key_build(Relation target, Relation source, List *unique_key,
 	{
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
 
-		if (!covers_key(idx, target, unique_key))
+		if (!covers_key(idx, target, unique_key, version))
 		{
 			index_close(idx, AccessShareLock);
 			continue;
@@ -264,6 +293,14 @@ hwm_key_build(Relation target, Relation source, List *unique_key,
 		foreach(lc, unique_key)
 			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
 							 quote_identifier((char *) lfirst(lc)));
+		if (version != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+					 errmsg("no unique index on target %s covers exactly the unique key and %s (%s, %s)",
+							tgtname, quote_identifier(version), cols.data, quote_identifier(version)),
+					 errdetail("A history keeps one row per version of a key: the key and the start of the version make a row's identity."),
+					 errhint("Add one with ALTER TABLE %s ADD PRIMARY KEY (%s, %s).",
+							 tgtname, cols.data, quote_identifier(version))));
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
 				 errmsg("no unique index on target %s covers exactly the unique key (%s)",
@@ -281,10 +318,12 @@ hwm_key_build(Relation target, Relation source, List *unique_key,
 
 	key = palloc0(sizeof(HwmKey));
 	key->index = RelationGetRelid(first);
-	key->n = first->rd_index->indnkeyatts;
-	key->cols = palloc0(sizeof(HwmKeyColumn) * key->n);
-	for (int i = 0; i < key->n; i++)
-		key_column(&key->cols[i], first, i, target, source, tgtname, srcname);
+	key->cols = palloc0(sizeof(HwmKeyColumn) * first->rd_index->indnkeyatts);
+	n = 0;
+	for (int i = 0; i < first->rd_index->indnkeyatts; i++)
+		if (first->rd_index->indkey.values[i] != version_attno)
+			key_column(&key->cols[n++], first, i, target, source, tgtname, srcname);
+	key->n = n;
 	index_close(first, AccessShareLock);
 	return key;
 }

@@ -19,6 +19,7 @@
 typedef struct HwmKeyColumn
 {
 	char	   *name;			/* quoted */
+	AttrNumber	attnum;			/* in the target */
 	Oid			opfamily;		/* the index's btree operator family */
 	bool		default_opfamily;	/* ... is the type's default one */
 	char	   *eq;				/* that family's operators, OPERATOR(s.op) */
@@ -45,6 +46,9 @@ typedef struct HwmKey
 
 extern HwmKey *hwm_key_build(Relation target, Relation source, List *unique_key,
 							 const char *tgtname, const char *srcname);
+extern HwmKey *hwm_key_build_versioned(Relation target, Relation source, List *unique_key,
+									   const char *version, const char *tgtname,
+									   const char *srcname);
 
 /* the column of a source row (s) or a target row (t) as the key compares it */
 extern void hwm_key_expr(StringInfo buf, const HwmKeyColumn *c, const char *alias,

@@ -92,12 +92,16 @@ typedef struct LoadRun
 	Datum		w0;				/* step 1: the end of the slice */
 	bool		capped;			/* ... set by batch_size */
 	char	   *wm_after;		/* step 2: the new watermark (text) */
+	Datum		wm_end;			/* ... the same, when it moved (wm_after set) */
 	const char *held;			/* ... why it stayed below the slice, or NULL */
 	HwmSafeBound bound;			/* ... and what the transactions in flight allow */
 	TimestampTz as_of;			/* ... and so how far the target is complete */
 	int64		upserted;		/* step 3 */
 	bool		upto;			/* ... reads up to w0 */
-	int64		tombstoned;		/* ... target rows deleted by tombstones */
+	int64		tombstoned;		/* ... target rows deleted by tombstones
+								 * (a history: versions closed by them) */
+	int64		refused;		/* ... a history's source rows refused */
+	int64		opened;			/* ... a history's versions opened */
 	int64		null_watermarks;
 	int			partitions;		/* step 4 */
 	HwmOverwrite lookback;
@@ -206,6 +210,7 @@ settle_watermark(LoadRun *r)
 		end = bound->cap;
 	}
 	r->wm_after = hwm_value_out(&r->plan->wm, end);
+	r->wm_end = end;
 }
 
 /*
@@ -400,6 +405,25 @@ first_load_aside(LoadRun *r)
 }
 
 /*
+ * A history's source rows not applied: older than their key's history and
+ * not in it (pipeline.c, history_statement).  The run goes on, the rows
+ * are counted in its record (hwm.runs.rows_refused), and said once.
+ */
+static void
+history_refused(const LoadRun *r)
+{
+	if (r->refused == 0)
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_EXCEPTION),
+			 errmsg("hwm: pipeline \"%s\": " INT64_FORMAT " source rows older than their key's history were not applied",
+					r->p->name, r->refused),
+			 errdetail("Each has a %s value at or below a bound of its key's versions, and differs from the version in force at that value: the source rewrote an old row without moving its watermark value.",
+					   quote_identifier(r->p->watermark_column)),
+			 errhint("A history keeps what the source said when it said it. To rewrite it, correct a copy of the target and put it in place with hwm.swap; rows refused are counted in hwm.runs.rows_refused.")));
+}
+
+/*
  * Step 3: upsert everything visible above the old watermark (up to W0 in a
  * batch): by the first fast path above that succeeds, else by the upsert
  * (and DEBUG1 says why a target has no fast path).  A plain insert that
@@ -413,10 +437,29 @@ first_load_aside(LoadRun *r)
 static void
 load_slice(LoadRun *r)
 {
-	/* with a delete marker, one statement upserts and deletes (pipeline.c) */
-	int			expected = r->plan->has_tombstones ? SPI_OK_SELECT : SPI_OK_INSERT;
+	/*
+	 * with a delete marker, one statement upserts and deletes; a history's
+	 * applies the slice to the versions (pipeline.c): both return counts
+	 */
+	bool		counts = r->plan->has_tombstones || r->plan->history;
+	int			expected = counts ? SPI_OK_SELECT : SPI_OK_INSERT;
 
 	r->upto = r->capped || (r->p->watermark == NULL && r->has_reread);
+	/*
+	 * A history applies a key's versions in order, so it reads no row above
+	 * the new watermark: a transaction in flight may still commit a row
+	 * below such a row (an upsert can take that row now and the late one
+	 * later; a history would find the late one older than its key's
+	 * versions).  Nothing when the watermark stays.
+	 */
+	if (r->plan->history)
+	{
+		if (r->wm_after == r->p->watermark)
+			return;
+		r->w0 = r->wm_end;
+		hwm_bind(&r->bind, HWM_PARAM_UPTO, r->w0, false);
+		r->upto = true;
+	}
 	if (r->plan->wm_stmt[HWM_WM_MERGE][0].sql != NULL)
 	{
 		if (first_load_aside(r) ||
@@ -432,23 +475,37 @@ load_slice(LoadRun *r)
 				(errmsg_internal("hwm: pipeline \"%s\": the slice is loaded by upsert, not the fast path: %s",
 								 r->p->name, r->plan->merge_refused)));
 	wm_exec(r, slice_statement(r, HWM_WM_UPSERT, HWM_WM_UPSERT_UPTO), expected);
-	if (r->plan->has_tombstones)
+	if (counts)
 	{
-		/* one row of two counts (never NULL: count(*)), checked all the same */
-		bool		null_upserted = true;
-		bool		null_deleted = true;
-		Datum		upserted = (Datum) 0;
-		Datum		deleted = (Datum) 0;
+		/*
+		 * one row of counts (never NULL: count(*)), checked all the same:
+		 * upserted and deleted; a history's versions opened, updated in
+		 * place, closed by a tombstone, and rows refused
+		 */
+		int			n = r->plan->history ? 4 : 2;
+		int64		count[4];
 
-		if (SPI_processed == 1)
+		for (int i = 0; i < n; i++)
 		{
-			upserted = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &null_upserted);
-			deleted = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &null_deleted);
+			bool		isnull = true;
+			Datum		d = (Datum) 0;
+
+			if (SPI_processed == 1 && SPI_tuptable->tupdesc->natts == n)
+				d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &isnull);
+			if (isnull)
+				elog(ERROR, "hwm: the slice's statement returned no counts");
+			count[i] = DatumGetInt64(d);
 		}
-		if (null_upserted || null_deleted)
-			elog(ERROR, "hwm: the slice's statement with tombstones returned no counts");
-		r->upserted = DatumGetInt64(upserted);
-		r->tombstoned = DatumGetInt64(deleted);
+		r->upserted = count[0];
+		r->tombstoned = count[1];
+		if (r->plan->history)
+		{
+			r->upserted = count[0] + count[1];
+			r->opened = count[0];
+			r->tombstoned = count[2];
+			r->refused = count[3];
+			history_refused(r);
+		}
 	}
 	else
 		r->upserted = (int64) SPI_processed;
@@ -581,7 +638,10 @@ load_notice(const LoadRun *r, const HwmLoadMemory *mem)
 	if (r->null_watermarks > 0)
 		nulls = psprintf("Source rows whose %s is NULL, which no run loads: " INT64_FORMAT ".",
 						 quote_identifier(r->p->watermark_column), r->null_watermarks);
-	if (r->plan && r->plan->has_tombstones)
+	if (r->plan && r->plan->history)
+		tombstones = psprintf(" (versions opened " INT64_FORMAT ", closed by tombstones " INT64_FORMAT ", source rows refused " INT64_FORMAT ")",
+							  r->opened, r->tombstoned, r->refused);
+	else if (r->plan && r->plan->has_tombstones)
 		tombstones = psprintf(", rows deleted by tombstones " INT64_FORMAT, r->tombstoned);
 	ereport(NOTICE,
 			(errmsg("hwm: pipeline \"%s\": rows upserted " INT64_FORMAT "%s, partitions overwritten %d (rows deleted " INT64_FORMAT ", inserted or updated " INT64_FORMAT "), watermark %s -> %s%s%s",
@@ -607,6 +667,11 @@ record_load(const LoadRun *r, bool sliced, TimestampTz started_at)
 	run.partitions = r->partitions;
 	run.rows_deleted = r->lookback.deleted + r->tombstoned;
 	run.rows_inserted = r->lookback.inserted;
+	if (r->plan && r->plan->history)
+	{
+		run.rows_inserted = r->opened;
+		run.rows_refused = r->refused;
+	}
 	run.watermark_before = r->p->watermark;
 	run.watermark_after = r->wm_after;
 	run.from_partition = r->from_text;

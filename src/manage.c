@@ -100,6 +100,7 @@ typedef struct CreateArgs
 	bool		batched;
 	bool		skip_empty;
 	char	   *caveat;			/* what the bound cannot make safe; NULL: none */
+	Datum		history_columns;	/* text[]; (Datum) 0: the default */
 } CreateArgs;
 
 /*
@@ -109,8 +110,84 @@ typedef struct CreateArgs
  */
 #define ARG_GIVEN(argno) (PG_NARGS() > (argno) && !PG_ARGISNULL(argno))
 
-/* create_pipeline's delete_column (its last argument) */
+/* create_pipeline's delete_column and a history's arguments (issue 40) */
 #define CREATE_DELETE_COLUMN 11
+#define CREATE_HISTORY 12
+#define CREATE_HISTORY_COLUMNS 13
+#define CREATE_VALID_FROM 14
+#define CREATE_VALID_TO 15
+
+/* history_columns: column names, once each (NIL: none) */
+static List *
+history_column_list(ArrayType *arr)
+{
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			nelems;
+	List	   *cols = NIL;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("history_columns must be a one-dimensional array"),
+				 errhint("Pass the tracked columns as a flat list, for example history_columns => '{status,amount}'.")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elemnulls, &nelems);
+	for (int i = 0; i < nelems; i++)
+	{
+		char	   *col;
+		ListCell   *lc;
+
+		if (elemnulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("history_columns must not contain null elements"),
+					 errhint("Pass the tracked columns' names, for example history_columns => '{status,amount}'.")));
+		col = TextDatumGetCString(elems[i]);
+		foreach(lc, cols)
+			if (strcmp(lfirst(lc), col) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" appears twice in history_columns", col),
+						 errhint("Name each tracked column once.")));
+		cols = lappend(cols, col);
+	}
+	return cols;
+}
+
+/*
+ * history, history_columns, valid_from_column, valid_to_column: a history
+ * pipeline (issue 40), whose bounds default to valid_from and valid_to;
+ * the others without history are refused.
+ */
+static void
+read_history_args(FunctionCallInfo fcinfo, CreateArgs *a)
+{
+	bool		history = ARG_GIVEN(CREATE_HISTORY) && PG_GETARG_BOOL(CREATE_HISTORY);
+
+	if (!history)
+	{
+		const char *given = ARG_GIVEN(CREATE_HISTORY_COLUMNS) ? "history_columns" :
+			ARG_GIVEN(CREATE_VALID_FROM) ? "valid_from_column" :
+			ARG_GIVEN(CREATE_VALID_TO) ? "valid_to_column" : NULL;
+
+		if (given)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s needs history => true", given),
+					 errhint("Pass history => true to keep every version of a row, or leave %s out.", given)));
+		return;
+	}
+	a->spec.valid_from_column = ARG_GIVEN(CREATE_VALID_FROM) ?
+		pstrdup(NameStr(*PG_GETARG_NAME(CREATE_VALID_FROM))) : "valid_from";
+	a->spec.valid_to_column = ARG_GIVEN(CREATE_VALID_TO) ?
+		pstrdup(NameStr(*PG_GETARG_NAME(CREATE_VALID_TO))) : "valid_to";
+	if (ARG_GIVEN(CREATE_HISTORY_COLUMNS))
+	{
+		a->spec.history_columns_given = true;
+		a->spec.history_columns = history_column_list(PG_GETARG_ARRAYTYPE_P(CREATE_HISTORY_COLUMNS));
+		a->history_columns = PG_GETARG_DATUM(CREATE_HISTORY_COLUMNS);
+	}
+}
 
 /* Where each create function has its run arguments (-1: it has none) */
 typedef struct RunArgPos
@@ -184,6 +261,7 @@ read_columns_args(FunctionCallInfo fcinfo, CreateArgs *a)
 	a->lookback = PG_GETARG_INT32(6);
 	if (ARG_GIVEN(CREATE_DELETE_COLUMN))
 		a->spec.delete_column = pstrdup(NameStr(*PG_GETARG_NAME(CREATE_DELETE_COLUMN)));
+	read_history_args(fcinfo, a);
 
 	if (a->lookback < 0)
 		ereport(ERROR,
@@ -323,6 +401,9 @@ insert_pipeline(const CreateArgs *a)
 		.batched = a->batched,
 		.skip_empty = a->skip_empty,
 		.delete_column = a->spec.delete_column,
+		.history_columns = a->history_columns,
+		.valid_from_column = a->spec.valid_from_column,
+		.valid_to_column = a->spec.valid_to_column,
 	};
 
 	hwm_state_insert(&row);
@@ -694,6 +775,11 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 	a->spec.delete_column = alter_resets(reset, ALTER_DELETE_COLUMN) ? NULL :
 		ARG_GIVEN(ALTER_DELETE_COLUMN) ? pstrdup(NameStr(*PG_GETARG_NAME(ALTER_DELETE_COLUMN))) :
 		p->delete_column;
+	/* a history stays one, tracking the same columns */
+	a->spec.valid_from_column = p->valid_from_column;
+	a->spec.valid_to_column = p->valid_to_column;
+	a->spec.history_columns_given = p->history_columns_given;
+	a->spec.history_columns = p->history_columns;
 	a->lookback = alter_resets(reset, ALTER_LOOKBACK) ? 0 :
 		PG_ARGISNULL(ALTER_LOOKBACK) ? p->lookback : PG_GETARG_INT32(ALTER_LOOKBACK);
 	if (a->lookback < 0)

@@ -201,6 +201,7 @@ typedef struct LoadColumn
 	int32		target_typmod;
 	Oid			source_collation;
 	Oid			target_collation;
+	bool		tracked;		/* a history's: a change opens a version */
 } LoadColumn;
 
 static bool
@@ -344,6 +345,9 @@ typedef struct PlanBuild
 	char	   *live;			/* " AND s.marker IS NOT TRUE" or "" (tombstones) */
 	char	   *slice_head;		/* SELECT DISTINCT ON (keys) s.cols, tombstone FROM s */
 	char	   *slice_insert;	/* INSERT INTO t (...) SELECT s.... FROM hwm_slice AS s */
+	char	   *history_tail;	/* a history's statement after its slice */
+	int			valid_from_attno;	/* a history's bounds in the target */
+	int			valid_to_attno;
 } PlanBuild;
 
 /* The layouts hwm runs on Citus, for the refusals' details */
@@ -480,6 +484,11 @@ walk_columns(PlanBuild *b)
 
 		if (tatt->attisdropped || tatt->attgenerated)
 			continue;
+		/* a history's bounds: written by the run, never read from the source */
+		if (b->spec->valid_from_column &&
+			(strcmp(NameStr(tatt->attname), b->spec->valid_from_column) == 0 ||
+			 strcmp(NameStr(tatt->attname), b->spec->valid_to_column) == 0))
+			continue;
 		is_key = key_contains(b->spec->unique_key, NameStr(tatt->attname));
 		sattno = get_attnum(b->spec->source, NameStr(tatt->attname));
 		if (sattno == InvalidAttrNumber || sattno < 0)
@@ -518,6 +527,7 @@ walk_columns(PlanBuild *b)
 		c->target_typmod = tatt->atttypmod;
 		c->source_collation = satt->attcollation;
 		c->target_collation = tatt->attcollation;
+		c->tracked = false;
 		b->cols = lappend(b->cols, c);
 		b->plan->load_columns = lappend(b->plan->load_columns, pstrdup(NameStr(tatt->attname)));
 		b->plan->source_columns = lappend_int(b->plan->source_columns, sattno);
@@ -840,6 +850,11 @@ merge_statement(PlanBuild *b)
 
 	if (b->spec->unique_key == NIL)
 		return;					/* a plain INSERT already */
+	if (b->plan->history)
+	{
+		b->plan->merge_refused = "the pipeline keeps a history (its slice is one statement over the versions)";
+		return;
+	}
 	b->plan->merge_refused = merge_refusal(b);
 	if (b->plan->merge_refused)
 		return;
@@ -1066,6 +1081,433 @@ append_tombstone_tail(const PlanBuild *b, StringInfo buf, const char *wm)
 }
 
 /*
+ * History pipelines (issue 40): the target keeps every version of a key,
+ * each a row with the bounds [valid_from, valid_to) in two columns of the
+ * watermark column's type, valid_to NULL on the current version; the unique
+ * index on the key and valid_from says what a key is (key.c).
+ */
+
+/* A history's bound column of the target, checked; its attnum */
+static int
+history_bound(PlanBuild *b, const char *col, const char *what, Oid wm_type, bool not_null)
+{
+	const HwmPlanSpec *spec = b->spec;
+	AttrNumber	attno = get_attnum(spec->target, col);
+	Form_pg_attribute att;
+
+	if (attno == InvalidAttrNumber || attno < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("%s column \"%s\" does not exist in target %s", what, col, b->tgtname),
+				 errdetail("A history keeps each version of a key with the watermark values it is valid from (inclusive) and to (exclusive, NULL while current)."),
+				 errhint("Add it with ALTER TABLE %s ADD COLUMN %s %s%s, or name another column with %s_column.",
+						 b->tgtname, quote_identifier(col), format_type_be(wm_type),
+						 not_null ? " NOT NULL" : "", what)));
+	att = TupleDescAttr(RelationGetDescr(b->tgt), attno - 1);
+	if (att->atttypid != wm_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s column \"%s\" of target %s has type %s, not the watermark column's type %s",
+						what, col, b->tgtname, format_type_be(att->atttypid), format_type_be(wm_type)),
+				 errdetail("A version is valid from the watermark value of the source row that opened it."),
+				 errhint("ALTER TABLE %s ALTER COLUMN %s TYPE %s.", b->tgtname, quote_identifier(col),
+						 format_type_be(wm_type))));
+	if (att->attgenerated)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
+				 errmsg("%s column \"%s\" of target %s is a generated column", what, col, b->tgtname),
+				 errhint("Make it an ordinary column: hwm writes it.")));
+	if (not_null && !att->attnotnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
+				 errmsg("%s column \"%s\" of target %s may be NULL", what, col, b->tgtname),
+				 errdetail("Every version starts somewhere: a NULL start would make a key's history ambiguous."),
+				 errhint("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL (a primary key on the key and %s does it).",
+						 b->tgtname, quote_identifier(col), quote_identifier(col))));
+	if (!not_null && att->attnotnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
+				 errmsg("%s column \"%s\" of target %s is NOT NULL", what, col, b->tgtname),
+				 errdetail("The current version of a key is the one whose %s is NULL.", what),
+				 errhint("ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL.", b->tgtname, quote_identifier(col))));
+	if (key_contains(spec->unique_key, col))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s column \"%s\" is a column of the unique key", what, col),
+				 errdetail("unique_key is the business key; the history adds %s to it by itself.",
+						   quote_identifier(spec->valid_from_column)),
+				 errhint("Leave \"%s\" out of unique_key.", col)));
+	if (get_attnum(spec->source, col) != InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_COLUMN),
+				 errmsg("source %s has a column \"%s\", the history's %s column", b->srcname, col, what),
+				 errdetail("hwm loads every target column the source has; this one is the history's own."),
+				 errhint("Name the history's column otherwise with %s_column => '...', or leave the column out of a view over the source.",
+						 what)));
+	return attno;
+}
+
+/*
+ * The checks of a history that come before its key: no partition column
+ * (an overwrite replaces rows, which would delete versions), a key, not on
+ * Citus, and the bound columns.
+ */
+static void
+history_bounds(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	const char *wm = spec->watermark_column ? spec->watermark_column : spec->tombstone_order;
+	AttrNumber	wm_attno;
+	Oid			wm_type;
+
+	if (spec->unique_key == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a history needs a unique key"),
+				 errhint("Pass unique_key: the business key whose versions the target keeps.")));
+	if (spec->partition_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a history pipeline takes no partition column"),
+				 errdetail("lookback, hwm.overwrite and hwm.backfill replace a partition's rows with the source's, which in a history would delete the versions the source no longer has."),
+				 errhint("Leave partition_column and lookback out; to rebuild a history, load a corrected copy and put it in place with hwm.swap.")));
+	if (b->citus_source || b->citus_target)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a history pipeline on Citus tables is not supported"),
+				 errdetail("A history's run is one statement that orders each key's versions, which Citus does not push down to the shards."),
+				 errhint("Keep the history in a local table, or load the current rows only (a pipeline without history).")));
+	if (strcmp(spec->valid_from_column, spec->valid_to_column) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("valid_from_column and valid_to_column are both \"%s\"", spec->valid_from_column),
+				 errhint("Name two columns, for example valid_from and valid_to.")));
+	wm_attno = column_of(spec, b->src, wm, "watermark", b->srcname);
+	wm_type = TupleDescAttr(RelationGetDescr(b->src), wm_attno - 1)->atttypid;
+	b->valid_from_attno = history_bound(b, spec->valid_from_column, "valid_from", wm_type, true);
+	b->valid_to_attno = history_bound(b, spec->valid_to_column, "valid_to", wm_type, false);
+	b->plan->history = true;
+}
+
+/*
+ * The checks of a history after its key and columns: the key compared as
+ * its type's default operator class does (the run groups a key's versions
+ * with PARTITION BY, which knows no other), never NULL; and which columns
+ * are tracked: history_columns, or every column loaded but the key, the
+ * watermark column and the delete marker.
+ */
+static void
+history_columns(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	const HwmKey *k = b->plan->key;
+	const char *wm = spec->watermark_column ? spec->watermark_column : spec->tombstone_order;
+	ListCell   *lc;
+
+	for (int i = 0; i < k->n; i++)
+	{
+		AttrNumber	attno = k->cols[i].attnum;
+
+		if (!k->cols[i].default_opfamily)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the unique index of history target %s compares key column %s with an operator class that is not its type's default",
+							b->tgtname, k->cols[i].name),
+					 errhint("Build the index on the key and %s with the default operator classes.",
+							 quote_identifier(spec->valid_from_column))));
+		if (!TupleDescAttr(RelationGetDescr(b->tgt), attno - 1)->attnotnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
+					 errmsg("key column %s of history target %s may be NULL", k->cols[i].name, b->tgtname),
+					 errdetail("A NULL key is no key: its versions could not be told from another's."),
+					 errhint("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL (a primary key on the key and %s does it).",
+							 b->tgtname, k->cols[i].name, quote_identifier(spec->valid_from_column))));
+	}
+	if (spec->history_columns_given)
+	{
+		foreach(lc, spec->history_columns)
+		{
+			const char *name = lfirst(lc);
+			const char *quoted = quote_identifier(name);
+			bool		found = false;
+			ListCell   *c;
+
+			if (key_contains(spec->unique_key, name))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("history column \"%s\" is a column of the unique key", name),
+						 errdetail("A key's versions all have the same key."),
+						 errhint("Leave \"%s\" out of history_columns.", name)));
+			foreach(c, b->cols)
+			{
+				LoadColumn *col = lfirst(c);
+
+				if (strcmp(col->name, quoted) == 0)
+					found = col->tracked = true;
+			}
+			if (!found)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("history column \"%s\" is not a column loaded into target %s", name, b->tgtname),
+						 errdetail("hwm loads the target columns whose names the source has too, the history's bounds excepted."),
+						 spec->stored ?
+						 errhint("%s or %s changed after pipeline \"%s\" was created: restore the column, or change history_columns.",
+								 b->srcname, b->tgtname, spec->pipeline) :
+						 errhint("Name columns of both tables; column names are case-sensitive.")));
+		}
+		return;
+	}
+	foreach(lc, b->cols)
+	{
+		LoadColumn *col = lfirst(lc);
+
+		col->tracked = !col->is_key &&
+			strcmp(col->name, quote_identifier(wm)) != 0 &&
+			(spec->delete_column == NULL ||
+			 strcmp(col->name, quote_identifier(spec->delete_column)) != 0);
+	}
+}
+
+/* A loaded column of a source row s, in the target's type ("s.a" or a cast) */
+static void
+history_value(const PlanBuild *b, const LoadColumn *c, StringInfo buf)
+{
+	Oid			base = getBaseType(c->target_type);
+	int32		typmod = c->target_typmod;
+
+	for (int i = 0; i < b->plan->key->n; i++)
+		if (strcmp(b->plan->key->cols[i].name, c->name) == 0)
+		{
+			hwm_key_expr(buf, &b->plan->key->cols[i], "s", true);
+			return;
+		}
+	/* a length limit refuses in the INSERT what a CAST would cut (key.c) */
+	if (base == VARCHAROID || base == BPCHAROID || base == BITOID || base == VARBITOID)
+		typmod = -1;
+	if (c->source_type == c->target_type && typmod < 0)
+		appendStringInfo(buf, "s.%s", c->name);
+	else
+		appendStringInfo(buf, "CAST(s.%s AS %s)", c->name,
+						 format_type_extended(c->target_type, typmod,
+											  FORMAT_TYPE_FORCE_QUALIFY | FORMAT_TYPE_TYPEMOD_GIVEN));
+}
+
+/*
+ * "hwm.changed(<old a>, ..., <new a>, ...)" over the tracked columns (with
+ * untracked, the others but the key's) (old:
+ * old_pre, the name, old_post; new: new_pre and the name), calls of at most
+ * CHANGED_MAX_PAIRS pairs joined with OR; "false" without tracked columns.
+ * Changed means another binary image, as for the upsert (changed.c).
+ */
+static void
+append_tracked_changed(StringInfo buf, List *cols, bool untracked, const char *old_pre,
+					   const char *old_post, const char *new_pre)
+{
+	List	   *tracked = NIL;
+	ListCell   *lc;
+	int			n;
+
+	foreach(lc, cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (untracked ? !c->tracked && !c->is_key : c->tracked)
+			tracked = lappend(tracked, c);
+	}
+	n = list_length(tracked);
+	appendStringInfoChar(buf, '(');
+	if (n == 0)
+		appendStringInfoString(buf, "false");
+	for (int start = 0; start < n; start += CHANGED_MAX_PAIRS)
+	{
+		int			end = Min(start + CHANGED_MAX_PAIRS, n);
+
+		appendStringInfoString(buf, start == 0 ? "hwm.changed(" : " OR hwm.changed(");
+		for (int i = start; i < end; i++)
+			appendStringInfo(buf, "%s%s%s%s", i == start ? "" : ", ", old_pre,
+							 ((LoadColumn *) list_nth(tracked, i))->name, old_post);
+		for (int i = start; i < end; i++)
+			appendStringInfo(buf, ", %s%s", new_pre, ((LoadColumn *) list_nth(tracked, i))->name);
+		appendStringInfoChar(buf, ')');
+	}
+	appendStringInfoChar(buf, ')');
+	list_free(tracked);
+}
+
+/* "alias.k1, alias.k2" */
+static char *
+history_keys(const PlanBuild *b, const char *alias)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < b->plan->key->n; i++)
+		appendStringInfo(&buf, "%s%s.%s", i ? ", " : "", alias, b->plan->key->cols[i].name);
+	return buf.data;
+}
+
+/*
+ * A history's run: one statement over the slice (hwm_slice: its rows in
+ * the target's types, with their watermark value and whether they are
+ * tombstones).  For each key of the slice, in watermark order (a tombstone
+ * last among rows of one value), its current version and the slice's rows
+ * newer than every bound of its history (hwm_e) make runs of rows (hwm_g's
+ * groups): a row opens one when it is the first, a tombstone, after a
+ * tombstone, or differs from the row before in a tracked column.  Each
+ * group is one version (hwm_v, its last row): valid from its first row's
+ * value, to the next group's first (NULL: current); its tracked columns
+ * from its first row, the others from its last.  The group of the current
+ * version updates that row when it is closed or its untracked columns
+ * changed (another binary image, as for the upsert); the others are
+ * inserted, after that update (hwm_opened waits for hwm_closed's count, so
+ * that a unique index on the current versions sees one at a time); a
+ * tombstone's group only closes the version before it.  A slice row not
+ * newer than its key's history was applied before (a rerun, an overlapping
+ * batch) when the history agrees with it at its value: it is skipped; one
+ * that disagrees (a source that rewrote an old row without a newer
+ * watermark value) is refused, counted, never applied: a history answers
+ * "as of" questions, and an answer given once does not change.  Returns
+ * one row: versions opened, current versions updated in place, versions
+ * closed by a tombstone, rows refused.
+ */
+static void
+history_statement(PlanBuild *b)
+{
+	const HwmPlanSpec *spec = b->spec;
+	HwmPlan    *plan = b->plan;
+	const char *wm = quote_identifier(spec->watermark_column);
+	const char *vf = quote_identifier(spec->valid_from_column);
+	const char *vt = quote_identifier(spec->valid_to_column);
+	const char *lt = plan->wm.lt;
+	StringInfoData head;
+	StringInfoData buf;
+	StringInfoData match;
+	StringInfoData later;
+	StringInfoData in_force;
+	ListCell   *lc;
+
+	/* the slice, in the target's types */
+	initStringInfo(&head);
+	appendStringInfoString(&head, "SELECT ");
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		history_value(b, c, &head);
+		appendStringInfo(&head, " AS %s, ", c->name);
+	}
+	appendStringInfo(&head, "s.%s AS \"hwm at\", %s AS \"hwm dead\" FROM %s AS s",
+					 wm, plan->has_tombstones ? plan->dead_test : "false", b->srcname);
+	b->slice_head = head.data;
+
+	/* s (a slice row) and t (a version) have one key */
+	initStringInfo(&match);
+	hwm_key_match(&match, plan->key, "s", false, "t", false);
+	/* a version of s's key starts or ends at or after s */
+	initStringInfo(&later);
+	appendStringInfo(&later, "EXISTS (SELECT 1 FROM %s AS t WHERE true%s AND (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"))",
+					 b->tgtname, match.data, vf, plan->wm.ge, vt, plan->wm.ge);
+	/* t is in force at s's value */
+	initStringInfo(&in_force);
+	appendStringInfo(&in_force, "SELECT 1 FROM %s AS t WHERE true%s AND t.%s %s s.\"hwm at\" AND (t.%s IS NULL OR t.%s %s s.\"hwm at\")",
+					 b->tgtname, match.data, vf, plan->wm.le, vt, vt, plan->wm.gt);
+
+	initStringInfo(&buf);
+	/* the current versions of the slice's keys */
+	appendStringInfoString(&buf, "), hwm_cur AS (SELECT ");
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+		bool		key = false;
+
+		for (int i = 0; i < plan->key->n && !key; i++)
+			if (strcmp(plan->key->cols[i].name, c->name) == 0)
+			{
+				hwm_key_expr(&buf, &plan->key->cols[i], "t", false);
+				key = true;
+			}
+		if (!key)
+			appendStringInfo(&buf, "t.%s", c->name);
+		appendStringInfo(&buf, " AS %s, ", c->name);
+	}
+	appendStringInfo(&buf, "t.%s AS \"hwm at\", false AS \"hwm dead\", true AS \"hwm cur\""
+					 " FROM %s AS t WHERE t.%s IS NULL AND EXISTS (SELECT 1 FROM hwm_slice AS s WHERE true%s))",
+					 vf, b->tgtname, vt, match.data);
+	/* with the slice's rows newer than their key's history */
+	appendStringInfo(&buf, ", hwm_e AS (SELECT * FROM hwm_cur UNION ALL SELECT %s, s.\"hwm at\", s.\"hwm dead\", false"
+					 " FROM hwm_slice AS s WHERE NOT %s)",
+					 column_list(b->cols, "s."), later.data);
+	/* which rows open a version */
+	appendStringInfoString(&buf, ", hwm_f AS (SELECT e.*, CASE WHEN pg_catalog.lag(e.\"hwm at\") OVER w IS NULL"
+						   " OR e.\"hwm dead\" OR pg_catalog.lag(e.\"hwm dead\") OVER w OR ");
+	append_tracked_changed(&buf, b->cols, false, "pg_catalog.lag(e.", ") OVER w", "e.");
+	appendStringInfo(&buf, " THEN 1 ELSE 0 END AS \"hwm opens\" FROM hwm_e AS e"
+					 " WINDOW w AS (PARTITION BY %s ORDER BY e.\"hwm at\" USING %s, e.\"hwm dead\"))",
+					 history_keys(b, "e"), lt);
+	/* the groups: one a version */
+	appendStringInfo(&buf, ", hwm_g AS (SELECT f.*, pg_catalog.sum(f.\"hwm opens\") OVER"
+					 " (PARTITION BY %s ORDER BY f.\"hwm at\" USING %s, f.\"hwm dead\" ROWS UNBOUNDED PRECEDING)"
+					 " AS \"hwm grp\" FROM hwm_f AS f)",
+					 history_keys(b, "f"), lt);
+	appendStringInfoString(&buf, ", hwm_h AS (SELECT ");
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (c->tracked)
+			appendStringInfo(&buf, "pg_catalog.first_value(g.%s) OVER wg AS %s, ", c->name, c->name);
+		else
+			appendStringInfo(&buf, "g.%s, ", c->name);
+	}
+	/* whether the group's last row changed what its first had (untracked) */
+	append_tracked_changed(&buf, b->cols, true, "pg_catalog.first_value(g.", ") OVER wg", "g.");
+	appendStringInfo(&buf, " AS \"hwm moved\", g.\"hwm at\", g.\"hwm grp\", pg_catalog.first_value(g.\"hwm at\") OVER wg AS \"hwm start\","
+					 " pg_catalog.first_value(g.\"hwm cur\") OVER wg AS \"hwm gcur\","
+					 " pg_catalog.first_value(g.\"hwm dead\") OVER wg AS \"hwm gdead\","
+					 " pg_catalog.lead(g.\"hwm grp\") OVER w AS \"hwm next\" FROM hwm_g AS g"
+					 " WINDOW w AS (PARTITION BY %s ORDER BY g.\"hwm at\" USING %s, g.\"hwm dead\"),"
+					 " wg AS (PARTITION BY %s, g.\"hwm grp\" ORDER BY g.\"hwm at\" USING %s, g.\"hwm dead\"))",
+					 history_keys(b, "g"), lt, history_keys(b, "g"), lt);
+	/* each group's last row, with the next group's start */
+	appendStringInfo(&buf, ", hwm_v AS (SELECT h.*, pg_catalog.lead(h.\"hwm start\") OVER w AS \"hwm stop\","
+					 " pg_catalog.lead(h.\"hwm gdead\") OVER w AS \"hwm ends dead\" FROM hwm_h AS h"
+					 " WHERE h.\"hwm next\" IS NULL OR h.\"hwm next\" OPERATOR(pg_catalog.<>) h.\"hwm grp\""
+					 " WINDOW w AS (PARTITION BY %s ORDER BY h.\"hwm grp\"))",
+					 history_keys(b, "h"));
+	/* the current versions: closed, their untracked columns updated */
+	appendStringInfo(&buf, ", hwm_closed AS (UPDATE %s AS t SET %s = v.\"hwm stop\"", b->tgtname, vt);
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (!c->tracked && !c->is_key)
+			appendStringInfo(&buf, ", %s = v.%s", c->name, c->name);
+	}
+	resetStringInfo(&match);
+	hwm_key_match(&match, plan->key, "v", false, "t", false);
+	appendStringInfo(&buf, " FROM hwm_v AS v WHERE v.\"hwm gcur\"%s AND t.%s %s v.\"hwm start\" AND t.%s %s v.\"hwm start\""
+					 " AND t.%s IS NULL AND (v.\"hwm stop\" IS NOT NULL OR v.\"hwm moved\")"
+					 " RETURNING v.\"hwm moved\" AS \"hwm updated\")",
+					 match.data, vf, plan->wm.ge, vf, plan->wm.le, vt);
+	/* the new versions, once the current ones are closed */
+	appendStringInfo(&buf, ", hwm_opened AS (INSERT INTO %s AS t (%s, %s, %s)%s SELECT %s, v.\"hwm start\", v.\"hwm stop\""
+					 " FROM hwm_v AS v WHERE NOT v.\"hwm gcur\" AND NOT v.\"hwm gdead\""
+					 " AND (SELECT pg_catalog.count(*) FROM hwm_closed) OPERATOR(pg_catalog.>=) 0 RETURNING 1)",
+					 b->tgtname, column_list(b->cols, ""), vf, vt,
+					 b->override ? " OVERRIDING SYSTEM VALUE" : "", column_list(b->cols, "v."));
+	appendStringInfoString(&buf, " SELECT (SELECT pg_catalog.count(*) FROM hwm_opened),"
+						   " (SELECT pg_catalog.count(*) FROM hwm_closed AS c WHERE c.\"hwm updated\"),"
+						   " (SELECT pg_catalog.count(*) FROM hwm_v AS v WHERE NOT v.\"hwm gdead\" AND v.\"hwm ends dead\"),");
+	/* the rows refused: not newer than their key's history, and not in it */
+	appendStringInfo(&buf, " (SELECT pg_catalog.count(*) FROM hwm_slice AS s WHERE %s AND NOT CASE WHEN s.\"hwm dead\""
+					 " THEN NOT EXISTS (%s) ELSE EXISTS (%s AND NOT ",
+					 later.data, in_force.data, in_force.data);
+	append_tracked_changed(&buf, b->cols, false, "t.", "", "s.");
+	appendStringInfoString(&buf, ") END)");
+	b->history_tail = buf.data;
+}
+
+/*
  * Whether statement i of wm_statements is built: a plan without a target
  * has no upserts; one without a fast path (merge_statement) no fast path
  * statements; one whose source rules out a key twice no WM_TWICE.
@@ -1102,7 +1544,7 @@ wm_statement_head(const PlanBuild *b, int i, StringInfo buf)
 			appendStringInfo(buf, "SELECT s.%s FROM %s AS s WHERE ", wm, b->srcname);
 			break;
 		case WM_UPSERT:
-			if (b->plan->has_tombstones)
+			if (b->plan->history || b->plan->has_tombstones)
 			{
 				appendStringInfo(buf, "WITH hwm_slice AS (%s WHERE ", b->slice_head);
 				break;
@@ -1140,7 +1582,9 @@ wm_statement_tail(const PlanBuild *b, int i, HwmStatement *stmt, StringInfo buf)
 								 param_ref(stmt, wm_statements[i].arg, INT8OID));
 			break;
 		case WM_UPSERT:
-			if (b->plan->has_tombstones)
+			if (b->plan->history)
+				appendStringInfoString(buf, b->history_tail);
+			else if (b->plan->has_tombstones)
 				append_tombstone_tail(b, buf, wm);
 			else
 				appendStringInfoString(buf, b->conflict);
@@ -1375,12 +1819,17 @@ hwm_plan_build(const HwmPlanSpec *spec)
 		(void) column_of(spec, b.tgt, (char *) lfirst(lc), "unique key", b.tgtname);
 	citus_layout(&b);
 	plan->citus = b.citus_source || b.citus_target;
+	if (spec->valid_from_column)
+		history_bounds(&b);
 	if (spec->unique_key != NIL)
-		plan->key = hwm_key_build(b.tgt, b.src, spec->unique_key, b.tgtname, b.srcname);
+		plan->key = hwm_key_build_versioned(b.tgt, b.src, spec->unique_key,
+											spec->valid_from_column, b.tgtname, b.srcname);
 
 	walk_columns(&b);
 	value_columns(&b);
 	tombstone_column(&b);
+	if (plan->history)
+		history_columns(&b);
 
 	/* INSERT INTO tgt AS t (cols) SELECT s.cols FROM src AS s */
 	column_names = column_list(b.cols, "");
@@ -1391,7 +1840,9 @@ hwm_plan_build(const HwmPlanSpec *spec)
 							 b.override ? " OVERRIDING SYSTEM VALUE" : "",
 							 column_list(b.cols, "s."), b.srcname);
 	conflict_clause(&b);
-	if (plan->has_tombstones && plan->has_wm)
+	if (plan->history && plan->has_wm)
+		history_statement(&b);
+	else if (plan->has_tombstones && plan->has_wm)
 		tombstone_statement(&b, column_names);
 	if (plan->has_wm)
 		merge_statement(&b);
@@ -1505,4 +1956,8 @@ hwm_spec_for(const HwmPipeline *p, bool with_watermark, bool with_partition,
 	spec->stored = true;
 	spec->delete_column = p->command ? NULL : p->delete_column;
 	spec->tombstone_order = p->watermark_column;
+	spec->valid_from_column = p->valid_from_column;
+	spec->valid_to_column = p->valid_to_column;
+	spec->history_columns_given = p->history_columns_given;
+	spec->history_columns = p->history_columns;
 }

@@ -41,6 +41,12 @@ typedef struct HwmPlanSpec
 	const char *delete_column;	/* the source's delete marker; NULL: none */
 	const char *tombstone_order;	/* with it, what orders a key's rows (the
 									 * watermark column; NULL: watermark_column) */
+	/* a history (issue 40): the target's columns a version's bounds are in */
+	const char *valid_from_column;	/* NULL: not a history */
+	const char *valid_to_column;
+	bool		history_columns_given;	/* false: every column but the key, the
+										 * watermark and the delete marker */
+	List	   *history_columns;	/* the tracked columns (char *) */
 } HwmPlanSpec;
 
 /*
@@ -192,6 +198,14 @@ typedef struct HwmPlan
 	bool		has_tombstones;
 	char	   *dead_test;
 	const char *live_filter;
+
+	/*
+	 * A history (issue 40): the HWM_WM_UPSERT statements apply the slice
+	 * to the versions of its keys and return one row (versions opened,
+	 * current versions updated in place, versions closed by a tombstone,
+	 * source rows refused: see history_statement in pipeline.c).
+	 */
+	bool		history;
 } HwmPlan;
 
 /* A range of partition values, each end inclusive or not */

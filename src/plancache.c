@@ -114,6 +114,12 @@ plan_key(const HwmPlanSpec *spec, Oid owner)
 	appendStringInfo(&buf, "%d|", list_length(spec->unique_key));
 	foreach(lc, spec->unique_key)
 		append_key_string(&buf, (const char *) lfirst(lc));
+	append_key_string(&buf, spec->valid_from_column);
+	append_key_string(&buf, spec->valid_to_column);
+	appendStringInfo(&buf, "%d|%d|", (int) spec->history_columns_given,
+					 list_length(spec->history_columns));
+	foreach(lc, spec->history_columns)
+		append_key_string(&buf, (const char *) lfirst(lc));
 	return buf.data;
 }
 
@@ -133,6 +139,11 @@ copy_spec(const HwmPlanSpec *spec)
 	c->pipeline = spec->pipeline ? pstrdup(spec->pipeline) : NULL;
 	c->delete_column = spec->delete_column ? pstrdup(spec->delete_column) : NULL;
 	c->tombstone_order = spec->tombstone_order ? pstrdup(spec->tombstone_order) : NULL;
+	c->valid_from_column = spec->valid_from_column ? pstrdup(spec->valid_from_column) : NULL;
+	c->valid_to_column = spec->valid_to_column ? pstrdup(spec->valid_to_column) : NULL;
+	c->history_columns = NIL;
+	foreach(lc, spec->history_columns)
+		c->history_columns = lappend(c->history_columns, pstrdup((const char *) lfirst(lc)));
 	return c;
 }
 

@@ -129,7 +129,8 @@ params_init(Params *ps, const HwmKey *k)
 
 /*
  * Refuse what reconcile cannot do: a pipeline without a target table (a
- * command or interval pipeline), without a unique key, or on Citus.
+ * command or interval pipeline), without a unique key, a history, or on
+ * Citus.
  */
 static void
 reconcile_check_pipeline(const HwmPipeline *p)
@@ -147,6 +148,12 @@ reconcile_check_pipeline(const HwmPipeline *p)
 				 errmsg("pipeline \"%s\" has no unique key", p->name),
 				 errdetail("Reconcile finds the target rows to delete by their key in the source."),
 				 errhint("Declare the pipeline with unique_key => '{...}'.")));
+	if (p->valid_from_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("pipeline \"%s\" keeps a history, which hwm.reconcile does not change", p->name),
+				 errdetail("Reconcile deletes the target rows whose key the source no longer has; in a history they are the versions of a deleted key."),
+				 errhint("Mark deletions in the source with a delete_column: a tombstone closes the key's current version and keeps its history.")));
 	if (pg_class_aclcheck(p->target, p->owner, ACL_DELETE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

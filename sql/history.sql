@@ -1,0 +1,172 @@
+-- history: history => true keeps every version of a key (issue 40).  For
+-- each key of a slice, in watermark order: a change in a tracked column
+-- opens a version at the row's watermark value and closes the one before
+-- there; a row equal in the tracked columns updates the current version's
+-- other columns in place; a tombstone closes the current version and opens
+-- none.  Reruns and overlapping batches apply nothing twice; a row older
+-- than its key's history that disagrees with it is refused and counted.
+-- Every bad input is an error that changes nothing.
+\i test/setup.sql
+SET datestyle = ISO;
+SET timezone = 'UTC';
+SET client_min_messages = warning;
+CREATE SCHEMA hi;
+
+-- a change log: several versions of a key in one slice, a soft delete
+CREATE TABLE hi.log (id int NOT NULL, ts timestamptz NOT NULL, status text, note text,
+                     deleted boolean NOT NULL DEFAULT false);
+CREATE TABLE hi.hist (id int NOT NULL, ts timestamptz, status text, note text,
+                      valid_from timestamptz NOT NULL, valid_to timestamptz,
+                      PRIMARY KEY (id, valid_from));
+-- one current version per key, enforced; and the current rows' index
+CREATE UNIQUE INDEX hist_current ON hi.hist (id) WHERE valid_to IS NULL;
+SELECT hwm.create_pipeline('hi', 'hi.log', 'hi.hist', '{id}', 'ts', history => true,
+                           history_columns => '{status}', delete_column => 'deleted');
+SELECT history_columns, valid_from_column, valid_to_column FROM hwm.state WHERE pipeline = 'hi';
+INSERT INTO hi.log (id, ts, status, note) VALUES
+  (1, '2026-01-01 01:00', 'new', 'a'),
+  (1, '2026-01-01 02:00', 'new', 'b'),      -- equal status: note updated in place
+  (1, '2026-01-01 03:00', 'paid', 'c'),     -- a new version
+  (2, '2026-01-01 01:00', 'new', 'x');
+INSERT INTO hi.log (id, ts, status, note, deleted) VALUES
+  (2, '2026-01-01 04:00', 'new', 'y', true), -- closes 2's version, opens none
+  (2, '2026-01-01 05:00', 'new', 'z', false); -- back: a new version, equal status or not
+SET client_min_messages = notice;
+SELECT rows_upserted, rows_deleted, watermark_after FROM hwm.run('hi');
+SET client_min_messages = warning;
+SELECT * FROM hi.hist ORDER BY id, valid_from;
+SELECT rows_upserted, rows_inserted, rows_deleted, rows_refused FROM hwm.runs
+ WHERE pipeline = 'hi' ORDER BY run_id DESC LIMIT 1;
+
+-- the next slice continues each key from its current version
+INSERT INTO hi.log (id, ts, status, note) VALUES
+  (1, '2026-01-01 06:00', 'paid', 'd'),     -- equal: updates the current version
+  (1, '2026-01-01 07:00', 'shipped', 'e'),
+  (2, '2026-01-01 07:00', 'new', 'w'),      -- equal: in place
+  (3, '2026-01-01 07:00', 'new', 'q');      -- a new key
+SELECT rows_upserted, rows_deleted FROM hwm.run('hi');
+SELECT * FROM hi.hist ORDER BY id, valid_from;
+-- a tombstone closes the current version; nothing else moves
+INSERT INTO hi.log (id, ts, status, deleted) VALUES (3, '2026-01-01 08:00', 'new', true),
+  (9, '2026-01-01 08:00', 'never', true);   -- a key never seen: nothing
+SELECT rows_upserted, rows_deleted FROM hwm.run('hi');
+SELECT * FROM hi.hist WHERE id IN (3, 9) ORDER BY id, valid_from;
+
+-- as of a time, and the current rows
+SELECT id, status, note FROM hi.hist
+ WHERE valid_from <= '2026-01-01 03:30' AND (valid_to IS NULL OR valid_to > '2026-01-01 03:30')
+ ORDER BY id;
+SELECT id, status FROM hi.hist WHERE valid_to IS NULL ORDER BY id;
+
+-- a rerun from the start applies nothing twice: every row is in the history
+SELECT * INTO TEMP before_rerun FROM hi.hist;
+SELECT hwm.set_watermark('hi', NULL);
+SELECT rows_upserted, rows_deleted FROM hwm.run('hi');
+SELECT count(*) AS changed FROM (
+  (SELECT * FROM hi.hist EXCEPT SELECT * FROM before_rerun)
+  UNION ALL (SELECT * FROM before_rerun EXCEPT SELECT * FROM hi.hist)) AS d;
+SELECT rows_refused FROM hwm.runs WHERE pipeline = 'hi' ORDER BY run_id DESC LIMIT 1;
+
+-- a source that rewrites an old row: refused, counted, said, never applied
+INSERT INTO hi.log (id, ts, status, note) VALUES (1, '2026-01-01 02:30', 'void', 'rewritten');
+SELECT hwm.set_watermark('hi', '2026-01-01 02:00');
+SET client_min_messages = warning;
+SELECT rows_upserted FROM hwm.run('hi');
+SELECT rows_refused FROM hwm.runs WHERE pipeline = 'hi' ORDER BY run_id DESC LIMIT 1;
+SELECT count(*) AS changed FROM (
+  (SELECT * FROM hi.hist EXCEPT SELECT * FROM before_rerun)
+  UNION ALL (SELECT * FROM before_rerun EXCEPT SELECT * FROM hi.hist)) AS d;
+DELETE FROM hi.log WHERE note = 'rewritten';
+
+-- overlapping batches (catch_up with batch_size) give the same history
+CREATE TABLE hi.hist2 (LIKE hi.hist INCLUDING ALL);
+SELECT hwm.create_pipeline('hi2', 'hi.log', 'hi.hist2', '{id}', 'ts', history => true,
+                           history_columns => '{status}', delete_column => 'deleted',
+                           batch_size => 2);
+CALL hwm.catch_up('hi2');
+SELECT count(*) AS differ FROM (
+  (SELECT * FROM hi.hist EXCEPT SELECT * FROM hi.hist2)
+  UNION ALL (SELECT * FROM hi.hist2 EXCEPT SELECT * FROM hi.hist)) AS d;
+
+-- default tracked columns: all but the key, the watermark and the marker;
+-- other bound names
+CREATE TABLE hi.src (id int, ts bigint NOT NULL, a int, b text);
+CREATE TABLE hi.dim (id int, ts bigint, a int, b text, since bigint NOT NULL, until bigint,
+                     PRIMARY KEY (id, since));
+SELECT hwm.create_pipeline('dim', 'hi.src', 'hi.dim', '{id}', 'ts', history => true,
+                           valid_from_column => 'since', valid_to_column => 'until');
+INSERT INTO hi.src VALUES (1, 10, 1, 'x'), (1, 20, 1, 'x'), (1, 30, 1, 'y'), (1, 40, 2, 'y'), (1, 50, NULL, 'y');
+SELECT rows_upserted FROM hwm.run('dim');
+SELECT * FROM hi.dim ORDER BY id, since;
+-- running again with nothing new changes nothing
+SELECT rows_upserted FROM hwm.run('dim');
+
+-- what a history pipeline refuses, each an error that changes nothing
+CALL hwm.reconcile('hi');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.schedule_reconcile('hi', '1 day');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.alter_pipeline('hi', partition_column => 'ts');
+\echo :LAST_ERROR_SQLSTATE
+SELECT partition_column FROM hwm.state WHERE pipeline = 'hi';
+CREATE TABLE hi.t (id int NOT NULL, ts timestamptz, status text, note text,
+                   valid_from timestamptz NOT NULL, valid_to timestamptz,
+                   PRIMARY KEY (id, valid_from));
+-- history_columns, valid_from_column or valid_to_column without history
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history_columns => '{status}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', valid_from_column => 'valid_from');
+\echo :LAST_ERROR_SQLSTATE
+-- a partition column, a lookback
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', partition_column => 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+-- a tracked column that does not exist, one of the key, one named twice, a NULL
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history => true, history_columns => '{nope}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history => true, history_columns => '{id}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history => true, history_columns => '{status,status}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history => true, history_columns => ARRAY[NULL]);
+\echo :LAST_ERROR_SQLSTATE
+-- the bounds: missing, of another type, the same column, in the key, NULL-able start, NOT NULL end
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history => true, valid_to_column => 'ends');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE hi.t2 (id int NOT NULL, ts timestamptz, valid_from date NOT NULL, valid_to date, PRIMARY KEY (id, valid_from));
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t2', '{id}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id}', 'ts', history => true,
+                           valid_from_column => 'valid_from', valid_to_column => 'valid_from');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t', '{id,valid_from}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE hi.t3 (id int NOT NULL, ts timestamptz, valid_from timestamptz, valid_to timestamptz);
+CREATE UNIQUE INDEX ON hi.t3 (id, valid_from);
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t3', '{id}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE hi.t4 (id int NOT NULL, ts timestamptz, valid_from timestamptz NOT NULL, valid_to timestamptz NOT NULL,
+                    PRIMARY KEY (id, valid_from));
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t4', '{id}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+-- no unique key on the key and valid_from (the key alone is not one)
+CREATE TABLE hi.t5 (id int PRIMARY KEY, ts timestamptz, valid_from timestamptz NOT NULL, valid_to timestamptz);
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t5', '{id}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+-- a key that may be NULL
+CREATE TABLE hi.t6 (id int, ts timestamptz, valid_from timestamptz NOT NULL, valid_to timestamptz);
+CREATE UNIQUE INDEX ON hi.t6 (id, valid_from);
+SELECT hwm.create_pipeline('x', 'hi.log', 'hi.t6', '{id}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+-- a source with a column of the bound's name
+CREATE VIEW hi.v AS SELECT id, ts, status, ts AS valid_from FROM hi.log;
+SELECT hwm.create_pipeline('x', 'hi.v', 'hi.t', '{id}', 'ts', history => true);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM hwm.state WHERE pipeline = 'x';
+
+-- a tracked column dropped from the target after the pipeline was created
+ALTER TABLE hi.hist DROP COLUMN status;
+SELECT * FROM hwm.run('hi');
+\echo :LAST_ERROR_SQLSTATE
+
+DROP SCHEMA hi CASCADE;
+SELECT pipeline FROM hwm.state WHERE pipeline IN ('hi', 'hi2', 'dim', 'x') ORDER BY 1;
