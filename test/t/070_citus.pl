@@ -207,6 +207,20 @@ like($err, qr/delete_column is not supported on Citus table public\.flat/, 'a de
 like($err, qr/HINT:/, '... with a hint');
 is($coord->safe_psql('postgres', q{SELECT delete_column IS NULL FROM hwm.state WHERE pipeline = 'flat'}),
 	't', '... and the pipeline is unchanged');
+# a history (issue 40) over co-located distributed tables: refused, with a
+# hint, nothing created
+$coord->safe_psql('postgres', q{
+CREATE TABLE public.events_hist (id bigint NOT NULL, day date, updated_at timestamptz, amount numeric,
+                                 valid_from timestamptz NOT NULL, valid_to timestamptz,
+                                 PRIMARY KEY (id, valid_from));
+SELECT create_distributed_table('public.events_hist', 'id', colocate_with => 'public.events');
+});
+($ret, $out, $err) = $coord->psql('postgres',
+	q{SELECT hwm.create_pipeline('hist', 'public.events', 'public.events_hist', '{id}', 'updated_at', history => true)});
+like($err, qr/a history pipeline on Citus tables is not supported/, 'a history on distributed tables is refused');
+like($err, qr/HINT:.*local table/, '... with a hint');
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM hwm.state WHERE pipeline = 'hist'}),
+	'0', '... and nothing is created');
 
 # 8. a pipeline's source that Citus turns into a shard: its table is renamed
 # into the shard and a new shell takes its name; the pipeline is refused
