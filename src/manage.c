@@ -35,27 +35,26 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-/* unique_key as a list of column names, refusing empty, NULL and repeats */
+/*
+ * The column names of a text[] argument (what: its name; example: a value
+ * of it, for the hints), refusing more than one dimension, NULLs and
+ * repeats.
+ */
 static List *
-key_list(ArrayType *arr)
+column_name_list(ArrayType *arr, const char *what, const char *example)
 {
 	Datum	   *elems;
 	bool	   *elemnulls;
 	int			nelems;
-	List	   *keys = NIL;
+	List	   *cols = NIL;
 
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("unique_key must be a one-dimensional array"),
-				 errhint("Pass the key columns as a flat list, for example unique_key => '{id,day}'.")));
+				 errmsg("%s must be a one-dimensional array", what),
+				 errhint("Pass the columns as a flat list, for example %s => '%s'.", what, example)));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
 					  &elems, &elemnulls, &nelems);
-	if (nelems == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unique_key must name at least one column"),
-				 errhint("Pass the business key of the target, for example unique_key => '{id}'.")));
 	for (int i = 0; i < nelems; i++)
 	{
 		char	   *col;
@@ -64,17 +63,31 @@ key_list(ArrayType *arr)
 		if (elemnulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("unique_key must not contain null elements"),
-				 errhint("Pass the key's column names, for example unique_key => '{order_id,line}'.")));
+					 errmsg("%s must not contain null elements", what),
+					 errhint("Pass the columns' names, for example %s => '%s'.", what, example)));
 		col = TextDatumGetCString(elems[i]);
-		foreach(lc, keys)
+		foreach(lc, cols)
 			if (strcmp(lfirst(lc), col) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("column \"%s\" appears twice in unique_key", col),
-						 errhint("Name each key column once.")));
-		keys = lappend(keys, col);
+						 errmsg("column \"%s\" appears twice in %s", col, what),
+						 errhint("Name each column once.")));
+		cols = lappend(cols, col);
 	}
+	return cols;
+}
+
+/* unique_key: its columns, at least one */
+static List *
+key_list(ArrayType *arr)
+{
+	List	   *keys = column_name_list(arr, "unique_key", "{order_id,line}");
+
+	if (keys == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unique_key must name at least one column"),
+				 errhint("Pass the business key of the target, for example unique_key => '{id}'.")));
 	return keys;
 }
 
@@ -117,43 +130,6 @@ typedef struct CreateArgs
 #define CREATE_VALID_FROM 14
 #define CREATE_VALID_TO 15
 
-/* history_columns: column names, once each (NIL: none) */
-static List *
-history_column_list(ArrayType *arr)
-{
-	Datum	   *elems;
-	bool	   *elemnulls;
-	int			nelems;
-	List	   *cols = NIL;
-
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("history_columns must be a one-dimensional array"),
-				 errhint("Pass the tracked columns as a flat list, for example history_columns => '{status,amount}'.")));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &elemnulls, &nelems);
-	for (int i = 0; i < nelems; i++)
-	{
-		char	   *col;
-		ListCell   *lc;
-
-		if (elemnulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("history_columns must not contain null elements"),
-					 errhint("Pass the tracked columns' names, for example history_columns => '{status,amount}'.")));
-		col = TextDatumGetCString(elems[i]);
-		foreach(lc, cols)
-			if (strcmp(lfirst(lc), col) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_DUPLICATE_COLUMN),
-						 errmsg("column \"%s\" appears twice in history_columns", col),
-						 errhint("Name each tracked column once.")));
-		cols = lappend(cols, col);
-	}
-	return cols;
-}
-
 /*
  * history, history_columns, valid_from_column, valid_to_column: a history
  * pipeline (issue 40), whose bounds default to valid_from and valid_to;
@@ -184,7 +160,7 @@ read_history_args(FunctionCallInfo fcinfo, CreateArgs *a)
 	if (ARG_GIVEN(CREATE_HISTORY_COLUMNS))
 	{
 		a->spec.history_columns_given = true;
-		a->spec.history_columns = history_column_list(PG_GETARG_ARRAYTYPE_P(CREATE_HISTORY_COLUMNS));
+		a->spec.history_columns = column_name_list(PG_GETARG_ARRAYTYPE_P(CREATE_HISTORY_COLUMNS), "history_columns", "{status,amount}");
 		a->history_columns = PG_GETARG_DATUM(CREATE_HISTORY_COLUMNS);
 	}
 }
