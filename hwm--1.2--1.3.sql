@@ -399,3 +399,29 @@ AS 'MODULE_PATHNAME', 'hwm_create_pipeline';
 
 COMMENT ON FUNCTION hwm.create_pipeline(text, regclass, regclass, text[], name, name, integer, interval, text, interval, bigint, name, boolean, text[], name, name) IS
 'Declare a pipeline that loads source into target incrementally: upsert on unique_key the rows whose watermark_column is greater than the stored watermark; with partition_column and lookback, re-overwrite the lookback newest partitions on every run; with delay, keep the watermark at least that far behind now(); with batch_size, load at most that many rows per run; with delete_column (a boolean, or a timestamp set on deletion), a source row carrying that marker deletes the target row of its key. With history, the target keeps every version of a key instead, valid from valid_from_column (default valid_from) to valid_to_column (default valid_to, NULL while current): a change in history_columns (default: every column but the key, the watermark and the delete marker) opens a version, a tombstone closes one. Everything is validated up front.';
+
+-- alter_pipeline takes a history's history_columns: recreated with its new
+-- signature.
+DROP FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[], name);
+CREATE FUNCTION hwm.alter_pipeline(
+    pipeline          text,
+    source            regclass DEFAULT NULL,
+    target            regclass DEFAULT NULL,
+    unique_key        text[]   DEFAULT NULL,
+    partition_column  name     DEFAULT NULL,
+    lookback          integer  DEFAULT NULL,
+    schedule          interval DEFAULT NULL,
+    delay             interval DEFAULT NULL,
+    batch_size        bigint   DEFAULT NULL,
+    command           text     DEFAULT NULL,
+    batched           boolean  DEFAULT NULL,
+    skip_empty        boolean  DEFAULT NULL,
+    reset             text[]   DEFAULT NULL,
+    delete_column     name     DEFAULT NULL,
+    history_columns   text[]   DEFAULT NULL)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_alter_pipeline';
+
+COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[], name, text[]) IS
+'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay, batch_size or delete_column, or sets a history''s history_columns back to its default. A history stays a history; history_columns changes what later runs track (the versions kept stay as they are). The watermark, what the last run remembered, the run history, the owner and (unless given) the schedule are kept.';

@@ -730,13 +730,14 @@ CREATE FUNCTION hwm.alter_pipeline(
     batched           boolean  DEFAULT NULL,
     skip_empty        boolean  DEFAULT NULL,
     reset             text[]   DEFAULT NULL,
-    delete_column     name     DEFAULT NULL)
+    delete_column     name     DEFAULT NULL,
+    history_columns   text[]   DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_alter_pipeline';
 
-COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[], name) IS
-'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay, batch_size or delete_column. The watermark, what the last run remembered, the history, the owner and (unless given) the schedule are kept.';
+COMMENT ON FUNCTION hwm.alter_pipeline(text, regclass, regclass, text[], name, integer, interval, interval, bigint, text, boolean, boolean, text[], name, text[]) IS
+'Change a pipeline''s settings in place, checked as create_pipeline checks them: a NULL argument keeps the setting, reset => ''{...}'' clears partition_column, lookback, schedule, delay, batch_size or delete_column, or sets a history''s history_columns back to its default. A history stays a history; history_columns changes what later runs track (the versions kept stay as they are). The watermark, what the last run remembered, the run history, the owner and (unless given) the schedule are kept.';
 
 CREATE FUNCTION hwm.drop_pipeline(pipeline text)
 RETURNS void

@@ -100,6 +100,26 @@ SELECT rows_upserted FROM hwm.run('dim');
 SELECT * FROM hi.dim ORDER BY id, since;
 -- running again with nothing new changes nothing
 SELECT rows_upserted FROM hwm.run('dim');
+-- alter_pipeline: history_columns changes what later runs track; the
+-- versions kept stay; reset goes back to the default
+SELECT hwm.alter_pipeline('dim', history_columns => '{b}');
+SELECT history_columns FROM hwm.state WHERE pipeline = 'dim';
+INSERT INTO hi.src VALUES (1, 60, 7, 'y'), (1, 70, 7, 'z');   -- a alone changes nothing now
+SELECT rows_upserted FROM hwm.run('dim');
+SELECT * FROM hi.dim WHERE since >= 50 ORDER BY id, since;
+SELECT hwm.alter_pipeline('dim', reset => '{history_columns}');
+SELECT history_columns IS NULL AS default_columns FROM hwm.state WHERE pipeline = 'dim';
+-- refused: a tracked column that is not loaded, history_columns on a
+-- pipeline without history (given or reset)
+SELECT hwm.alter_pipeline('dim', history_columns => '{nope}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT history_columns IS NULL AS unchanged FROM hwm.state WHERE pipeline = 'dim';
+CREATE TABLE hi.flat (id int PRIMARY KEY, ts bigint, a int, b text);
+SELECT hwm.create_pipeline('flat', 'hi.src', 'hi.flat', '{id}', 'ts');
+SELECT hwm.alter_pipeline('flat', history_columns => '{a}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT hwm.alter_pipeline('flat', reset => '{history_columns}');
+\echo :LAST_ERROR_SQLSTATE
 
 -- what a history pipeline refuses, each an error that changes nothing
 CALL hwm.reconcile('hi');
@@ -169,4 +189,4 @@ SELECT * FROM hwm.run('hi');
 \echo :LAST_ERROR_SQLSTATE
 
 DROP SCHEMA hi CASCADE;
-SELECT pipeline FROM hwm.state WHERE pipeline IN ('hi', 'hi2', 'dim', 'x') ORDER BY 1;
+SELECT pipeline FROM hwm.state WHERE pipeline IN ('hi', 'hi2', 'dim', 'flat', 'x') ORDER BY 1;

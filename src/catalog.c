@@ -2452,14 +2452,15 @@ enum
 	ALTER_PIPELINE = 1, ALTER_SOURCE, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
 	ALTER_LOOKBACK, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND, ALTER_BATCHED, ALTER_SKIP_EMPTY,
 	ALTER_DELETE_COLUMN,
-	ALTER_NARGS = ALTER_DELETE_COLUMN
+	ALTER_HISTORY_COLUMNS,
+	ALTER_NARGS = ALTER_HISTORY_COLUMNS
 };
 
 /*
  * hwm.alter_pipeline: the settings a pipeline's row takes from row (its
  * name, source, target, key, partition column, lookback, delay,
- * batch_size, command, batched, skip_empty and delete column); the rest of
- * the row is kept.
+ * batch_size, command, batched, skip_empty, delete column and a history's
+ * tracked columns); the rest of the row is kept.
  */
 void
 hwm_state_alter(const HwmNewPipeline *row)
@@ -2485,12 +2486,13 @@ hwm_state_alter(const HwmNewPipeline *row)
 	SET_ARG(ALTER_DELETE_COLUMN, TEXTOID,
 			row->delete_column ? CStringGetTextDatum(row->delete_column) : (Datum) 0,
 			row->delete_column == NULL);
+	SET_ARG(ALTER_HISTORY_COLUMNS, TEXTARRAYOID, row->history_columns, row->history_columns == (Datum) 0);
 #undef SET_ARG
-	StaticAssertStmt(ALTER_NARGS == 12, "hwm_state_alter's statement numbers 12 parameters");
+	StaticAssertStmt(ALTER_NARGS == 13, "hwm_state_alter's statement numbers 13 parameters");
 	hwm_catalog_exec("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
 					 " partition_column = $5, lookback = $6, delay = $7, batch_size = $8,"
 					 " command = $9, batched = $10, skip_empty = $11,"
-					 " delete_column = $12::pg_catalog.name"
+					 " delete_column = $12::pg_catalog.name, history_columns = $13::pg_catalog.name[]"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 ALTER_NARGS,
 					 argtypes, values, nulls, SPI_OK_UPDATE);

@@ -633,7 +633,8 @@ enum
 {
 	ALTER_SOURCE = 1, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
 	ALTER_LOOKBACK, ALTER_SCHEDULE, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND,
-	ALTER_BATCHED, ALTER_SKIP_EMPTY, ALTER_RESET, ALTER_DELETE_COLUMN
+	ALTER_BATCHED, ALTER_SKIP_EMPTY, ALTER_RESET, ALTER_DELETE_COLUMN,
+	ALTER_HISTORY_COLUMNS
 };
 
 /* The settings that reset => '{...}' may clear, with their argument */
@@ -648,6 +649,7 @@ static const struct
 	{"delay", ALTER_DELAY},
 	{"batch_size", ALTER_BATCH_SIZE},
 	{"delete_column", ALTER_DELETE_COLUMN},
+	{"history_columns", ALTER_HISTORY_COLUMNS},
 };
 
 /*
@@ -678,7 +680,7 @@ alter_reset_mask(FunctionCallInfo fcinfo)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("reset names \"%s\", which is not a setting alter_pipeline can clear", what),
-					 errdetail("reset clears partition_column, lookback (to 0), schedule, delay, batch_size and delete_column."),
+					 errdetail("reset clears partition_column, lookback (to 0), schedule, delay, batch_size and delete_column, and sets history_columns back to its default."),
 					 errhint("Change the other settings by passing their new value, for example source => 'schema.view'.")));
 		if (ARG_GIVEN(alter_resettable[k].argno))
 			ereport(ERROR,
@@ -735,6 +737,14 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 	alter_refuse_arg(fcinfo, ALTER_SKIP_EMPTY, interval, p, "skip_empty", "interval pipelines (hwm.create_interval_pipeline)");
 	alter_refuse_arg(fcinfo, ALTER_BATCH_SIZE, !interval, p, "batch_size", "copy and command pipelines");
 	alter_refuse_arg(fcinfo, ALTER_DELETE_COLUMN, copy, p, "delete_column", "copy pipelines (hwm.create_pipeline)");
+	alter_refuse_arg(fcinfo, ALTER_HISTORY_COLUMNS, p->valid_from_column != NULL, p, "history_columns",
+					 "history pipelines (hwm.create_pipeline(..., history => true))");
+	if (alter_resets(reset, ALTER_HISTORY_COLUMNS) && p->valid_from_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("history_columns does not apply to pipeline \"%s\"", p->name),
+				 errdetail("Only history pipelines (hwm.create_pipeline(..., history => true)) have it."),
+				 errhint("Leave history_columns out of reset.")));
 
 	a->name = p->name;
 	a->owner = p->owner;
@@ -751,11 +761,25 @@ alter_read_args(FunctionCallInfo fcinfo, const HwmPipeline *p, CreateArgs *a)
 	a->spec.delete_column = alter_resets(reset, ALTER_DELETE_COLUMN) ? NULL :
 		ARG_GIVEN(ALTER_DELETE_COLUMN) ? pstrdup(NameStr(*PG_GETARG_NAME(ALTER_DELETE_COLUMN))) :
 		p->delete_column;
-	/* a history stays one, tracking the same columns */
+	/*
+	 * a history stays one; history_columns changes what later runs track
+	 * (the versions kept stay as they are), reset: the default
+	 */
 	a->spec.valid_from_column = p->valid_from_column;
 	a->spec.valid_to_column = p->valid_to_column;
 	a->spec.history_columns_given = p->history_columns_given;
 	a->spec.history_columns = p->history_columns;
+	if (ARG_GIVEN(ALTER_HISTORY_COLUMNS))
+	{
+		a->spec.history_columns_given = true;
+		a->spec.history_columns = column_name_list(PG_GETARG_ARRAYTYPE_P(ALTER_HISTORY_COLUMNS),
+												   "history_columns", "{status,amount}");
+	}
+	else if (alter_resets(reset, ALTER_HISTORY_COLUMNS))
+	{
+		a->spec.history_columns_given = false;
+		a->spec.history_columns = NIL;
+	}
 	a->lookback = alter_resets(reset, ALTER_LOOKBACK) ? 0 :
 		PG_ARGISNULL(ALTER_LOOKBACK) ? p->lookback : PG_GETARG_INT32(ALTER_LOOKBACK);
 	if (a->lookback < 0)
@@ -808,6 +832,17 @@ alter_update_row(const CreateArgs *a)
 	foreach(lc, a->spec.unique_key)
 		keys[i++] = CStringGetTextDatum((char *) lfirst(lc));
 	row.unique_key = PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false, TYPALIGN_INT));
+	if (a->spec.history_columns_given)
+	{
+		int			ncols = list_length(a->spec.history_columns);
+		Datum	   *cols = palloc(sizeof(Datum) * Max(ncols, 1));
+
+		i = 0;
+		foreach(lc, a->spec.history_columns)
+			cols[i++] = CStringGetTextDatum((char *) lfirst(lc));
+		row.history_columns = PointerGetDatum(construct_array(cols, ncols, TEXTOID, -1, false,
+															  TYPALIGN_INT));
+	}
 	if (a->spec.partition_column)
 		row.partition_column = DirectFunctionCall1(namein, CStringGetDatum(a->spec.partition_column));
 	hwm_state_alter(&row);
@@ -818,7 +853,7 @@ PG_FUNCTION_INFO_V1(hwm_alter_pipeline);
 /*
  * hwm.alter_pipeline(pipeline, source, target, unique_key, partition_column,
  * lookback, schedule, delay, batch_size, command, batched, skip_empty,
- * reset, delete_column): change a pipeline's settings in place, under its lock, checked as
+ * reset, delete_column, history_columns): change a pipeline's settings in place, under its lock, checked as
  * create_pipeline checks them; its watermark, load memory, history, owner
  * and schedule (unless given) are kept.  NULL keeps a setting; reset clears
  * one.
