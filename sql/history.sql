@@ -121,6 +121,16 @@ SELECT hwm.alter_pipeline('flat', history_columns => '{a}');
 SELECT hwm.alter_pipeline('flat', reset => '{history_columns}');
 \echo :LAST_ERROR_SQLSTATE
 
+-- one key as the target's unique index says: source values in the
+-- target's types (1.4 is key 1 of a numeric(10,0) target)
+CREATE TABLE hi.nsrc (k numeric, ts int NOT NULL, v text);
+CREATE TABLE hi.nhist (k numeric(10,0) NOT NULL, ts int, v text, valid_from int NOT NULL, valid_to int,
+                       PRIMARY KEY (k, valid_from));
+SELECT hwm.create_pipeline('nk', 'hi.nsrc', 'hi.nhist', '{k}', 'ts', history => true);
+INSERT INTO hi.nsrc VALUES (1.4, 1, 'a'), (1, 2, 'b'), (2, 3, 'x'), (0.6, 4, 'b');
+SELECT rows_upserted FROM hwm.run('nk');
+SELECT * FROM hi.nhist ORDER BY k, valid_from;
+
 -- what a history pipeline refuses, each an error that changes nothing
 CALL hwm.reconcile('hi');
 \echo :LAST_ERROR_SQLSTATE
@@ -189,4 +199,4 @@ SELECT * FROM hwm.run('hi');
 \echo :LAST_ERROR_SQLSTATE
 
 DROP SCHEMA hi CASCADE;
-SELECT pipeline FROM hwm.state WHERE pipeline IN ('hi', 'hi2', 'dim', 'flat', 'x') ORDER BY 1;
+SELECT pipeline FROM hwm.state WHERE pipeline IN ('hi', 'hi2', 'dim', 'flat', 'nk', 'x') ORDER BY 1;
