@@ -6,6 +6,10 @@
 
     <model>            the target table: the model's columns, a primary key
                        on unique_key (the upsert's conflict target)
+                       (history=true: plus valid_from and valid_to, a
+                       primary key on unique_key and valid_from, and a
+                       unique index of the current versions; see
+                       _hwm_history_config)
     <model>__hwm_fn    a SQL function holding the model's SQL (its body is
                        text, so PostgreSQL records no dependency on the
                        relations it reads: dbt may drop and re-create them,
