@@ -343,6 +343,10 @@ check "... and the model, the targets and the orders pipeline's history are unch
     "$before|$model_before|" \
     "$(q "$targets_sql")|$(q "SELECT sum(orders) FROM analytics.orders_daily")|$(runs_after "$last" | grep -o 'orders[^,]*')"
 
+# --- history models (materialized='hwm', history=true) ------------------------------
+# shellcheck source=test/dbt/history.sh
+source "$REPO/test/dbt/history.sh"
+
 fi  # HWM_DBT_PART
 
 # --- dbt/hwm/README.md's Getting started, followed literally ---------------------------

@@ -6,6 +6,10 @@
 
     <model>            the target table: the model's columns, a primary key
                        on unique_key (the upsert's conflict target)
+                       (history=true: plus valid_from and valid_to, a
+                       primary key on unique_key and valid_from, and a
+                       unique index of the current versions; see
+                       _hwm_history_config)
     <model>__hwm_fn    a SQL function holding the model's SQL (its body is
                        text, so PostgreSQL records no dependency on the
                        relations it reads: dbt may drop and re-create them,
@@ -53,7 +57,7 @@
 
   {#- Everything that can be wrong with the configuration, before anything is created. -#}
   {%- do hwm._hwm_check_config(c, sql) -%}
-  {%- do hwm._hwm_check_contract(sql) -%}
+  {%- do hwm._hwm_check_contract(sql, c) -%}
   {%- set reconcile_after = hwm._hwm_reconcile_config() -%}
   {%- set state = facts.state -%}
   {%- set after_run = facts.last_run_id -%}
@@ -97,9 +101,9 @@
     {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view, leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n")) -%}
     {%- do hwm._hwm_make_source(src, fn, model_cols, "drop view if exists " ~ src ~ ";\n" ~ "drop function if exists " ~ fn ~ "();\n") -%}
     {%- if adopt -%}
-      {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
-      {%- if ch.any or hwm._hwm_primary_key(target_relation) != c.unique_key -%}
-        {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists, empty, without a pipeline, and differs from the model (" ~ (hwm._hwm_describe_changes(ch) or "its primary key is not " ~ c.unique_key | join(', ')) ~ "): rebuild it with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+      {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_model_side(c, hwm._hwm_live(hwm._hwm_attributes(target_relation)))) -%}
+      {%- if ch.any or hwm._hwm_primary_key(target_relation) != hwm._hwm_table_key(c) -%}
+        {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists, empty, without a pipeline, and differs from the model (" ~ (hwm._hwm_describe_changes(ch) or "its primary key is not " ~ hwm._hwm_table_key(c) | join(', ')) ~ "): rebuild it with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
       {%- endif -%}
       {%- do log("hwm " ~ c.pipeline ~ ": the empty table " ~ hwm._hwm_where() ~ " (made by dbt run --empty?) gets its pipeline", info=true) -%}
     {%- else -%}
@@ -130,9 +134,22 @@
     {%- if state.watermark_column != c.watermark_column -%}
       {{ hwm._hwm_config_error('watermark_column', "changed from " ~ state.watermark_column ~ " to " ~ c.watermark_column ~ ": the stored watermark is a value of the old column, so rebuild the model with " ~ refresh) }}
     {%- endif -%}
+    {#- (a pipeline stays a history or not: hwm.alter_pipeline keeps it so) -#}
+    {%- set state_history = state.valid_from_column is not none -%}
+    {%- if state_history != c.history -%}
+      {{ hwm._hwm_config_error('history', ("is true, but the table holds one row per key (its pipeline is not a history): the versions before now are not known to hwm, and the table's key becomes ("
+           ~ hwm._hwm_table_key(c) | join(', ') ~ ")" if c.history else "is no longer true, but the table holds the versions of each key (its pipeline is a history): they would be lost, and the table's key becomes ("
+           ~ c.unique_key | join(', ') ~ ")") ~ ". Rebuild the model with " ~ refresh ~ " (the table is rebuilt from the model's SQL and swapped in), or set history back") }}
+    {%- endif -%}
+    {%- if c.history and (state.valid_from_column != c.valid_from_column or state.valid_to_column != c.valid_to_column) -%}
+      {{ hwm._hwm_config_error('valid_from_column' if state.valid_from_column != c.valid_from_column else 'valid_to_column',
+           "changed: the history's bounds are " ~ state.valid_from_column ~ " and " ~ state.valid_to_column ~ ", the config's " ~ c.valid_from_column ~ " and " ~ c.valid_to_column
+           ~ ". Rebuild the model with " ~ refresh ~ ", or set them back") }}
+    {%- endif -%}
     {%- set attrs = hwm._hwm_attributes_of([new_view, target_relation, src], leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n") -%}
     {%- set model_cols = hwm._hwm_live(attrs[0]) -%}
-    {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(attrs[1])) -%}
+    {#- (a history's bounds are the table's own: not columns the model dropped) -#}
+    {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_model_side(c, hwm._hwm_live(attrs[1]))) -%}
     {%- if ch.any -%}
       {%- do hwm._hwm_apply_schema_changes(c, target_relation, ch, c.unique_key + [c.watermark_column] + ([c.partition_column] if c.partition_column else [])) -%}
     {%- endif -%}
@@ -151,7 +168,8 @@
                         and (src_cols | map(attribute='basetype') | list) == (model_cols | map(attribute='basetype') | list) -%}
     {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
                           and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay)
-                          and state.delete_column == c.delete_column -%}
+                          and state.delete_column == c.delete_column
+                          and (not c.history or state.history_columns == c.history_columns) -%}
     {#- (what waits for the setup's commit, to run in its round trip) -#}
     {%- set deferred = [] -%}
     {%- if same_view -%}
@@ -188,6 +206,10 @@
                          ~ "alter function " ~ fn2 ~ "() rename to " ~ adapter.quote(fn.identifier)) -%}
       {%- endif -%}
       {%- do log("hwm " ~ c.pipeline ~ ": changed in place, watermark " ~ (state.watermark or 'none') ~ " kept (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
+      {%- if c.history and state.history_columns != c.history_columns -%}
+        {%- do log("hwm " ~ c.pipeline ~ ": the history now tracks " ~ (c.history_columns | join(', ') if c.history_columns is not none else "every column but the key, the watermark column and the delete marker (config history_columns unset)")
+                   ~ " (was " ~ (state.history_columns | join(', ') if state.history_columns is not none else "the default") ~ "): later runs open a version when those change; the versions kept stay as they are", info=true) -%}
+      {%- endif -%}
     {%- endif -%}
     {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
     {%- set loaded = hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c) -%}
@@ -223,12 +245,28 @@
 {#-
   An enforced contract (contract: {enforced: true}): the model's columns
   and types checked against the YAML as dbt checks a table or incremental
-  model, on every run, before anything changes.
+  model, on every run, before anything changes.  A history's contract is
+  the table's: the model's columns and the bounds (valid_from, valid_to),
+  of the watermark column's type, which it must list (they are the columns
+  its readers filter on; dbt checks them as if the model returned them).
 -#}
-{% macro _hwm_check_contract(model_sql) -%}
+{% macro _hwm_check_contract(model_sql, c=none) -%}
   {%- set contract_config = config.get('contract') -%}
   {%- if contract_config and contract_config.enforced -%}
-    {%- do get_assert_columns_equivalent(model_sql) -%}
+    {%- if c is not none and c.history -%}
+      {%- set listed = (model.columns or {}).keys() | list -%}
+      {%- set missing = hwm._hwm_bounds(c) | reject('in', listed) | list -%}
+      {%- if missing and listed -%}
+        {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": its contract is enforced and does not list " ~ missing | join(' and ')
+             ~ ": a history's table has the model's columns plus " ~ hwm._hwm_bounds(c) | join(' and ') ~ " (of the type of the watermark column, " ~ c.watermark_column
+             ~ "), and its contract describes the table, so list them too (with that data_type)") }}
+      {%- endif -%}
+      {%- set q = adapter.quote -%}
+      {%- do get_assert_columns_equivalent("select hwm_model.*, hwm_model." ~ q(c.watermark_column) ~ " as " ~ q(c.valid_from_column)
+                                           ~ ", hwm_model." ~ q(c.watermark_column) ~ " as " ~ q(c.valid_to_column) ~ " from (\n" ~ model_sql ~ "\n) as hwm_model") -%}
+    {%- else -%}
+      {%- do get_assert_columns_equivalent(model_sql) -%}
+    {%- endif -%}
   {%- endif -%}
 {%- endmacro %}
 
@@ -237,7 +275,11 @@
   view of the model's SQL) and a primary key on unique_key; with an
   enforced contract, the columns, types and constraints of the contract,
   as dbt-postgres creates a table model's (a primary key in the contract
-  must be on unique_key).  Then the model's indexes.
+  must be on unique_key).  A history's table has the bounds too (from the
+  contract, or after the model's columns, of the watermark column's type),
+  valid_from NOT NULL, its primary key on unique_key and valid_from, and
+  the unique index of the current versions (_hwm_current_index_sql).  Then
+  the model's indexes.
 -#}
 {% macro _hwm_create_target(c, target_relation, new_view) -%}
   {%- set contract_config = config.get('contract') -%}
@@ -256,14 +298,29 @@
                  ~ " warn_unsupported: false on a constraint silences it)", info=true) -%}
     {%- endif -%}
     {%- set pk = hwm._hwm_primary_key(target_relation) -%}
-    {%- if not pk -%}
-      {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
-    {%- elif pk != c.unique_key -%}
-      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the contract's primary key (" ~ pk | join(', ') ~ ") is not unique_key (" ~ c.unique_key | join(', ') ~ "): hwm upserts on unique_key, so make them the same") }}
+    {%- set key = hwm._hwm_table_key(c) -%}
+    {%- if c.history -%}
+      {%- do run_query("alter table " ~ target_relation ~ " alter column " ~ adapter.quote(c.valid_from_column) ~ " set not null") -%}
     {%- endif -%}
+    {%- if not pk -%}
+      {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(key) ~ ")") -%}
+    {%- elif pk != key -%}
+      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the contract's primary key (" ~ pk | join(', ') ~ ") is not "
+           ~ ("unique_key and valid_from_column (" if c.history else "unique_key (") ~ key | join(', ') ~ "): hwm "
+           ~ ("keeps one version of a key per value of " ~ c.valid_from_column if c.history else "upserts on unique_key") ~ ", so make them the same") }}
+    {%- endif -%}
+  {%- elif c.history -%}
+    {%- set wm = "hwm_model." ~ adapter.quote(c.watermark_column) -%}
+    {%- do run_query("create table " ~ target_relation ~ " as select hwm_model.*, " ~ wm ~ " as " ~ adapter.quote(c.valid_from_column) ~ ", " ~ wm ~ " as " ~ adapter.quote(c.valid_to_column)
+                     ~ " from " ~ new_view ~ " as hwm_model with no data;\n"
+                     ~ "alter table " ~ target_relation ~ " alter column " ~ adapter.quote(c.valid_from_column) ~ " set not null;\n"
+                     ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(hwm._hwm_table_key(c)) ~ ")") -%}
   {%- else -%}
     {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
                      ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- endif -%}
+  {%- if c.history -%}
+    {%- do run_query(hwm._hwm_current_index_sql(c, target_relation)) -%}
   {%- endif -%}
   {%- do create_indexes(target_relation) -%}
 {%- endmacro %}
@@ -342,6 +399,14 @@
   {%- if c.delete_column is not none -%}
     {%- do args.append("delete_column => " ~ hwm._hwm_literal(c.delete_column)) -%}
   {%- endif -%}
+  {%- if c.history -%}
+    {%- do args.append("history => true") -%}
+    {%- if c.history_columns is not none -%}
+      {%- do args.append("history_columns => " ~ hwm._hwm_text_array(c.history_columns)) -%}
+    {%- endif -%}
+    {%- do args.append("valid_from_column => " ~ hwm._hwm_literal(c.valid_from_column)) -%}
+    {%- do args.append("valid_to_column => " ~ hwm._hwm_literal(c.valid_to_column)) -%}
+  {%- endif -%}
   {{- return("select hwm.create_pipeline(" ~ args | join(', ') ~ ")") -}}
 {%- endmacro %}
 
@@ -401,6 +466,13 @@
     {%- do args.append("delete_column => " ~ hwm._hwm_literal(c.delete_column)) -%}
   {%- elif state.delete_column is not none -%}
     {%- do reset.append('delete_column') -%}
+  {%- endif -%}
+  {#- a history's tracked columns (later runs track them; the versions
+      kept stay as they are); none: hwm's default -#}
+  {%- if c.history and c.history_columns is not none -%}
+    {%- do args.append("history_columns => " ~ hwm._hwm_text_array(c.history_columns)) -%}
+  {%- elif c.history and state.history_columns is not none -%}
+    {%- do reset.append('history_columns') -%}
   {%- endif -%}
   {%- if reset -%}
     {%- do args.append("reset => " ~ hwm._hwm_text_array(reset)) -%}
@@ -494,10 +566,18 @@
   sync_all_columns does; a column whose old values do not cast to its new
   type is emptied), and with a new key drop the old primary key and the
   NOT NULLs (hwm.swap wants the same nullability; the new key's primary key
-  comes after the swap).  Returns whether the key changed.
+  comes after the swap).  A history's table has the bounds besides the
+  model's columns (of the watermark column's type): a model that becomes a
+  history gets them, one that stops being one loses them, and its key
+  changes.  Returns whether the key changed.
 -#}
 {% macro _hwm_prepare_rebuild(c, target_relation, model_cols) -%}
-  {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
+  {%- set table_cols = model_cols -%}
+  {%- if c.history -%}
+    {%- set wm = model_cols | selectattr('name', 'equalto', c.watermark_column) | first -%}
+    {%- set table_cols = model_cols + [{'name': c.valid_from_column, 'type': wm.type}, {'name': c.valid_to_column, 'type': wm.type}] -%}
+  {%- endif -%}
+  {%- set ch = hwm._hwm_column_changes(table_cols, hwm._hwm_live(hwm._hwm_attributes(target_relation))) -%}
   {%- do hwm._hwm_check_retype(target_relation, ch) -%}
   {%- for r in ch.removed -%}
     {%- do run_query("alter table " ~ target_relation ~ " drop column " ~ adapter.quote(r.name)) -%}
@@ -510,7 +590,13 @@
     {%- do run_query("DO $hwm$ BEGIN EXECUTE " ~ hwm._hwm_literal(alter ~ adapter.quote(t.name) ~ "::" ~ t.new) ~ ";
                       EXCEPTION WHEN others THEN EXECUTE " ~ hwm._hwm_literal(alter ~ "null") ~ "; END $hwm$") -%}
   {%- endfor -%}
-  {%- set key_changed = hwm._hwm_primary_key(target_relation) != (c.unique_key or []) -%}
+  {%- set key_changed = hwm._hwm_primary_key(target_relation) != (hwm._hwm_table_key(c) or []) -%}
+  {%- if key_changed and c.history -%}
+    {#- (the index of the current versions of the old key: made again after the swap) -#}
+    {%- for i in hwm._hwm_current_indexes(c, target_relation) -%}
+      {%- do run_query("drop index " ~ i) -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- if key_changed -%}
     {%- set conname = run_query("select conname::text from pg_catalog.pg_constraint where contype = 'p' and conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ")") -%}
     {%- if conname.rows | length > 0 -%}
@@ -523,15 +609,26 @@
   {{- return(key_changed) -}}
 {%- endmacro %}
 
-{#- The swap of a rebuild, and a new key's primary key after it. -#}
+{#- The swap of a rebuild, and a new key's primary key after it (and a
+    history's index of the current versions). -#}
 {% macro _hwm_swap_in(c, target_relation, stg, key_changed) -%}
+  {%- set key = hwm._hwm_table_key(c) -%}
   {%- if key_changed and c.unique_key -%}
-    {#- (the target has no index on the new key yet: it gets one after the swap) -#}
+    {#- (the target has no index on the new key yet, nor NOT NULLs: it gets
+        them after the swap) -#}
     {%- do run_query("drop index " ~ adapter.quote(stg.schema) ~ "." ~ adapter.quote(stg.identifier ~ "_key")) -%}
+    {%- if c.history -%}
+      {%- set nn = [] -%}
+      {%- for k in key -%}{%- do nn.append("alter column " ~ adapter.quote(k) ~ " drop not null") -%}{%- endfor -%}
+      {%- do run_query("alter table " ~ stg ~ " " ~ nn | join(', ')) -%}
+    {%- endif -%}
   {%- endif -%}
   {%- do run_query("CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ")") -%}
   {%- if key_changed and c.unique_key -%}
-    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- do run_query("alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(key) ~ ")") -%}
+    {%- if c.history -%}
+      {%- do run_query(hwm._hwm_current_index_sql(c, target_relation)) -%}
+    {%- endif -%}
   {%- endif -%}
 {%- endmacro %}
 

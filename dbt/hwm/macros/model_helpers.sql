@@ -125,10 +125,12 @@
     {%- if c.delete_column is not none and c.delete_column in c.unique_key -%}
       {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which is part of unique_key: name the column that marks a deleted row, e.g. delete_column='deleted_at'") }}
     {%- endif -%}
+    {%- do c.update(hwm._hwm_history_config(c)) -%}
   {%- else -%}
-    {%- if config.get('delete_column') is not none -%}
-      {{ hwm._hwm_config_error('delete_column', "is only for materialized='hwm' models: an interval model recomputes whole intervals") }}
-    {%- endif -%}
+    {%- for key in ['delete_column', 'history', 'history_columns', 'valid_from_column', 'valid_to_column'] if config.get(key) not in [none, false] -%}
+      {{ hwm._hwm_config_error(key, "is only for materialized='hwm' models: an interval model recomputes whole intervals") }}
+    {%- endfor -%}
+    {%- do c.update({'history': false, 'history_columns': none, 'valid_from_column': none, 'valid_to_column': none}) -%}
     {%- set tc = config.get('time_column') -%}
     {%- if tc is none or tc is not string or tc == '' -%}
       {{ hwm._hwm_config_error('time_column', "is required: the time column of the source whose finished intervals the model computes, e.g. time_column='created_at'") }}
@@ -146,6 +148,96 @@
                      'skip_empty': hwm._hwm_opt_bool('skip_empty', false)}) -%}
   {%- endif -%}
   {{- return(c) -}}
+{%- endmacro %}
+
+{#-
+  A history model's configuration (materialized='hwm', history=true: the
+  target keeps every version of a key, hwm.create_pipeline(..., history =>
+  true)): {history, history_columns (none: hwm's default, every column but
+  the key, the watermark and the delete marker), valid_from_column,
+  valid_to_column (none unless history)}.  What hwm would refuse for a
+  history is refused here, before anything is created: partition_column and
+  lookback (an overwrite replaces a partition's rows, deleting the versions
+  the source no longer has), reconcile=true (it deletes the rows of keys the
+  model no longer returns: in a history, their past), and bounds that
+  collide with the key, the watermark column or each other.
+-#}
+{% macro _hwm_history_config(c) -%}
+  {%- set history = hwm._hwm_opt_bool('history', false) -%}
+  {%- set hcols = hwm._hwm_name_list('history_columns', config.get('history_columns')) -%}
+  {%- if not history -%}
+    {%- for key in ['history_columns', 'valid_from_column', 'valid_to_column'] if config.get(key) is not none -%}
+      {{ hwm._hwm_config_error(key, "needs history=true: it configures a history model (one that keeps every version of a key), and this model is not one. Set history=true, or leave " ~ key ~ " out") }}
+    {%- endfor -%}
+    {{- return({'history': false, 'history_columns': none, 'valid_from_column': none, 'valid_to_column': none}) -}}
+  {%- endif -%}
+  {%- set why = ": a history keeps every version of a key, and " -%}
+  {%- if c.partition_column is not none or c.lookback > 0 -%}
+    {{ hwm._hwm_config_error('history', "is true, and config '" ~ ('partition_column' if c.partition_column is not none else 'lookback') ~ "' is set too" ~ why
+         ~ "partition overwrites (partition_column, lookback) replace a partition's rows with the source's, deleting the versions the source no longer has. Drop partition_column and lookback, or history") }}
+  {%- endif -%}
+  {%- if config.get('reconcile', false) is sameas true -%}
+    {{ hwm._hwm_config_error('history', "is true, and config 'reconcile' is true too" ~ why
+         ~ "reconcile deletes the rows of the keys the model no longer returns: in a history, their past. Drop reconcile (a deleted key's version is closed by a row carrying delete_column's marker), or history") }}
+  {%- endif -%}
+  {%- set vf = hwm._hwm_opt_string('valid_from_column') or 'valid_from' -%}
+  {%- set vt = hwm._hwm_opt_string('valid_to_column') or 'valid_to' -%}
+  {%- if vf == vt -%}
+    {{ hwm._hwm_config_error('valid_to_column', "names column " ~ vt ~ ", as valid_from_column does: a version is valid from one column's value to the other's, so name two columns") }}
+  {%- endif -%}
+  {%- for b in [('valid_from_column', vf), ('valid_to_column', vt)] -%}
+    {%- if b[1] in c.unique_key or b[1] == c.watermark_column or b[1] == c.delete_column -%}
+      {{ hwm._hwm_config_error(b[0], "names column " ~ b[1] ~ ", which is the model's " ~ ('unique_key' if b[1] in c.unique_key else 'watermark_column' if b[1] == c.watermark_column else 'delete_column')
+           ~ ": the table gets this column in addition to the model's (the watermark value a version is valid " ~ ('from' if loop.first else 'to') ~ "), so name one the model does not return") }}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for h in (hcols or []) -%}
+    {%- if h in c.unique_key or h == c.watermark_column or h == c.delete_column -%}
+      {{ hwm._hwm_config_error('history_columns', "names column " ~ h ~ ", the model's " ~ ('unique_key' if h in c.unique_key else 'watermark_column' if h == c.watermark_column else 'delete_column')
+           ~ ": list the columns whose change opens a new version (by default every column but the key, the watermark column and the delete marker)") }}
+    {%- endif -%}
+    {%- if h in hcols[:loop.index0] -%}
+      {{ hwm._hwm_config_error('history_columns', "names column " ~ h ~ " twice") }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{- return({'history': true, 'history_columns': hcols, 'valid_from_column': vf, 'valid_to_column': vt}) -}}
+{%- endmacro %}
+
+{#- The columns of the target's primary key: unique_key, and for a history
+    valid_from_column (a version is a key and the value it is valid from). -#}
+{% macro _hwm_table_key(c) -%}
+  {{- return(c.unique_key + [c.valid_from_column] if c.history else c.unique_key) -}}
+{%- endmacro %}
+
+{#- The columns a history's table has beyond the model's: [valid_from, valid_to] ([] for other models). -#}
+{% macro _hwm_bounds(c) -%}
+  {{- return([c.valid_from_column, c.valid_to_column] if c.history else []) -}}
+{%- endmacro %}
+
+{#- A table's columns (from _hwm_attributes) that stand for the model's:
+    without a history's bounds. -#}
+{% macro _hwm_model_side(c, attrs) -%}
+  {%- set bounds = hwm._hwm_bounds(c) -%}
+  {{- return(attrs | rejectattr('name', 'in', bounds) | list if bounds else attrs) -}}
+{%- endmacro %}
+
+{#- The unique index of a history's current versions: one per key whose
+    valid_to is NULL (hwm recommends it: it makes a second current version
+    of a key impossible, and each run's lookup of the current versions an
+    index probe).  PostgreSQL names it. -#}
+{% macro _hwm_current_index_sql(c, relation) -%}
+  {{- return("create unique index on " ~ relation ~ " (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ") where " ~ adapter.quote(c.valid_to_column) ~ " is null") -}}
+{%- endmacro %}
+
+{#- The names of relation's unique partial indexes on the current versions
+    (WHERE valid_to IS NULL). -#}
+{% macro _hwm_current_indexes(c, relation) -%}
+  {%- set r = run_query("select i.indexrelid::pg_catalog.regclass::text from pg_catalog.pg_index i
+                          where i.indrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(relation) ~ ") and i.indisunique
+                            and pg_catalog.pg_get_expr(i.indpred, i.indrelid) = '(' || pg_catalog.quote_ident(" ~ hwm._hwm_literal(c.valid_to_column) ~ ") || ' IS NULL)'
+                            and i.indnkeyatts = " ~ c.unique_key | length ~ "
+                          order by 1") -%}
+  {{- return(r.columns[0].values() | list) -}}
 {%- endmacro %}
 
 {#-
@@ -215,6 +307,18 @@
     {%- endif -%}
     {%- if c.delete_column is not none and c.delete_column not in cols -%}
       {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+    {%- endif -%}
+    {%- if c.history -%}
+      {%- for h in (c.history_columns or []) if h not in cols -%}
+        {{ hwm._hwm_config_error('history_columns', "names column " ~ h ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
+      {%- endfor -%}
+      {%- for b in [('valid_from_column', c.valid_from_column), ('valid_to_column', c.valid_to_column)] if b[1] in cols -%}
+        {{ hwm._hwm_config_error(b[0], "is " ~ b[1] ~ ", a column the model returns: a history's table has the model's columns plus " ~ c.valid_from_column ~ " and " ~ c.valid_to_column
+             ~ ", which hwm fills, so rename the model's column or set " ~ b[0] ~ " to another name") }}
+      {%- endfor -%}
+      {%- if not run_query("select exists (select from pg_catalog.pg_attribute where attrelid = pg_catalog.to_regclass('hwm.state') and attname = 'valid_from_column')").rows[0][0] -%}
+        {{ hwm._hwm_config_error('history', "needs hwm 1.3 or later (history pipelines): update the extension with ALTER EXTENSION hwm UPDATE") }}
+      {%- endif -%}
     {%- endif -%}
   {%- else -%}
     {%- for k in (c.unique_key or []) if k not in cols -%}
@@ -336,6 +440,9 @@
                                  schedule::text as schedule, watermark, command, time_interval::text as time_interval,
                                  target::oid::text as target_oid, source::oid::text as source_oid, batched, skip_empty,
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'delete_column' as delete_column,
+                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'history_columns' as history_columns,
+                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'valid_from_column' as valid_from_column,
+                                 pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'valid_to_column' as valid_to_column,
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after' as after
                             from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
   {%- set row = r.rows[0] -%}
@@ -495,11 +602,25 @@
   {%- for s in standins -%}
     {%- do run_query("alter table " ~ stg ~ " drop column " ~ adapter.quote(s)) -%}
   {%- endfor -%}
+  {%- set key = hwm._hwm_table_key(c) -%}
   {%- if not c.unique_key -%}
   {%- elif with_pk -%}
-    {%- do run_query("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- do run_query("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(key) ~ ")") -%}
+    {#- a history's index of the current versions, when the target has
+        one (hwm.swap wants the same indexes on both) -#}
+    {%- if c.history and hwm._hwm_current_indexes(c, target_relation) -%}
+      {%- do run_query(hwm._hwm_current_index_sql(c, stg)) -%}
+    {%- endif -%}
   {%- else -%}
-    {%- do run_query("create unique index " ~ adapter.quote(stg.identifier ~ "_key") ~ " on " ~ stg ~ " (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+    {%- do run_query("create unique index " ~ adapter.quote(stg.identifier ~ "_key") ~ " on " ~ stg ~ " (" ~ hwm._hwm_quoted_list(key) ~ ")") -%}
+    {#- (hwm refuses a history whose key or valid_from may be NULL: NOT
+        NULL while the staging pipeline loads, dropped again before the
+        swap, as the target has none: _hwm_swap_in) -#}
+    {%- if c.history -%}
+      {%- set nn = [] -%}
+      {%- for k in key -%}{%- do nn.append("alter column " ~ adapter.quote(k) ~ " set not null") -%}{%- endfor -%}
+      {%- do run_query("alter table " ~ stg ~ " " ~ nn | join(', ')) -%}
+    {%- endif -%}
   {%- endif -%}
 {%- endmacro %}
 
