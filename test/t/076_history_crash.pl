@@ -108,9 +108,11 @@ SELECT count(*) FROM pg_index i, LATERAL bt_index_check(i.indexrelid, true) WHER
 
 # --- 2. the next run applies the slice once ------------------------------------------
 sql($node, 'postgres', q{DROP TRIGGER gate ON hist});
-my ($ret, $out, $err) = $node->psql('postgres', q{SELECT rows_upserted FROM hwm.run('hist')});
+my ($ret, $out, $err) = $node->psql('postgres', q{SELECT rows_inserted FROM hwm.run('hist')});
 is($ret, 0, 'the next run succeeds');
 unlike($err, qr/WARNING/, '... without a warning');
+is(sql($node, 'postgres', q{SELECT rows_inserted FROM hwm.runs WHERE pipeline = 'hist' ORDER BY run_id DESC LIMIT 1}),
+	$out, "... its result and its record count the same versions opened ($out)");
 is(sql($node, 'postgres', q{SELECT watermark::timestamptz = (SELECT max(at) FROM log) FROM hwm.state WHERE pipeline = 'hist'}),
 	't', '... its watermark the newest row');
 is(sql($node, 'postgres', q{SELECT rows_refused FROM hwm.runs WHERE pipeline = 'hist' ORDER BY run_id DESC LIMIT 1}),
@@ -136,6 +138,7 @@ my $back = sql($node, 'postgres', qq{SELECT at FROM log WHERE id = $first + $sli
 sql($node, 'postgres', qq{CREATE TABLE after_run AS SELECT * FROM hist; SELECT hwm.set_watermark('hist', '$back')});
 ($ret, $out, $err) = $node->psql('postgres', q{SELECT rows_inserted FROM hwm.run('hist')});
 is($ret, 0, 'a rerun of the last 20,000 rows succeeds');
+is($out, '0', '... its result counting no version opened');
 unlike($err, qr/WARNING/, '... without a warning');
 is(sql($node, 'postgres', q{SELECT rows_inserted || ' ' || rows_refused FROM hwm.runs WHERE pipeline = 'hist' ORDER BY run_id DESC LIMIT 1}),
 	'0 0', '... opening no version and refusing no row');
