@@ -242,7 +242,8 @@ tap_order() {
     local slow=(090_chaos 071_keys_differential 04b_scheduler_share 040_scheduler
         049b_owners_history 049_hostile_owners 063_command_soak 001_soak
         003_soak_long_xact 067_reconcile_soak 072_chain_soak 068_reconcile_scheduled
-        064_pg_incremental 066_tombstone_soak 069_first_load_crash 048_scheduler_fair
+        064_pg_incremental 075_history_soak 066_tombstone_soak 069_first_load_crash
+        076_history_crash 048_scheduler_fair
         070_citus 04d_claims) name f list=()
     for name in "${slow[@]}"; do
         [[ -f $REPO/test/t/$name.pl ]] && list+=("test/t/$name.pl")

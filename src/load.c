@@ -824,7 +824,8 @@ run_pipeline(const char *name, const RunCall *call, RunResult *out)
 	out->rows_upserted = r.upserted;
 	out->partitions = r.partitions;
 	out->rows_deleted = r.lookback.deleted + r.tombstoned;
-	out->rows_inserted = r.lookback.inserted;
+	/* a history's versions opened, as in its record (record_load) */
+	out->rows_inserted = r.lookback.inserted + r.opened;
 	out->watermark_before = r.p->watermark ? pstrdup(r.p->watermark) : NULL;
 	out->watermark_after = r.wm_after ? pstrdup(r.wm_after) : NULL;
 	out->run_id = run_id;
