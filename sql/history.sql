@@ -32,7 +32,7 @@ INSERT INTO hi.log (id, ts, status, note, deleted) VALUES
   (2, '2026-01-01 04:00', 'new', 'y', true), -- closes 2's version, opens none
   (2, '2026-01-01 05:00', 'new', 'z', false); -- back: a new version, equal status or not
 SET client_min_messages = notice;
-SELECT rows_upserted, rows_deleted, watermark_after FROM hwm.run('hi');
+SELECT rows_upserted, rows_inserted, rows_deleted, watermark_after FROM hwm.run('hi');
 SET client_min_messages = warning;
 SELECT * FROM hi.hist ORDER BY id, valid_from;
 SELECT rows_upserted, rows_inserted, rows_deleted, rows_refused FROM hwm.runs

@@ -825,6 +825,9 @@ run_pipeline(const char *name, const RunCall *call, RunResult *out)
 	out->partitions = r.partitions;
 	out->rows_deleted = r.lookback.deleted + r.tombstoned;
 	out->rows_inserted = r.lookback.inserted;
+	/* a history's: the versions opened, as in hwm.runs (record_load) */
+	if (r.plan && r.plan->history)
+		out->rows_inserted = r.opened;
 	out->watermark_before = r.p->watermark ? pstrdup(r.p->watermark) : NULL;
 	out->watermark_after = r.wm_after ? pstrdup(r.wm_after) : NULL;
 	out->run_id = run_id;
