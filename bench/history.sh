@@ -254,7 +254,7 @@ dbt_snapshot() {
 # hwm.run of size $1, timed by psql: prints "ms rows_inserted"
 hwm_run() {
     local out
-    # (the versions opened from hwm.runs: hwm.run's own rows_inserted is 0)
+    # (the versions opened from hwm.runs: before 457fb8a hwm.run returned 0)
     out=$(printf '%s\n' '\o /dev/null' '\timing on' "SELECT * FROM hwm.run('h$1');" '\timing off' '\o' \
         "SELECT rows_inserted FROM hwm.runs WHERE pipeline = 'h$1' ORDER BY run_id DESC LIMIT 1;" |
         hwm_psql -q -At 2>>"$LOG")
@@ -381,12 +381,14 @@ pat = re.compile(r"<!-- history:start -->.*?<!-- history:end -->", re.S)
 m = pat.search(text)
 old = m.group(0).splitlines() if m else []
 parts = {r.split("|")[0] for r in results}
-def keep(line, part, ncols):
-    # a row of another build or settings, or of a part this run did not measure
-    return line.startswith("| `") and line.count("|") == ncols and (
-        not line.startswith(f"| `{build}` | {settings} |") or part not in parts)
-hand = [l for l in old if keep(l, "hand", 12)]
-dbt = [l for l in old if keep(l, "dbt", 14)]
+# the hand table's rows come before the dbt table's heading
+split = next((i for i, l in enumerate(old) if l.startswith("**Against `dbt snapshot`**")), len(old))
+def keep(lines, part):
+    # rows of another build or settings, or of a part this run did not measure
+    return [l for l in lines if l.startswith("| `") and (
+        not l.startswith(f"| `{build}` | {settings} |") or part not in parts)]
+hand = keep(old[:split], "hand")
+dbt = keep(old[split:], "dbt")
 notes = [l for l in old if l.startswith("- build `") and l != note]
 for r in results:
     f = r.split("|")
