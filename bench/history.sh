@@ -376,6 +376,8 @@ import sys, re
 path, build, settings, note = sys.argv[1:5]
 results = sys.argv[5:]
 settings = f"`{settings}`" if settings else "defaults"
+import datetime
+when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 text = open(path).read()
 pat = re.compile(r"<!-- history:start -->.*?<!-- history:end -->", re.S)
 m = pat.search(text)
@@ -394,10 +396,10 @@ for r in results:
     f = r.split("|")
     if f[0] == "hand":
         _, n, s, mh, mb, ra, per, same, load = f
-        hand.append(f"| `{build}` | {settings} | {int(n):,} | {int(s):,} | {mh} ms | {mb} ms | **{ra}** | {per} | {same} | {load} |")
+        hand.append(f"| `{build}` | {settings} | {int(n):,} | {int(s):,} | {mh} ms | {mb} ms | **{ra}** | {per} | {same} | {load} | {when} |")
     else:
         _, n, s, mh, md, mw, ra, hv, dv, same, load = f
-        dbt.append(f"| `{build}` | {settings} | {int(n):,} | {int(s):,} | {mh} ms | {md} ms | {mw} ms | **{ra}** | {int(hv):,} | {int(dv):,} | {same} | {load} |")
+        dbt.append(f"| `{build}` | {settings} | {int(n):,} | {int(s):,} | {mh} ms | {md} ms | {mw} ms | **{ra}** | {int(hv):,} | {int(dv):,} | {same} | {load} | {when} |")
 notes.append(note)
 section = "\n".join([
     "<!-- history:start -->",
@@ -407,14 +409,14 @@ section = "\n".join([
     "",
     "**Against the hand-written pair.** A history of N keys (one current version each, every fifth key two closed versions before it: 1.4 N rows; primary key (id, valid_from), unique index on (id) WHERE valid_to IS NULL), a slice of S changed keys (tracked column and payload) spread over the key range, above the watermark of a change log with every version (index on ts). `hwm.run('p')` against `UPDATE hist SET valid_to = s.ts FROM slice s WHERE t.id = s.id AND t.valid_to IS NULL AND t.tracked IS DISTINCT FROM s.tracked` + `INSERT INTO hist SELECT ... FROM slice WHERE NOT EXISTS (a current version of the key)`: each in BEGIN ... ROLLBACK (psql `\\timing` of the statements), VACUUM after each (not timed), after VACUUM ANALYZE and a warm-up round; medians of the repetitions, the order alternating. Goal: hwm / hand at most 1.2.",
     "",
-    "| build | settings | keys | slice | hwm.run | hand pair | hwm / hand | per repetition | same table | load average during |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| build | settings | keys | slice | hwm.run | hand pair | hwm / hand | per repetition | same table | load average during | written (UTC) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     *hand,
     "",
     "**Against `dbt snapshot`** (check strategy, `check_cols: [tracked]`, dbt-core 1.10.15, dbt-postgres 1.9.1). dbt is given `cur`, the current rows (one a key, primary key id), updated in place; hwm the append-only change log (index on ts) and its history (indexes as above). Both histories are built by the same three rounds (every key; a fifth of the keys changed, twice). Then runs, each after S keys changed in both inputs (and VACUUM ANALYZE), the order alternating: hwm.run (psql `\\timing`) and the snapshot's own time (`run_results.json`; the wall clock of `dbt snapshot` with dbt's start-up beside it); medians. Versions kept: S keys each change three times between two runs (three log rows a key; three UPDATEs of `cur`), then one run of each: the versions opened (hwm: `rows_inserted`; dbt: rows added to the snapshot). \"same current rows\": the current versions of both histories agree on every key's tracked value at the end.",
     "",
-    "| build | settings | keys | slice | hwm.run | dbt snapshot | dbt wall clock | dbt / hwm | versions kept of 3 x S (hwm) | (dbt) | same current rows | load average during |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| build | settings | keys | slice | hwm.run | dbt snapshot | dbt wall clock | dbt / hwm | versions kept of 3 x S (hwm) | (dbt) | same current rows | load average during | written (UTC) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     *dbt,
     "",
     *notes,
