@@ -1413,8 +1413,26 @@ history_statement(PlanBuild *b)
 					 b->tgtname, match.data, vf, plan->wm.le, vt, vt, plan->wm.gt);
 
 	initStringInfo(&buf);
-	/* the current versions of the slice's keys */
-	appendStringInfoString(&buf, "), hwm_cur AS (SELECT ");
+
+	/*
+	 * Each slice row, with whether its key's history has a bound at or after
+	 * it: one probe of the key's versions a row (an EXISTS in the select
+	 * list is never turned into a join), computed once for hwm_e and for the
+	 * count of the rows refused, which then look for the version in force
+	 * only for the rows found late.
+	 */
+	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, %s AS \"hwm late\" FROM hwm_slice AS s)",
+					 later.data);
+
+	/*
+	 * The current versions of the slice's keys, each once, looked up key by
+	 * key: a LATERAL subquery kept as one (OFFSET 0) is a nested loop over
+	 * the slice, an index probe a row.  As a semi join, the planner would
+	 * hash the slice and read the whole target for a small slice (its
+	 * estimate of a probe is a random read), and a run's cost would follow
+	 * the history's size instead of the slice's.
+	 */
+	appendStringInfoString(&buf, ", hwm_cur AS (SELECT DISTINCT ON (t.\"hwm row\") ");
 	foreach(lc, b->cols)
 	{
 		LoadColumn *c = lfirst(lc);
@@ -1431,12 +1449,13 @@ history_statement(PlanBuild *b)
 		appendStringInfo(&buf, " AS %s, ", c->name);
 	}
 	appendStringInfo(&buf, "t.%s AS \"hwm at\", false AS \"hwm dead\", true AS \"hwm cur\""
-					 " FROM %s AS t WHERE t.%s IS NULL AND EXISTS (SELECT 1 FROM hwm_slice AS s WHERE true%s))",
+					 " FROM hwm_slice AS s CROSS JOIN LATERAL (SELECT t.*, t.ctid AS \"hwm row\" FROM %s AS t"
+					 " WHERE t.%s IS NULL%s OFFSET 0) AS t)",
 					 vf, b->tgtname, vt, match.data);
 	/* with the slice's rows newer than their key's history */
 	appendStringInfo(&buf, ", hwm_e AS (SELECT * FROM hwm_cur UNION ALL SELECT %s, s.\"hwm at\", s.\"hwm dead\", false"
-					 " FROM hwm_slice AS s WHERE NOT %s)",
-					 column_list(b->cols, "s."), later.data);
+					 " FROM hwm_l AS s WHERE NOT s.\"hwm late\")",
+					 column_list(b->cols, "s."));
 	/* which rows open a version */
 	appendStringInfoString(&buf, ", hwm_f AS (SELECT e.*, CASE WHEN pg_catalog.lag(e.\"hwm at\") OVER w IS NULL"
 						   " OR e.\"hwm dead\" OR pg_catalog.lag(e.\"hwm dead\") OVER w OR ");
@@ -1499,9 +1518,9 @@ history_statement(PlanBuild *b)
 						   " (SELECT pg_catalog.count(*) FROM hwm_closed AS c WHERE c.\"hwm updated\"),"
 						   " (SELECT pg_catalog.count(*) FROM hwm_v AS v WHERE NOT v.\"hwm gdead\" AND v.\"hwm ends dead\"),");
 	/* the rows refused: not newer than their key's history, and not in it */
-	appendStringInfo(&buf, " (SELECT pg_catalog.count(*) FROM hwm_slice AS s WHERE %s AND NOT CASE WHEN s.\"hwm dead\""
+	appendStringInfo(&buf, " (SELECT pg_catalog.count(*) FROM hwm_l AS s WHERE s.\"hwm late\" AND NOT CASE WHEN s.\"hwm dead\""
 					 " THEN NOT EXISTS (%s) ELSE EXISTS (%s AND NOT ",
-					 later.data, in_force.data, in_force.data);
+					 in_force.data, in_force.data);
 	append_tracked_changed(&buf, b->cols, false, "t.", "", "s.");
 	appendStringInfoString(&buf, ") END)");
 	b->history_tail = buf.data;
