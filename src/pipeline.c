@@ -346,6 +346,9 @@ typedef struct PlanBuild
 	char	   *slice_head;		/* SELECT DISTINCT ON (keys) s.cols, tombstone FROM s */
 	char	   *slice_insert;	/* INSERT INTO t (...) SELECT s.... FROM hwm_slice AS s */
 	char	   *history_tail;	/* a history's statement after its slice */
+	const char *absorbed;		/* a history's target column holding the
+								 * watermark value of the last row a version
+								 * absorbed (quoted), or NULL */
 	int			valid_from_attno;	/* a history's bounds in the target */
 	int			valid_to_attno;
 } PlanBuild;
@@ -1204,6 +1207,15 @@ history_columns(PlanBuild *b)
 	const char *wm = spec->watermark_column ? spec->watermark_column : spec->tombstone_order;
 	ListCell   *lc;
 
+	/* the watermark column, loaded in its own type: what a version absorbed */
+	b->absorbed = NULL;
+	foreach(lc, b->cols)
+	{
+		LoadColumn *col = lfirst(lc);
+
+		if (strcmp(col->name, quote_identifier(wm)) == 0 && col->target_type == b->plan->wm.type)
+			b->absorbed = col->name;
+	}
 	for (int i = 0; i < k->n; i++)
 	{
 		AttrNumber	attno = k->cols[i].attnum;
@@ -1403,10 +1415,24 @@ history_statement(PlanBuild *b)
 	/* s (a slice row) and t (a version) have one key */
 	initStringInfo(&match);
 	hwm_key_match(&match, plan->key, "s", false, "t", false);
-	/* a version of s's key starts or ends at or after s */
+	/*
+	 * s is not newer than its key's history: the key's last version (by
+	 * valid_from: hwm never lets a key's versions overlap, so it also ends
+	 * last) starts or ends at or after s, or absorbed a row at or after s
+	 * (its copy of the watermark column, when the target loads it in the
+	 * watermark's type: so that a rerun in batches does not set a current
+	 * version's untracked columns back to an older row's).  One probe of
+	 * the key's versions, backwards along the unique index.
+	 */
 	initStringInfo(&later);
-	appendStringInfo(&later, "EXISTS (SELECT 1 FROM %s AS t WHERE true%s AND (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"))",
-					 b->tgtname, match.data, vf, plan->wm.ge, vt, plan->wm.ge);
+	appendStringInfo(&later, "EXISTS (SELECT 1 FROM (SELECT t.%s, t.%s%s%s FROM %s AS t WHERE true%s"
+					 " ORDER BY t.%s USING %s LIMIT 1) AS t WHERE t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
+					 vf, vt, b->absorbed ? ", t." : "", b->absorbed ? b->absorbed : "",
+					 b->tgtname, match.data, vf, plan->wm.gt,
+					 vf, plan->wm.ge, vt, plan->wm.ge);
+	if (b->absorbed)
+		appendStringInfo(&later, " OR t.%s %s s.\"hwm at\"", b->absorbed, plan->wm.ge);
+	appendStringInfoChar(&later, ')');
 	/* t is in force at s's value */
 	initStringInfo(&in_force);
 	appendStringInfo(&in_force, "SELECT 1 FROM %s AS t WHERE true%s AND t.%s %s s.\"hwm at\" AND (t.%s IS NULL OR t.%s %s s.\"hwm at\")",
@@ -1432,7 +1458,7 @@ history_statement(PlanBuild *b)
 	 * estimate of a probe is a random read), and a run's cost would follow
 	 * the history's size instead of the slice's.
 	 */
-	appendStringInfoString(&buf, ", hwm_cur AS (SELECT DISTINCT ON (t.\"hwm row\") ");
+	appendStringInfoString(&buf, ", hwm_cur AS (SELECT DISTINCT ON (t.\"hwm rel\", t.\"hwm row\") ");
 	foreach(lc, b->cols)
 	{
 		LoadColumn *c = lfirst(lc);
@@ -1449,7 +1475,7 @@ history_statement(PlanBuild *b)
 		appendStringInfo(&buf, " AS %s, ", c->name);
 	}
 	appendStringInfo(&buf, "t.%s AS \"hwm at\", false AS \"hwm dead\", true AS \"hwm cur\""
-					 " FROM hwm_slice AS s CROSS JOIN LATERAL (SELECT t.*, t.ctid AS \"hwm row\" FROM %s AS t"
+					 " FROM hwm_slice AS s CROSS JOIN LATERAL (SELECT t.*, t.tableoid AS \"hwm rel\", t.ctid AS \"hwm row\" FROM %s AS t"
 					 " WHERE t.%s IS NULL%s OFFSET 0) AS t)",
 					 vf, b->tgtname, vt, match.data);
 	/* with the slice's rows newer than their key's history */
@@ -1484,7 +1510,7 @@ history_statement(PlanBuild *b)
 					 " pg_catalog.first_value(g.\"hwm cur\") OVER wg AS \"hwm gcur\","
 					 " pg_catalog.first_value(g.\"hwm dead\") OVER wg AS \"hwm gdead\","
 					 " pg_catalog.lead(g.\"hwm grp\") OVER w AS \"hwm next\" FROM hwm_g AS g"
-					 " WINDOW w AS (PARTITION BY %s ORDER BY g.\"hwm at\" USING %s, g.\"hwm dead\"),"
+					 " WINDOW w AS (PARTITION BY %s ORDER BY g.\"hwm grp\", g.\"hwm at\" USING %s, g.\"hwm dead\"),"
 					 " wg AS (PARTITION BY %s, g.\"hwm grp\" ORDER BY g.\"hwm at\" USING %s, g.\"hwm dead\"))",
 					 history_keys(b, "g"), lt, history_keys(b, "g"), lt);
 	/* each group's last row, with the next group's start */
