@@ -479,12 +479,18 @@ count_runs(Oid dboid, int *total)
 	return n;
 }
 
-/* May the database claim runs now: scheduling on, room, runs due or unknown */
+/*
+ * May the database claim runs now: scheduling on, room, and runs due, or
+ * not known: its hwm unknown, or it rang (a schedule changed, a run ended,
+ * the extension was created: also where the last dispatcher found no hwm,
+ * which may have been before CREATE EXTENSION committed)
+ */
 static bool
 wants_runs(const DbEntry *e, TimestampTz now, int room)
 {
-	return hwm_enabled && room > 0 && e->hwm != HWM_ABSENT &&
-		(e->hwm == HWM_UNKNOWN || e->rung || e->next_due_at <= now);
+	return hwm_enabled && room > 0 &&
+		(e->hwm == HWM_UNKNOWN || e->rung ||
+		 (e->hwm == HWM_PRESENT && e->next_due_at <= now));
 }
 
 /* Does the database need a dispatcher without runs to claim? */
@@ -510,7 +516,11 @@ may_dispatch(const DbEntry *e, TimestampTz now)
 /*
  * Step 4's choice: the database that needs a dispatcher most (NULL: none),
  * and how many runs it may claim.  Databases with runs due come first, the
- * one with the fewest runs in flight, then the one served longest ago.
+ * one with the fewest runs in flight, then the one served longest ago.  A
+ * database that needs only upkeep and has not been served for
+ * MAINTENANCE_MS joins them: otherwise databases that are always due (a
+ * busy server, where each dispatch takes long) would keep it waiting for
+ * ever, its interrupted runs unrecorded and a new extension there unseen.
  */
 static DbEntry *
 pick_database(TimestampTz now, int *quota)
@@ -539,7 +549,8 @@ pick_database(TimestampTz now, int *quota)
 		if (!runs && !wants_upkeep(e, now))
 			continue;
 		/* due first; then fewest in flight; then served longest ago */
-		rank = (runs ? 0 : 1000000) + count_runs(e->dboid, &total);
+		rank = (runs || TimestampDifferenceExceeds(e->last_dispatch, now, MAINTENANCE_MS) ?
+				0 : 1000000) + count_runs(e->dboid, &total);
 		if (best == NULL || rank < best_rank ||
 			(rank == best_rank && e->last_dispatch < best->last_dispatch))
 		{
