@@ -31,7 +31,7 @@
 #  3. test/dbt/run.sh, the dbt package in a real dbt project (it drives
 #     hwm's SQL functions, which the suites above already run on each
 #     version; what it adds is dbt's side, the same on every server), in
-#     two parts side by side;
+#     three parts side by side (HWM_DBT_PART=models1, models2 and hooks);
 #  4. pgspot on hwm--*.sql, which does not depend on the server version
 #     (run while the lanes run): any finding fails the run (set
 #     HWM_PGSPOT_STRICT=0 to only report them);
@@ -204,12 +204,13 @@ tap_failures() {
             tail -n 60 "$f"
         done
 }
-# dbt_failures LOG: the same for test/dbt/run.sh's TAP lines
+# dbt_failures PART: the same for the TAP lines of test/dbt/run.sh's PART
 dbt_failures() {
-    [[ -f $1 ]] || return 0
-    awk '/^not ok [0-9]+/ && !/# *TODO/ { print "===== dbt: " $0; diag = 12; next }
+    local log=$tmp/dbt-$1.log
+    [[ -f $log ]] || return 0
+    awk -v part="$1" '/^not ok [0-9]+/ && !/# *TODO/ { print "===== dbt " part ": " $0; diag = 12; next }
          diag > 0 && /^ *(#|$)/ { print "    " $0; diag--; next }
-         { diag = 0 }' "$1"
+         { diag = 0 }' "$log"
 }
 
 # guard_logs STEP LOG...: the log guard (scripts/log_guard.sh) over the
@@ -372,14 +373,25 @@ test_dbt() {
     fi
     bin=$(<"$tmp/pg$v/ready")
     started=$SECONDS
-    # its two parts side by side, each with a cluster of its own: the
-    # models (test/dbt/models.sh) and the rest (hooks, the package README)
+    # its parts side by side (in turn with HWM_TEST_LANES=1), each with a
+    # cluster and a copy of the projects of its own: the models
+    # (test/dbt/models.sh) in two halves of about the same time, and the
+    # rest (hooks, the package README)
     HWM_LOG_TAG=pg$v hwm_log "dbt tests"
-    dbt_part "$v" "$bin" models &
-    dbt_part "$v" "$bin" hooks
-    wait $! || true
+    local part pid pids=()
+    for part in "${dbt_parts[@]}"; do
+        if [[ ${HWM_TEST_LANES:-3} == 1 ]]; then
+            dbt_part "$v" "$bin" "$part"
+        else
+            dbt_part "$v" "$bin" "$part" &
+            pids+=($!)
+        fi
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || true; done
     HWM_LOG_TAG=pg$v hwm_log "dbt: tested in $((SECONDS - started)) s (at $SECONDS s)"
 }
+# test/dbt/run.sh's parts (HWM_DBT_PART), the longest first
+dbt_parts=(models1 models2 hooks)
 # dbt_part V BIN PART: test/dbt/run.sh with HWM_DBT_PART=PART, counted
 dbt_part() {
     local v=$1 bin=$2 part=$3
@@ -535,8 +547,9 @@ if ((${#failed_steps[@]} > 0)); then
     for v in "${versions[@]}"; do
         tap_failures "pg$v" "$tmp/pg$v/tap.log" "$tmp/pg$v/repo/tmp_check/log"
     done
-    dbt_failures "$tmp/dbt-hooks.log"
-    dbt_failures "$tmp/dbt-models.log"
+    for part in "${dbt_parts[@]}"; do
+        dbt_failures "$part"
+    done
     echo "failed steps: ${failed_steps[*]}"
 fi
 echo "tests: $passed passed, $failed failed"
