@@ -433,19 +433,24 @@ stop_lanes() {
     done
 }
 hwm_on_exit stop_lanes
+# (version_lanes: those of the versions, which the release archive waits for)
+version_lanes=()
 if [[ ${HWM_TEST_LANES:-3} == 1 ]]; then
     for v in "${versions[@]}"; do setup_version "$v"; done
     (lane_rest; lane_last; lane_dbt) &
     lanes+=($!)
+    version_lanes+=($!)
 else
     setup_version "${versions[0]}"
     if ((${#versions[@]} > 1)); then
         lane_rest &
         lanes+=($!)
+        version_lanes+=($!)
         for v in "${versions[@]:1}"; do setup_version "$v"; done
     fi
     lane_last &
     lanes+=($!)
+    version_lanes+=($!)
     lane_dbt &
     lanes+=($!)
 fi
@@ -481,15 +486,18 @@ if ((quick == 0)); then
     pgspot_rc=$rc
 fi
 
-for pid in "${lanes[@]}"; do
+for pid in "${version_lanes[@]}"; do
     wait "$pid" || true
 done
 
 # --- 5. the release archive, as a user installs it ---------------------------
 # scripts/dist.sh's archive (the files git tracks at HEAD, PGXN's layout),
 # unpacked on its own, built and installed into the first version and its
-# regression suite run from there.  After the lanes: the install replaces
-# hwm in a PostgreSQL that test/t/065_major_upgrade.pl may be starting.
+# regression suite run from there.  After the versions' lanes: the install
+# replaces hwm in a PostgreSQL that test/t/065_major_upgrade.pl may be
+# starting.  The dbt lane may still be running, on the last version set up:
+# when that is the first one too (one version, or only one set up), it
+# waits for dbt as well.
 release_check() {
     local v tag dir=$tmp/release archive src
     for v in "${versions[@]}"; do [[ -f $tmp/pg$v/ready ]] && break; done
@@ -513,9 +521,17 @@ release_check() {
     guard_logs "[$tag] release archive regress" "${src%/}"/log/*.log "${src%/}"/tmp_check/log/*.log
     HWM_LOG_TAG=
 }
+ready=()
+for v in "${versions[@]}"; do [[ -f $tmp/pg$v/ready ]] && ready+=("$v"); done
+if ((${#ready[@]} < 2)); then
+    for pid in "${lanes[@]}"; do wait "$pid" || true; done
+fi
 if ((quick == 0)); then
     release_check
 fi
+for pid in "${lanes[@]}"; do
+    wait "$pid" || true
+done
 
 if ((quick == 0)); then
     hwm_log "pgspot"
