@@ -405,9 +405,10 @@ dbt_part() {
 # The lanes: the versions but the last, one after another; the last
 # version; dbt (on the last version, once it is set up).  Each lane is a
 # subshell; `set -e` is off in it (every step is under try).
-# The versions' lanes run at a lower priority (nice 10): dbt's models, one
-# dbt process after another, are the longest lane, and the versions' TAP
-# scripts mostly wait on their servers' clocks, so they give way to it.
+# The versions' lanes run at a lower priority (nice 10): dbt's parts are
+# dbt processes one after another, each busy on a core (parsing the
+# project) for most of its seconds, while the versions' TAP scripts mostly
+# wait on their servers' clocks, so they give way to it.
 lane_rest() {
     set +e
     renice -n 10 -p "$BASHPID" >/dev/null
