@@ -31,7 +31,7 @@
 #  3. test/dbt/run.sh, the dbt package in a real dbt project (it drives
 #     hwm's SQL functions, which the suites above already run on each
 #     version; what it adds is dbt's side, the same on every server), in
-#     two parts side by side;
+#     three parts side by side (HWM_DBT_PART=models1, models2 and hooks);
 #  4. pgspot on hwm--*.sql, which does not depend on the server version
 #     (run while the lanes run): any finding fails the run (set
 #     HWM_PGSPOT_STRICT=0 to only report them);
@@ -191,7 +191,9 @@ provide() { hwm_pg_provide "$1" >"$2"; }
 tap_failures() {
     local tag=$1 log=$2 dir=$3 script f
     [[ -f $log ]] || return 0
-    grep -oE '^[^ ]*t/[^ ]+\.pl +\(Wstat' "$log" | sed 's/ *(Wstat$//' | sort -u |
+    # (grep finds nothing for a version whose scripts all passed: not an
+    # error, which under pipefail would end the report here)
+    { grep -oE '^[^ ]*t/[^ ]+\.pl +\(Wstat' "$log" || true; } | sed 's/ *(Wstat$//' | sort -u |
         while read -r script; do
             script=${script##*/}
             f=$dir/regress_log_${script%.pl}
@@ -204,12 +206,13 @@ tap_failures() {
             tail -n 60 "$f"
         done
 }
-# dbt_failures LOG: the same for test/dbt/run.sh's TAP lines
+# dbt_failures PART: the same for the TAP lines of test/dbt/run.sh's PART
 dbt_failures() {
-    [[ -f $1 ]] || return 0
-    awk '/^not ok [0-9]+/ && !/# *TODO/ { print "===== dbt: " $0; diag = 12; next }
+    local log=$tmp/dbt-$1.log
+    [[ -f $log ]] || return 0
+    awk -v part="$1" '/^not ok [0-9]+/ && !/# *TODO/ { print "===== dbt " part ": " $0; diag = 12; next }
          diag > 0 && /^ *(#|$)/ { print "    " $0; diag--; next }
-         { diag = 0 }' "$1"
+         { diag = 0 }' "$log"
 }
 
 # guard_logs STEP LOG...: the log guard (scripts/log_guard.sh) over the
@@ -373,14 +376,25 @@ test_dbt() {
     fi
     bin=$(<"$tmp/pg$v/ready")
     started=$SECONDS
-    # its two parts side by side, each with a cluster of its own: the
-    # models (test/dbt/models.sh) and the rest (hooks, the package README)
+    # its parts side by side (in turn with HWM_TEST_LANES=1), each with a
+    # cluster and a copy of the projects of its own: the models
+    # (test/dbt/models.sh) in two halves of about the same time, and the
+    # rest (hooks, the package README)
     HWM_LOG_TAG=pg$v hwm_log "dbt tests"
-    dbt_part "$v" "$bin" models &
-    dbt_part "$v" "$bin" hooks
-    wait $! || true
+    local part pid pids=()
+    for part in "${dbt_parts[@]}"; do
+        if [[ ${HWM_TEST_LANES:-3} == 1 ]]; then
+            dbt_part "$v" "$bin" "$part"
+        else
+            dbt_part "$v" "$bin" "$part" &
+            pids+=($!)
+        fi
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || true; done
     HWM_LOG_TAG=pg$v hwm_log "dbt: tested in $((SECONDS - started)) s (at $SECONDS s)"
 }
+# test/dbt/run.sh's parts (HWM_DBT_PART), the longest first
+dbt_parts=(models1 models2 hooks)
 # dbt_part V BIN PART: test/dbt/run.sh with HWM_DBT_PART=PART, counted
 dbt_part() {
     local v=$1 bin=$2 part=$3
@@ -394,9 +408,10 @@ dbt_part() {
 # The lanes: the versions but the last, one after another; the last
 # version; dbt (on the last version, once it is set up).  Each lane is a
 # subshell; `set -e` is off in it (every step is under try).
-# The versions' lanes run at a lower priority (nice 10): dbt's models, one
-# dbt process after another, are the longest lane, and the versions' TAP
-# scripts mostly wait on their servers' clocks, so they give way to it.
+# The versions' lanes run at a lower priority (nice 10): dbt's parts are
+# dbt processes one after another, each busy on a core (parsing the
+# project) for most of its seconds, while the versions' TAP scripts mostly
+# wait on their servers' clocks, so they give way to it.
 lane_rest() {
     set +e
     renice -n 10 -p "$BASHPID" >/dev/null
@@ -422,19 +437,24 @@ stop_lanes() {
     done
 }
 hwm_on_exit stop_lanes
+# (version_lanes: those of the versions, which the release archive waits for)
+version_lanes=()
 if [[ ${HWM_TEST_LANES:-3} == 1 ]]; then
     for v in "${versions[@]}"; do setup_version "$v"; done
     (lane_rest; lane_last; lane_dbt) &
     lanes+=($!)
+    version_lanes+=($!)
 else
     setup_version "${versions[0]}"
     if ((${#versions[@]} > 1)); then
         lane_rest &
         lanes+=($!)
+        version_lanes+=($!)
         for v in "${versions[@]:1}"; do setup_version "$v"; done
     fi
     lane_last &
     lanes+=($!)
+    version_lanes+=($!)
     lane_dbt &
     lanes+=($!)
 fi
@@ -470,15 +490,18 @@ if ((quick == 0)); then
     pgspot_rc=$rc
 fi
 
-for pid in "${lanes[@]}"; do
+for pid in "${version_lanes[@]}"; do
     wait "$pid" || true
 done
 
 # --- 5. the release archive, as a user installs it ---------------------------
 # scripts/dist.sh's archive (the files git tracks at HEAD, PGXN's layout),
 # unpacked on its own, built and installed into the first version and its
-# regression suite run from there.  After the lanes: the install replaces
-# hwm in a PostgreSQL that test/t/065_major_upgrade.pl may be starting.
+# regression suite run from there.  After the versions' lanes: the install
+# replaces hwm in a PostgreSQL that test/t/065_major_upgrade.pl may be
+# starting.  The dbt lane may still be running, on the last version set up:
+# when that is the first one too (one version, or only one set up), it
+# waits for dbt as well.
 release_check() {
     local v tag dir=$tmp/release archive src
     for v in "${versions[@]}"; do [[ -f $tmp/pg$v/ready ]] && break; done
@@ -502,9 +525,17 @@ release_check() {
     guard_logs "[$tag] release archive regress" "${src%/}"/log/*.log "${src%/}"/tmp_check/log/*.log
     HWM_LOG_TAG=
 }
+ready=()
+for v in "${versions[@]}"; do [[ -f $tmp/pg$v/ready ]] && ready+=("$v"); done
+if ((${#ready[@]} < 2)); then
+    for pid in "${lanes[@]}"; do wait "$pid" || true; done
+fi
 if ((quick == 0)); then
     release_check
 fi
+for pid in "${lanes[@]}"; do
+    wait "$pid" || true
+done
 
 if ((quick == 0)); then
     hwm_log "pgspot"
@@ -536,8 +567,9 @@ if ((${#failed_steps[@]} > 0)); then
     for v in "${versions[@]}"; do
         tap_failures "pg$v" "$tmp/pg$v/tap.log" "$tmp/pg$v/repo/tmp_check/log"
     done
-    dbt_failures "$tmp/dbt-hooks.log"
-    dbt_failures "$tmp/dbt-models.log"
+    for part in "${dbt_parts[@]}"; do
+        dbt_failures "$part"
+    done
     echo "failed steps: ${failed_steps[*]}"
 fi
 echo "tests: $passed passed, $failed failed"
