@@ -1085,11 +1085,22 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 }
 
 /*
+ * A scheduled worker applies the wakes of its runs itself, right after each
+ * run commits (worker.c): while hwm_wakes_by_worker is set, a wake rings no
+ * doorbell at commit, and hwm_woke says that one was written (the worker
+ * rings it afterwards when the dispatcher is still needed).
+ */
+bool		hwm_wakes_by_worker = false;
+bool		hwm_woke = false;
+
+/*
  * A run of upstream that commits rows or moves its watermark (changed), or
  * that found its source complete further, wakes the pipelines that follow
  * it: one row in hwm.wakes, in the run's transaction (a rolled-back run
- * wakes nobody), and the doorbell when it commits.  The dispatcher applies
- * the row (hwm_state_apply_wakes).  Nothing here locks another pipeline's
+ * wakes nobody), and the doorbell when it commits (in a scheduled worker,
+ * the worker's own chaining instead: see hwm_wakes_by_worker).  The
+ * dispatcher, or that worker, applies the row (hwm_state_apply_wakes).
+ * Nothing here locks another pipeline's
  * row: a transaction that runs an upstream and then, by hand, a pipeline
  * after it cannot deadlock with the scheduler's run of that pipeline.
  *
@@ -1120,7 +1131,12 @@ wake_downstreams(const char *upstream, Oid target, bool changed)
 					 "   OR ($2 IS NOT NULL AND d.target_lag IS NOT NULL AND d.schedule IS NULL AND d.after IS NULL))",
 					 3, argtypes, values, nulls, SPI_OK_INSERT);
 	if (SPI_processed > 0)
-		hwm_wakeup_at_commit();
+	{
+		if (hwm_wakes_by_worker)
+			hwm_woke = true;
+		else
+			hwm_wakeup_at_commit();
+	}
 }
 
 /*
@@ -1313,6 +1329,47 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 					 " FOR UPDATE OF s SKIP LOCKED",
 					 3, argtypes, values, NULL, SPI_OK_SELECT);
 	*nrows = SPI_processed;
+	*ndue = 0;
+	due = palloc0(sizeof(HwmDueRow) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+		if (due_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &due[*ndue]))
+			(*ndue)++;
+	return due;
+}
+
+/*
+ * Of the pipelines (a text[]) that a worker's hwm_state_apply_wakes has just
+ * made due, those of owner that it may claim at now into its own queue
+ * (worker.c): the rows the dispatcher would claim (SCHEDULABLE, due),
+ * locked until the end of the transaction, skipping any another transaction
+ * holds (a dispatcher claiming it, a run by hand, a change of its schedule:
+ * those stay for the dispatcher), at most limit of them, the earliest due
+ * first.  *ndue: how many can be claimed (a row that lacks what a claim
+ * needs is logged and left out, as hwm_state_select_due does).
+ */
+HwmDueRow *
+hwm_state_select_woken(Datum pipelines, Oid owner, int limit, TimestampTz now,
+					   uint64 *ndue)
+{
+	Oid			argtypes[5] = {OIDOID, TIMESTAMPTZOID, INT4OID, OIDOID, TEXTARRAYOID};
+	Datum		values[5];
+	HwmDueRow  *due;
+
+	values[0] = ObjectIdGetDatum(MyDatabaseId);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Int32GetDatum(limit);
+	values[3] = ObjectIdGetDatum(owner);
+	values[4] = pipelines;
+	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
+					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
+					 " (s.schedule IS NULL AND s.after IS NULL)"
+					 " FROM hwm.state AS s"
+					 " WHERE" SCHEDULABLE " AND s.next_run_at OPERATOR(pg_catalog.<=) $2"
+					 "  AND s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) $4"
+					 "  AND s.pipeline OPERATOR(pg_catalog.=) ANY ($5)"
+					 " ORDER BY s.next_run_at, s.pipeline LIMIT $3"
+					 " FOR UPDATE OF s SKIP LOCKED",
+					 5, argtypes, values, NULL, SPI_OK_SELECT);
 	*ndue = 0;
 	due = palloc0(sizeof(HwmDueRow) * (SPI_processed + 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -1542,11 +1599,18 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * change of its schedule) is not waited for: the wakes stay, and the next
  * dispatch applies them again (as often as needed: applying is idempotent),
  * so the dispatch, and every other pipeline's run, does not wait for that
- * transaction.
+ * transaction.  The dispatcher applies them, and so does a worker whose run
+ * wrote one, right after that run commits (worker.c).
+ *
+ * Returns the pipelines it made due, as a text[] (their rows stay locked
+ * until the end of the transaction), and *all_applied: whether every wake
+ * it read was applied and deleted (false: some stay for the next dispatch).
  */
-void
-hwm_state_apply_wakes(void)
+Datum
+hwm_state_apply_wakes(bool *all_applied)
 {
+	Datum		made_due;
+
 	hwm_catalog_exec("WITH RECURSIVE w AS (SELECT ctid AS wid, upstream, target, changed FROM hwm.wakes"
 					 "  FOR UPDATE SKIP LOCKED),"
 					 " readers (upstream, relid) AS ("
@@ -1578,12 +1642,16 @@ hwm_state_apply_wakes(void)
 					 "  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))"
 					 "  FOR UPDATE SKIP LOCKED),"
 					 " applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free"
-					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING 1),"
+					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING s.pipeline),"
 					 " gone AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT wid FROM w))"
 					 "  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)"
 					 "  RETURNING 1)"
-					 " SELECT (SELECT pg_catalog.count(*) FROM applied), (SELECT pg_catalog.count(*) FROM gone)",
+					 " SELECT ARRAY(SELECT pipeline FROM applied)::pg_catalog.text[],"
+					 "  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)",
 					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	made_due = first_not_null(1);
+	*all_applied = DatumGetBool(first_not_null(2));
+	return SPI_datumTransfer(made_due, false, -1);
 }
 
 /*

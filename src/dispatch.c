@@ -571,6 +571,32 @@ typedef struct ClaimStep
 } ClaimStep;
 
 /*
+ * The next slot of a pipeline whose run is claimed at now (false: none).
+ * After its upstreams alone (every NULL): none, their next commit makes
+ * one; to stay under a target lag (relative): half of it from now (an
+ * upstream's run wakes it sooner, and each run pushes the next one back, so
+ * a stage of a chain runs after the stage before it rather than on a clock
+ * too); else the first slot of its anchored grid after now.
+ */
+static bool
+next_slot(const char *pipeline, const Interval *every, bool relative,
+		  TimestampTz anchor, TimestampTz now, TimestampTz *next)
+{
+	bool		has_next;
+
+	if (every != NULL && relative)
+		has_next = hwm_grid_schedule_next(now, every, now, false, next);
+	else
+		has_next = every != NULL &&
+			hwm_grid_schedule_next(anchor, every, now, false, next);
+	if (!has_next && every != NULL)
+		ereport(LOG,
+				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
+						pipeline)));
+	return has_next;
+}
+
+/*
  * Claim one due run (c->due, at c->now): its 'running' row, its next slot
  * on the grid, a run slot for the launcher.  A run whose owner cannot run
  * it is left in c for the caller to record as a failure at once.
@@ -588,21 +614,7 @@ claim_run(ClaimStep *c)
 	int			q;
 	int			slotno;
 
-	/*
-	 * after its upstreams alone: no next slot, their next commit makes one;
-	 * to stay under a target lag: half of it from now (an upstream's run
-	 * wakes it sooner, and each run pushes the next one back, so a stage of
-	 * a chain runs after the stage before it rather than on a clock too)
-	 */
-	if (due->every != NULL && due->relative)
-		has_next = hwm_grid_schedule_next(now, due->every, now, false, &next);
-	else
-		has_next = due->every != NULL &&
-			hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
-	if (!has_next && due->every != NULL)
-		ereport(LOG,
-				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
-						due->pipeline)));
+	has_next = next_slot(due->pipeline, due->every, due->relative, due->anchor, now, &next);
 	run_id = hwm_runs_start(due->pipeline, due->owner, has_next ? &next : NULL);
 	problem = owner_problem(due->owner, &sqlstate);
 	if (problem)
@@ -845,7 +857,9 @@ claim_due_runs(const HwmDispatchArgs *args)
 static void
 apply_wakes_step(void *arg)
 {
-	hwm_state_apply_wakes();
+	bool		all_applied;
+
+	(void) hwm_state_apply_wakes(&all_applied);
 }
 
 static void
@@ -856,6 +870,72 @@ apply_wakes(void)
 	if (edata != NULL)
 		ereport(LOG,
 				(errmsg("hwm: could not apply the wakes of upstream runs: %s", edata->message)));
+}
+
+/*
+ * A worker's run woke pipelines (worker.c calls this right after that run
+ * committed, in a transaction of its own): the wakes committed since are
+ * applied here and now, as step 2b applies them, and the pipelines they
+ * made due that belong to owner (the worker's) are claimed as a dispatch
+ * claims them (a 'running' row each, its next slot) for the worker's own
+ * queue: at most room of them, only while their last durations fit in
+ * budget_ms (what is left of the worker's turn; unknown counts as nothing,
+ * as queue_for counts it), the earliest due first.  Appending to a queue
+ * of their owner is what a dispatch does too (queue_for): no new worker is
+ * taken, so the fair shares (fair_to_claim) are not asked.  A row another
+ * transaction holds is skipped, never waited for: a dispatcher claiming it
+ * runs it instead.  Nothing is claimed when the owner could not start a
+ * session (owner_problem): the dispatcher records that failure.
+ *
+ * Returns how many it claimed, into run_ids and timeouts_ms (room entries),
+ * with *expected_ms their last durations summed (-1: one is unknown), and
+ * *dispatcher_needed: whether anything is left for a dispatcher (a wake not
+ * applied, a pipeline made due and not claimed here: another owner's, one
+ * busy or paused), so that the worker rings the doorbell.
+ */
+int
+hwm_claim_woken(Oid owner, int room, int64 budget_ms, int64 *run_ids,
+				int32 *timeouts_ms, int64 *expected_ms, bool *dispatcher_needed)
+{
+	bool		all_applied;
+	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(&all_applied));
+	int			nmade = ArrayGetNItems(ARR_NDIM(made_due), ARR_DIMS(made_due));
+	TimestampTz now = hwm_now();
+	const char *sqlstate = NULL;
+	int			n = 0;
+	int64		planned = 0;
+	bool		unknown = false;
+
+	if (nmade > 0 && room > 0 && budget_ms > 0 && owner_problem(owner, &sqlstate) == NULL)
+	{
+		uint64		nrows;
+		HwmDueRow  *rows = hwm_state_select_woken(PointerGetDatum(made_due), owner, room,
+												  now, &nrows);
+		char	  **names = palloc(sizeof(char *) * (nrows + 1));
+		int64	   *ms = palloc(sizeof(int64) * (nrows + 1));
+
+		for (uint64 i = 0; i < nrows; i++)
+			names[i] = rows[i].pipeline;
+		hwm_state_last_durations(names, (int) nrows, ms);
+		for (uint64 i = 0; i < nrows && n < room; i++)
+		{
+			TimestampTz next;
+			bool		has_next;
+
+			if (planned + Max(ms[i], 0) > budget_ms)
+				break;			/* the rest waits for a dispatch */
+			has_next = next_slot(rows[i].pipeline, rows[i].periodic ? &rows[i].every : NULL,
+								 rows[i].relative, rows[i].anchor, now, &next);
+			run_ids[n] = hwm_runs_start(rows[i].pipeline, owner, has_next ? &next : NULL);
+			timeouts_ms[n] = rows[i].timeout ? interval_ms(rows[i].timeout) : 0;
+			planned += Max(ms[i], 0);
+			unknown |= ms[i] < 0;
+			n++;
+		}
+	}
+	*expected_ms = unknown ? -1 : planned;
+	*dispatcher_needed = !all_applied || n < nmade;
+	return n;
 }
 
 /*

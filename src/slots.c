@@ -160,6 +160,35 @@ hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms, int64 expected_ms)
 	return queued;
 }
 
+bool
+hwm_slot_extend(int slotno, uint64 generation, int keep, int n, const int64 *run_ids,
+				const int32 *timeouts_ms, int64 expected_ms)
+{
+	bool		done = false;
+	TimestampTz now = hwm_now();
+	HwmRunSlot *slot;
+
+	if (slotno < 0 || slotno >= shared->nslots || keep < 0 || n < 0 ||
+		keep + n > HWM_QUEUE_MAX)
+		return false;
+	SpinLockAcquire(&shared->mutex);
+	slot = &shared->slots[slotno];
+	if (slot->state == HWM_SLOT_RUNNING && slot->generation == generation &&
+		slot->pid == MyProcPid && keep <= slot->nruns)
+	{
+		if (n > 0)
+		{
+			memcpy(slot->run_ids + keep, run_ids, sizeof(int64) * n);
+			memcpy(slot->timeouts_ms + keep, timeouts_ms, sizeof(int32) * n);
+			slot->busy_until = expected_end(Max(slot->busy_until, now), expected_ms);
+		}
+		slot->nruns = keep + n;
+		done = true;
+	}
+	SpinLockRelease(&shared->mutex);
+	return done;
+}
+
 int
 hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids, int32 *timeouts_ms)
 {

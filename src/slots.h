@@ -112,6 +112,15 @@ extern int	hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
 extern bool hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms,
 							 int64 expected_ms);
 
+/* a worker sets the queue of its own slot (RUNNING, of this generation) to
+ * its first keep runs followed by n more (runs its own runs woke, claimed by
+ * the worker: worker.c), expected to take expected_ms more in all (-1:
+ * unknown); n = 0 drops the runs after keep; false when the slot is not its
+ * own or they do not fit in HWM_QUEUE_MAX */
+extern bool hwm_slot_extend(int slotno, uint64 generation, int keep, int n,
+							const int64 *run_ids, const int32 *timeouts_ms,
+							int64 expected_ms);
+
 /* a worker reads its queue (run_ids and timeouts have HWM_QUEUE_MAX entries) */
 extern int	hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids,
 						   int32 *timeouts_ms);
