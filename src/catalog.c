@@ -1345,11 +1345,13 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
  * holds (a dispatcher claiming it, a run by hand, a change of its schedule:
  * those stay for the dispatcher), at most limit of them, the earliest due
  * first.  *ndue: how many can be claimed (a row that lacks what a claim
- * needs is logged and left out, as hwm_state_select_due does).
+ * needs is logged and left out, as hwm_state_select_due does), and
+ * expected_ms (limit entries) how long each one's last run took, as
+ * hwm_state_last_durations says it (-1: unknown).
  */
 HwmDueRow *
 hwm_state_select_woken(Datum pipelines, Oid owner, int limit, TimestampTz now,
-					   uint64 *ndue)
+					   uint64 *ndue, int64 *expected_ms)
 {
 	Oid			argtypes[5] = {OIDOID, TIMESTAMPTZOID, INT4OID, OIDOID, TEXTARRAYOID};
 	Datum		values[5];
@@ -1362,7 +1364,11 @@ hwm_state_select_woken(Datum pipelines, Oid owner, int limit, TimestampTz now,
 	values[4] = pipelines;
 	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
 					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
-					 " (s.schedule IS NULL AND s.after IS NULL)"
+					 " (s.schedule IS NULL AND s.after IS NULL),"
+					 " CASE WHEN s.last_run_finished_at OPERATOR(pg_catalog.>=) s.last_run_started_at"
+					 "  THEN (pg_catalog.date_part('epoch', s.last_run_finished_at"
+					 "   OPERATOR(pg_catalog.-) s.last_run_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
+					 "  ELSE -1 END"
 					 " FROM hwm.state AS s"
 					 " WHERE" SCHEDULABLE " AND s.next_run_at OPERATOR(pg_catalog.<=) $2"
 					 "  AND s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) $4"
@@ -1374,7 +1380,12 @@ hwm_state_select_woken(Datum pipelines, Oid owner, int limit, TimestampTz now,
 	due = palloc0(sizeof(HwmDueRow) * (SPI_processed + 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 		if (due_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &due[*ndue]))
+		{
+			expected_ms[*ndue] = DatumGetInt64(col_not_null(SPI_tuptable->vals[i],
+															SPI_tuptable->tupdesc,
+															DUE_LAG_DRIVEN + 1));
 			(*ndue)++;
+		}
 	return due;
 }
 
@@ -1606,49 +1617,73 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * until the end of the transaction), and *all_applied: whether every wake
  * it read was applied and deleted (false: some stay for the next dispatch).
  */
+/*
+ * hwm_state_apply_wakes's statement: the wakes (w), the relations that read
+ * their upstreams' targets (readers, for the pipelines run to stay under a
+ * target lag), and what it does with them.  With no such pipeline, readers
+ * is empty, and the statement is planned without it: the catalogs it
+ * reads (pg_depend, pg_rewrite, pg_inherits) cost a worker that applies
+ * its run's wakes (worker.c) a few ms to open and plan for the first time.
+ */
+#define APPLY_WAKES_W \
+	"WITH RECURSIVE w AS (SELECT ctid AS wid, upstream, target, changed FROM hwm.wakes" \
+	"  FOR UPDATE SKIP LOCKED),"
+#define APPLY_WAKES_READERS \
+	" readers (upstream, relid) AS (" \
+	"  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL" \
+	"   AND EXISTS (SELECT FROM hwm.state AS l" \
+	"    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)" \
+	"  UNION" \
+	"  SELECT r.upstream, n.relid FROM readers AS r CROSS JOIN LATERAL (" \
+	"   SELECT v.ev_class FROM pg_catalog.pg_depend AS d" \
+	"    JOIN pg_catalog.pg_rewrite AS v ON v.oid OPERATOR(pg_catalog.=) d.objid" \
+	"    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass" \
+	"     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass" \
+	"     AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND v.ev_class OPERATOR(pg_catalog.<>) r.relid" \
+	"   UNION" \
+	"   SELECT i.inhparent FROM pg_catalog.pg_inherits AS i" \
+	"    WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid" \
+	"   UNION" \
+	"   SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i" \
+	"    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid" \
+	"    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid)),"
+#define APPLY_WAKES_NO_READERS \
+	" readers (upstream, relid) AS (SELECT NULL::pg_catalog.text, NULL::pg_catalog.oid WHERE false),"
+#define APPLY_WAKES_REST \
+	" woken AS (SELECT s.pipeline FROM hwm.state AS s" \
+	"  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))" \
+	"    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL" \
+	"     AND EXISTS (SELECT FROM readers AS r" \
+	"      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid" \
+	"       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))" \
+	"   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now()))," \
+	" free AS (SELECT x.pipeline FROM hwm.state AS x" \
+	"  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))" \
+	"  FOR UPDATE SKIP LOCKED)," \
+	" applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free" \
+	"  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING s.pipeline)," \
+	" gone AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT wid FROM w))" \
+	"  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)" \
+	"  RETURNING 1)" \
+	" SELECT ARRAY(SELECT pipeline FROM applied)::pg_catalog.text[]," \
+	"  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)"
+
 Datum
 hwm_state_apply_wakes(bool *all_applied)
 {
 	Datum		made_due;
+	bool		lag_driven;
 
-	hwm_catalog_exec("WITH RECURSIVE w AS (SELECT ctid AS wid, upstream, target, changed FROM hwm.wakes"
-					 "  FOR UPDATE SKIP LOCKED),"
-					 " readers (upstream, relid) AS ("
-					 "  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL"
-					 "   AND EXISTS (SELECT FROM hwm.state AS l"
-					 "    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)"
-					 "  UNION"
-					 "  SELECT r.upstream, n.relid FROM readers AS r CROSS JOIN LATERAL ("
-					 "   SELECT v.ev_class FROM pg_catalog.pg_depend AS d"
-					 "    JOIN pg_catalog.pg_rewrite AS v ON v.oid OPERATOR(pg_catalog.=) d.objid"
-					 "    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
-					 "     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					 "     AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND v.ev_class OPERATOR(pg_catalog.<>) r.relid"
-					 "   UNION"
-					 "   SELECT i.inhparent FROM pg_catalog.pg_inherits AS i"
-					 "    WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid"
-					 "   UNION"
-					 "   SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i"
-					 "    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-					 "    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid)),"
-					 " woken AS (SELECT s.pipeline FROM hwm.state AS s"
-					 "  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))"
-					 "    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL"
-					 "     AND EXISTS (SELECT FROM readers AS r"
-					 "      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid"
-					 "       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))"
-					 "   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())),"
-					 " free AS (SELECT x.pipeline FROM hwm.state AS x"
-					 "  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))"
-					 "  FOR UPDATE SKIP LOCKED),"
-					 " applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free"
-					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING s.pipeline),"
-					 " gone AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT wid FROM w))"
-					 "  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)"
-					 "  RETURNING 1)"
-					 " SELECT ARRAY(SELECT pipeline FROM applied)::pg_catalog.text[],"
-					 "  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)",
+	hwm_catalog_exec("SELECT EXISTS (SELECT FROM hwm.state"
+					 " WHERE target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL)",
 					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	lag_driven = DatumGetBool(first_not_null(1));
+	if (lag_driven)
+		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST,
+						 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	else
+		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
+						 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	made_due = first_not_null(1);
 	*all_applied = DatumGetBool(first_not_null(2));
 	return SPI_datumTransfer(made_due, false, -1);

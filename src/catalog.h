@@ -220,7 +220,8 @@ typedef struct HwmOwnerDue
 extern HwmDueRow *hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows,
 									   uint64 *ndue);
 extern HwmDueRow *hwm_state_select_woken(Datum pipelines, Oid owner, int limit,
-										 TimestampTz now, uint64 *ndue);
+										 TimestampTz now, uint64 *ndue,
+										 int64 *expected_ms);
 extern TimestampTz hwm_state_next_due(void);
 extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
 extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,

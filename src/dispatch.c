@@ -909,14 +909,10 @@ hwm_claim_woken(Oid owner, int room, int64 budget_ms, int64 *run_ids,
 	if (nmade > 0 && room > 0 && budget_ms > 0 && owner_problem(owner, &sqlstate) == NULL)
 	{
 		uint64		nrows;
+		int64	   *ms = palloc(sizeof(int64) * (room + 1));
 		HwmDueRow  *rows = hwm_state_select_woken(PointerGetDatum(made_due), owner, room,
-												  now, &nrows);
-		char	  **names = palloc(sizeof(char *) * (nrows + 1));
-		int64	   *ms = palloc(sizeof(int64) * (nrows + 1));
+												  now, &nrows, ms);
 
-		for (uint64 i = 0; i < nrows; i++)
-			names[i] = rows[i].pipeline;
-		hwm_state_last_durations(names, (int) nrows, ms);
 		for (uint64 i = 0; i < nrows && n < room; i++)
 		{
 			TimestampTz next;

@@ -586,6 +586,15 @@ chain_woken(TimestampTz turn_started, MemoryContext workcxt)
 			int			claimed = 0;
 
 			record_begin();
+
+			/*
+			 * (committed without waiting for the WAL's flush: the next run's
+			 * commit, which waits, flushes it first; a crash before loses the
+			 * claims with the wakes' deletion, and the dispatcher applies the
+			 * wakes again)
+			 */
+			(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_LOCAL, true, 0, false);
 			if (hwm_catalog_is_current())
 			{
 				claimed = hwm_claim_woken(my_args.owner, room, left_ms, ids, timeouts,
