@@ -1613,6 +1613,11 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * transaction.  The dispatcher applies them, and so does a worker whose run
  * wrote one, right after that run commits (worker.c).
  *
+ * The wakes of the runs leave_runs (an int8[] of run ids, or 0: none) are
+ * left as they are: the dispatcher leaves those of the runs whose workers
+ * apply them themselves (slots.c's applies_wakes), so that it never takes
+ * a hop of a chain from the worker that is about to run it.
+ *
  * Returns the pipelines it made due, as a text[] (their rows stay locked
  * until the end of the transaction), and *all_applied: whether every wake
  * it read was applied and deleted (false: some stay for the next dispatch).
@@ -1626,8 +1631,10 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * its run's wakes (worker.c) a few ms to open and plan for the first time.
  */
 #define APPLY_WAKES_W \
-	"WITH RECURSIVE w AS (SELECT ctid AS wid, upstream, target, changed FROM hwm.wakes" \
-	"  FOR UPDATE SKIP LOCKED),"
+	"WITH RECURSIVE w AS (SELECT k.ctid AS wid, k.upstream, k.target, k.changed FROM hwm.wakes AS k" \
+	"  WHERE NOT EXISTS (SELECT FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY ($1)" \
+	"   AND r.pipeline OPERATOR(pg_catalog.=) k.upstream)" \
+	"  FOR UPDATE OF k SKIP LOCKED),"
 #define APPLY_WAKES_READERS \
 	" readers (upstream, relid) AS (" \
 	"  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL" \
@@ -1669,8 +1676,11 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	"  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)"
 
 Datum
-hwm_state_apply_wakes(bool *all_applied)
+hwm_state_apply_wakes(Datum leave_runs, bool *all_applied)
 {
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		values[1] = {leave_runs};
+	char		nulls[1] = {leave_runs == (Datum) 0 ? 'n' : ' '};
 	Datum		made_due;
 	bool		lag_driven;
 
@@ -1680,10 +1690,10 @@ hwm_state_apply_wakes(bool *all_applied)
 	lag_driven = DatumGetBool(first_not_null(1));
 	if (lag_driven)
 		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST,
-						 0, NULL, NULL, NULL, SPI_OK_SELECT);
+						 1, argtypes, values, nulls, SPI_OK_SELECT);
 	else
 		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
-						 0, NULL, NULL, NULL, SPI_OK_SELECT);
+						 1, argtypes, values, nulls, SPI_OK_SELECT);
 	made_due = first_not_null(1);
 	*all_applied = DatumGetBool(first_not_null(2));
 	return SPI_datumTransfer(made_due, false, -1);

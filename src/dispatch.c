@@ -22,7 +22,9 @@
  *	   rows that no slot holds 'interrupted' and prunes the history
  *	   (hwm.max_runs_per_pipeline, hwm.history_days);
  *	2b. applies the wakes that upstream runs committed (hwm.wakes): the
- *	   pipelines that follow them become due (catalog.c);
+ *	   pipelines that follow them become due (catalog.c); but not those of
+ *	   a run whose worker applies them itself (below), from just before
+ *	   its commit until it has (slots.c's applies_wakes);
  *	3. reads the due pipelines at home here (enabled, scheduled,
  *	   next_run_at <= now(), no run of theirs in progress), in turns between
  *	   owners; for each, in a subtransaction of its own, inserts a 'running'
@@ -44,6 +46,17 @@
  *	   its next pipeline is due or becomes late, and exits.  The launcher
  *	   then starts a worker per claimed slot.
  *
+ * Steps 2b and 3 are also a worker's, for its own runs (hwm_claim_woken,
+ * which worker.c calls): a worker whose run woke pipelines applies the
+ * wakes itself right after that run commits, and claims the pipelines of
+ * its owner that they made due into its own queue, as step 3 would have
+ * queued them behind its owner's runs (within the worker's turn and its
+ * queue's room, rows another transaction holds skipped).  A run's wake
+ * then rings no doorbell: the worker rings it when something is left for a
+ * dispatcher (another owner's pipeline, one it could not claim, a wake it
+ * could not apply).  So a chain of one owner runs stage after stage in one
+ * worker, without a dispatch and a worker's start per stage.
+ *
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
  * transaction that records it, so listeners hear of it when, and only if, it
@@ -59,7 +72,8 @@
  * grid.c and util.c.
  * The launcher starts it by name (bgw_function_name) and reads hwm.enabled
  * here; hwm.c declares the settings over the variables here; worker.c
- * records outcomes and reads the settings here.  Nothing else calls into it.
+ * records outcomes, reads the settings and claims the runs its runs woke
+ * here.  Nothing else calls into it.
  */
 #include "postgres.h"
 
@@ -859,7 +873,8 @@ apply_wakes_step(void *arg)
 {
 	bool		all_applied;
 
-	(void) hwm_state_apply_wakes(&all_applied);
+	/* (not those of the runs whose workers apply them: chain_woken, worker.c) */
+	(void) hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, -1), &all_applied);
 }
 
 static void
@@ -885,7 +900,11 @@ apply_wakes(void)
  * taken, so the fair shares (fair_to_claim) are not asked.  A row another
  * transaction holds is skipped, never waited for: a dispatcher claiming it
  * runs it instead.  Nothing is claimed when the owner could not start a
- * session (owner_problem): the dispatcher records that failure.
+ * session (owner_problem): the dispatcher records that failure.  The wakes
+ * of the runs other workers are about to apply themselves are left to them
+ * (slotno: this worker's slot, whose run's wakes are its own), as step 2b
+ * leaves them: so no dispatcher and no other worker takes the next stage of
+ * a chain from the worker that ran the stage before.
  *
  * Returns how many it claimed, into run_ids and timeouts_ms (room entries),
  * with *expected_ms their last durations summed (-1: one is unknown), and
@@ -894,11 +913,12 @@ apply_wakes(void)
  * busy or paused), so that the worker rings the doorbell.
  */
 int
-hwm_claim_woken(Oid owner, int room, int64 budget_ms, int64 *run_ids,
+hwm_claim_woken(int slotno, Oid owner, int room, int64 budget_ms, int64 *run_ids,
 				int32 *timeouts_ms, int64 *expected_ms, bool *dispatcher_needed)
 {
 	bool		all_applied;
-	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(&all_applied));
+	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, slotno),
+																   &all_applied));
 	int			nmade = ArrayGetNItems(ARR_NDIM(made_due), ARR_DIMS(made_due));
 	TimestampTz now = hwm_now();
 	const char *sqlstate = NULL;

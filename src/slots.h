@@ -52,6 +52,9 @@ typedef struct HwmRunSlot
 								 * were never started */
 	TimestampTz run_began_at;	/* when its worker began the run it serves
 								 * (0: none) */
+	bool		applies_wakes;	/* its worker applies the wakes of the run it
+								 * serves itself (worker.c): from just before
+								 * the run commits until it has */
 } HwmRunSlot;
 
 /*
@@ -133,6 +136,16 @@ extern bool hwm_slot_move(int slotno, uint64 generation, HwmSlotState from,
 
 /* a worker begins run k of its queue (started = k + 1; its hold begins) */
 extern void hwm_slot_begin_run(int slotno, uint64 generation, int k);
+
+/* a worker is about to commit a run that woke pipelines, whose wakes it
+ * applies itself (applies true), or has applied them, or left them to the
+ * dispatcher (false) */
+extern void hwm_slot_applies_wakes(int slotno, uint64 generation, bool applies);
+
+/* the run_ids of the runs of a database whose wakes their worker applies
+ * itself (applies_wakes), but slot except_slotno's (-1: none), as an
+ * int8[]: the dispatcher, and the other workers, leave those wakes */
+extern Datum hwm_slots_applying_run_ids(Oid dboid, int except_slotno);
 
 /* the longest time a run of this owner in this database has held a worker
  * lately, or holds one now, in ms (0: none known) */

@@ -2,7 +2,8 @@
  * worker.c
  *		The scheduler's worker: connected to one database as the owner of a
  *		queue of runs that a dispatcher claimed (dispatch.c), it serves them
- *		in turn, and a pipeline's scheduled reconcile after its run.
+ *		in turn, a pipeline's scheduled reconcile after its run, and the
+ *		runs of its owner that its runs woke.
  *
  * A worker connects as the owner of its queue and serves it in turn: for
  * each run it pins search_path, arms the pipeline's timeout as a statement
@@ -27,11 +28,23 @@
  * committed first, then the reconcile of the whole target under the same
  * time limit (serve_reconcile).
  *
+ * After a run that woke pipelines (hwm.schedule_after, a target lag), the
+ * worker applies the wakes itself and claims the runs of its owner that
+ * they made due into its own queue, behind the runs it has (chain_woken,
+ * dispatch.c's hwm_claim_woken): each is a scheduled run of its own, with
+ * its 'running' row and run id, served as the dispatcher's claims are, so
+ * the stages of a chain of one owner run one after the other in one
+ * worker, without a dispatch and a worker's start between two of them.
+ * Only within the worker's turn (hwm.queue_budget) and its queue's room;
+ * its runs' wakes ring no doorbell at commit (hwm_wakes_by_worker), and the
+ * worker rings it when something is left for the dispatcher.
+ *
  * The worker registers, before connecting, the database it enters
  * (wakeup.c), so that DROP DATABASE can terminate it.  It calls catalog.c
  * (every row it reads or writes), load.c (the run: hwm_load_scheduled),
  * reconcile.c (hwm_reconcile_scheduled), dispatch.c (a run's outcome:
- * hwm_outcome_record, hwm_outcome_notify; the settings), slots.c, clock.c
+ * hwm_outcome_record, hwm_outcome_notify; the runs its runs woke:
+ * hwm_claim_woken; the settings), slots.c, clock.c
  * (whether a reconcile is due and when its turn ends are the scheduler's
  * clock; a run's time limit is the server's timer, on the real clock),
  * wakeup.c, grid.c and util.c.  Nothing calls into it: the launcher starts it by name
@@ -522,6 +535,12 @@ serve_run(MemoryContext workcxt)
 		my_pipeline = read_run_pipeline(workcxt);
 		if (my_pipeline != NULL)
 			serve_claim(my_pipeline);
+		/*
+		 * The run woke pipelines: from its commit until chain_woken has
+		 * applied the wakes, the dispatcher leaves them to this worker
+		 */
+		if (hwm_woke)
+			hwm_slot_applies_wakes(my_slotno, my_args.generation, true);
 		hwm_bgw_commit();
 		mark_recorded();
 	}
@@ -561,6 +580,10 @@ serve_run(MemoryContext workcxt)
  * made due that is another owner's, busy, paused, or did not fit), or
  * anything failed, the doorbell rings, as the run's commit would have rung
  * it, and the wakes not applied stay in hwm.wakes for the dispatcher.
+ * From just before the run commits until here, its slot says that the
+ * worker applies the run's wakes itself (applies_wakes), and dispatchers
+ * (and other workers) leave them: cleared before the doorbell rings, so
+ * that the dispatcher it wakes applies what is left.
  */
 static void
 chain_woken(TimestampTz turn_started, MemoryContext workcxt)
@@ -574,7 +597,10 @@ chain_woken(TimestampTz turn_started, MemoryContext workcxt)
 		TimestampDifferenceMilliseconds(turn_started, hwm_now());
 
 	if (!hwm_woke)
+	{
+		hwm_slot_applies_wakes(my_slotno, my_args.generation, false);
 		return;
+	}
 	hwm_woke = false;
 	MemoryContextSwitchTo(workcxt);
 	if (hwm_enabled && room > 0 && left_ms > 0)
@@ -597,7 +623,7 @@ chain_woken(TimestampTz turn_started, MemoryContext workcxt)
 									 GUC_ACTION_LOCAL, true, 0, false);
 			if (hwm_catalog_is_current())
 			{
-				claimed = hwm_claim_woken(my_args.owner, room, left_ms, ids, timeouts,
+				claimed = hwm_claim_woken(my_slotno, my_args.owner, room, left_ms, ids, timeouts,
 										  &expected_ms, &left_over);
 				if (!hwm_slot_extend(my_slotno, my_args.generation, my_nruns, claimed,
 									 ids, timeouts, expected_ms))
@@ -634,6 +660,8 @@ chain_woken(TimestampTz turn_started, MemoryContext workcxt)
 	if (n > 0)
 		ereport(DEBUG1,
 				(errmsg("hwm: worker took %d runs that its run woke into its queue", (int) n)));
+	/* (before the doorbell: the dispatcher it wakes applies what is left) */
+	hwm_slot_applies_wakes(my_slotno, my_args.generation, false);
 	if (needed)
 		hwm_wakeup_launcher();
 }
