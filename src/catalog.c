@@ -1616,11 +1616,16 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * The wakes of the runs leave_runs (an int8[] of run ids, or 0: none) are
  * left as they are: the dispatcher leaves those of the runs whose workers
  * apply them themselves (slots.c's applies_wakes), so that it never takes
- * a hop of a chain from the worker that is about to run it.
+ * a hop of a chain from the worker that is about to run it.  With
+ * only_upstream (NULL: any), only the wakes of that upstream are applied:
+ * a worker applies those of the run it has just made, and leaves the rest
+ * to the dispatcher.
  *
  * Returns the pipelines it made due, as a text[] (their rows stay locked
  * until the end of the transaction), and *all_applied: whether every wake
- * it read was applied and deleted (false: some stay for the next dispatch).
+ * it read was applied and deleted (false: some stay for the next dispatch),
+ * and, with only_upstream, that no wake of another upstream waits for the
+ * dispatcher (but those of runs in leave_runs).
  */
 /*
  * hwm_state_apply_wakes's statement: the wakes (w), the relations that read
@@ -1634,6 +1639,7 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	"WITH RECURSIVE w AS (SELECT k.ctid AS wid, k.upstream, k.target, k.changed FROM hwm.wakes AS k" \
 	"  WHERE NOT EXISTS (SELECT FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY ($1)" \
 	"   AND r.pipeline OPERATOR(pg_catalog.=) k.upstream)" \
+	"   AND ($2::pg_catalog.text IS NULL OR k.upstream OPERATOR(pg_catalog.=) $2)" \
 	"  FOR UPDATE OF k SKIP LOCKED),"
 #define APPLY_WAKES_READERS \
 	" readers (upstream, relid) AS (" \
@@ -1673,14 +1679,17 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	"  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)" \
 	"  RETURNING 1)" \
 	" SELECT ARRAY(SELECT pipeline FROM applied)::pg_catalog.text[]," \
-	"  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)"
+	"  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)" \
+	"  AND ($2::pg_catalog.text IS NULL OR NOT EXISTS (SELECT FROM hwm.wakes AS o" \
+	"   WHERE o.upstream OPERATOR(pg_catalog.<>) $2 AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
+	"    WHERE r.run_id OPERATOR(pg_catalog.=) ANY ($1) AND r.pipeline OPERATOR(pg_catalog.=) o.upstream)))"
 
 Datum
-hwm_state_apply_wakes(Datum leave_runs, bool *all_applied)
+hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream, bool *all_applied)
 {
-	Oid			argtypes[1] = {INT8ARRAYOID};
-	Datum		values[1] = {leave_runs};
-	char		nulls[1] = {leave_runs == (Datum) 0 ? 'n' : ' '};
+	Oid			argtypes[2] = {INT8ARRAYOID, TEXTOID};
+	Datum		values[2] = {leave_runs, only_upstream ? CStringGetTextDatum(only_upstream) : (Datum) 0};
+	char		nulls[2] = {leave_runs == (Datum) 0 ? 'n' : ' ', only_upstream ? ' ' : 'n'};
 	Datum		made_due;
 	bool		lag_driven;
 
@@ -1690,10 +1699,10 @@ hwm_state_apply_wakes(Datum leave_runs, bool *all_applied)
 	lag_driven = DatumGetBool(first_not_null(1));
 	if (lag_driven)
 		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST,
-						 1, argtypes, values, nulls, SPI_OK_SELECT);
+						 2, argtypes, values, nulls, SPI_OK_SELECT);
 	else
 		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
-						 1, argtypes, values, nulls, SPI_OK_SELECT);
+						 2, argtypes, values, nulls, SPI_OK_SELECT);
 	made_due = first_not_null(1);
 	*all_applied = DatumGetBool(first_not_null(2));
 	return SPI_datumTransfer(made_due, false, -1);

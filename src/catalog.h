@@ -255,7 +255,8 @@ extern bool hwm_state_upstream(const char *name, Oid *owner, Oid *target);
 extern void hwm_state_end_orphaned_after(void);
 extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
 extern HwmLate *hwm_state_note_late(int *n, TimestampTz *next);
-extern Datum hwm_state_apply_wakes(Datum leave_runs, bool *all_applied);
+extern Datum hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream,
+								   bool *all_applied);
 extern void hwm_state_set_caveat(const char *pipeline, const char *caveat);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
 extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);

@@ -874,7 +874,7 @@ apply_wakes_step(void *arg)
 	bool		all_applied;
 
 	/* (not those of the runs whose workers apply them: chain_woken, worker.c) */
-	(void) hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, -1), &all_applied);
+	(void) hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, -1), NULL, &all_applied);
 }
 
 static void
@@ -888,10 +888,13 @@ apply_wakes(void)
 }
 
 /*
- * A worker's run woke pipelines (worker.c calls this right after that run
- * committed, in a transaction of its own): the wakes committed since are
- * applied here and now, as step 2b applies them, and the pipelines they
- * made due that belong to owner (the worker's) are claimed as a dispatch
+ * A worker's run of upstream woke pipelines (worker.c calls this right
+ * after that run committed, in a transaction of its own): the wakes of
+ * upstream are applied here and now, as step 2b applies them (those of
+ * other upstreams are left to the dispatcher: a worker does not gather
+ * into its queue what the dispatcher would share between workers), and
+ * the pipelines they made due that belong to owner (the worker's) are
+ * claimed as a dispatch
  * claims them (a 'running' row each, its next slot) for the worker's own
  * queue: at most room of them, only while their last durations fit in
  * budget_ms (what is left of the worker's turn; unknown counts as nothing,
@@ -909,16 +912,18 @@ apply_wakes(void)
  * Returns how many it claimed, into run_ids and timeouts_ms (room entries),
  * with *expected_ms their last durations summed (-1: one is unknown), and
  * *dispatcher_needed: whether anything is left for a dispatcher (a wake not
- * applied, a pipeline made due and not claimed here: another owner's, one
- * busy or paused), so that the worker rings the doorbell.
+ * applied, a wake of another upstream, a pipeline made due and not claimed
+ * here: another owner's, one busy or paused), so that the worker rings the
+ * doorbell.
  */
 int
-hwm_claim_woken(int slotno, Oid owner, int room, int64 budget_ms, int64 *run_ids,
-				int32 *timeouts_ms, int64 *expected_ms, bool *dispatcher_needed)
+hwm_claim_woken(int slotno, const char *upstream, Oid owner, int room, int64 budget_ms,
+				int64 *run_ids, int32 *timeouts_ms, int64 *expected_ms,
+				bool *dispatcher_needed)
 {
 	bool		all_applied;
 	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, slotno),
-																   &all_applied));
+																   upstream, &all_applied));
 	int			nmade = ArrayGetNItems(ARR_NDIM(made_due), ARR_DIMS(made_due));
 	TimestampTz now = hwm_now();
 	const char *sqlstate = NULL;

@@ -566,8 +566,8 @@ serve_run(MemoryContext workcxt)
 /*
  * After a run that woke pipelines (hwm_woke: with hwm_wakes_by_worker set,
  * its wakes rang no doorbell at its commit), the worker applies the wakes
- * itself at once and takes the runs of its owner that they made due into
- * its own queue, behind the runs it has (hwm_claim_woken, dispatch.c), in a
+ * of that run's pipeline itself at once and takes the runs of its owner
+ * that they made due into its own queue, behind the runs it has (hwm_claim_woken, dispatch.c), in a
  * transaction of its own, read-write and without time limits as
  * record_begin makes it: the stages of a chain of one owner run one after
  * the other in one worker, without a dispatch and a worker's start per
@@ -623,7 +623,8 @@ chain_woken(TimestampTz turn_started, MemoryContext workcxt)
 									 GUC_ACTION_LOCAL, true, 0, false);
 			if (hwm_catalog_is_current())
 			{
-				claimed = hwm_claim_woken(my_slotno, my_args.owner, room, left_ms, ids, timeouts,
+				claimed = hwm_claim_woken(my_slotno, my_pipeline, my_args.owner, room, left_ms,
+										  ids, timeouts,
 										  &expected_ms, &left_over);
 				if (!hwm_slot_extend(my_slotno, my_args.generation, my_nruns, claimed,
 									 ids, timeouts, expected_ms))
