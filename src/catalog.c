@@ -1103,11 +1103,22 @@ memory_args(const HwmLoadMemory *mem, Oid *argtypes, Datum *values, char *nulls)
 }
 
 /*
+ * A scheduled worker applies the wakes of its runs itself, right after each
+ * run commits (worker.c): while hwm_wakes_by_worker is set, a wake rings no
+ * doorbell at commit, and hwm_woke says that one was written (the worker
+ * rings it afterwards when the dispatcher is still needed).
+ */
+bool		hwm_wakes_by_worker = false;
+bool		hwm_woke = false;
+
+/*
  * A run of upstream that commits rows or moves its watermark (changed), or
  * that found its source complete further, wakes the pipelines that follow
  * it: one row in hwm.wakes, in the run's transaction (a rolled-back run
- * wakes nobody), and the doorbell when it commits.  The dispatcher applies
- * the row (hwm_state_apply_wakes).  Nothing here locks another pipeline's
+ * wakes nobody), and the doorbell when it commits (in a scheduled worker,
+ * the worker's own chaining instead: see hwm_wakes_by_worker).  The
+ * dispatcher, or that worker, applies the row (hwm_state_apply_wakes).
+ * Nothing here locks another pipeline's
  * row: a transaction that runs an upstream and then, by hand, a pipeline
  * after it cannot deadlock with the scheduler's run of that pipeline.
  *
@@ -1138,7 +1149,12 @@ wake_downstreams(const char *upstream, Oid target, bool changed)
 					 "   OR ($2 IS NOT NULL AND d.target_lag IS NOT NULL AND d.schedule IS NULL AND d.after IS NULL))",
 					 3, argtypes, values, nulls, SPI_OK_INSERT);
 	if (SPI_processed > 0)
-		hwm_wakeup_at_commit();
+	{
+		if (hwm_wakes_by_worker)
+			hwm_woke = true;
+		else
+			hwm_wakeup_at_commit();
+	}
 }
 
 /*
@@ -1336,6 +1352,58 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 	for (uint64 i = 0; i < SPI_processed; i++)
 		if (due_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &due[*ndue]))
 			(*ndue)++;
+	return due;
+}
+
+/*
+ * Of the pipelines (a text[]) that a worker's hwm_state_apply_wakes has just
+ * made due, those of owner that it may claim at now into its own queue
+ * (worker.c): the rows the dispatcher would claim (SCHEDULABLE, due),
+ * locked until the end of the transaction, skipping any another transaction
+ * holds (a dispatcher claiming it, a run by hand, a change of its schedule:
+ * those stay for the dispatcher), at most limit of them, the earliest due
+ * first.  *ndue: how many can be claimed (a row that lacks what a claim
+ * needs is logged and left out, as hwm_state_select_due does), and
+ * expected_ms (limit entries) how long each one's last run took, as
+ * hwm_state_last_durations says it (-1: unknown).
+ */
+HwmDueRow *
+hwm_state_select_woken(Datum pipelines, Oid owner, int limit, TimestampTz now,
+					   uint64 *ndue, int64 *expected_ms)
+{
+	Oid			argtypes[5] = {OIDOID, TIMESTAMPTZOID, INT4OID, OIDOID, TEXTARRAYOID};
+	Datum		values[5];
+	HwmDueRow  *due;
+
+	values[0] = ObjectIdGetDatum(MyDatabaseId);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Int32GetDatum(limit);
+	values[3] = ObjectIdGetDatum(owner);
+	values[4] = pipelines;
+	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
+					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
+					 " (s.schedule IS NULL AND s.after IS NULL),"
+					 " CASE WHEN s.last_run_finished_at OPERATOR(pg_catalog.>=) s.last_run_started_at"
+					 "  THEN (pg_catalog.date_part('epoch', s.last_run_finished_at"
+					 "   OPERATOR(pg_catalog.-) s.last_run_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
+					 "  ELSE -1 END"
+					 " FROM hwm.state AS s"
+					 " WHERE" SCHEDULABLE " AND s.next_run_at OPERATOR(pg_catalog.<=) $2"
+					 "  AND s.owner::pg_catalog.oid OPERATOR(pg_catalog.=) $4"
+					 "  AND s.pipeline OPERATOR(pg_catalog.=) ANY ($5)"
+					 " ORDER BY s.next_run_at, s.pipeline LIMIT $3"
+					 " FOR UPDATE OF s SKIP LOCKED",
+					 5, argtypes, values, NULL, SPI_OK_SELECT);
+	*ndue = 0;
+	due = palloc0(sizeof(HwmDueRow) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+		if (due_from_row(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, &due[*ndue]))
+		{
+			expected_ms[*ndue] = DatumGetInt64(col_not_null(SPI_tuptable->vals[i],
+															SPI_tuptable->tupdesc,
+															DUE_LAG_DRIVEN + 1));
+			(*ndue)++;
+		}
 	return due;
 }
 
@@ -1560,48 +1628,102 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * change of its schedule) is not waited for: the wakes stay, and the next
  * dispatch applies them again (as often as needed: applying is idempotent),
  * so the dispatch, and every other pipeline's run, does not wait for that
- * transaction.
+ * transaction.  The dispatcher applies them, and so does a worker whose run
+ * wrote one, right after that run commits (worker.c).
+ *
+ * The wakes of the runs leave_runs (an int8[] of run ids, or 0: none) are
+ * left as they are: the dispatcher leaves those of the runs whose workers
+ * apply them themselves (slots.c's applies_wakes), so that it never takes
+ * a hop of a chain from the worker that is about to run it.  With
+ * only_upstream (NULL: any), only the wakes of that upstream are applied:
+ * a worker applies those of the run it has just made, and leaves the rest
+ * to the dispatcher.
+ *
+ * Returns the pipelines it made due, as a text[] (their rows stay locked
+ * until the end of the transaction), and *all_applied: whether every wake
+ * it read was applied and deleted (false: some stay for the next dispatch),
+ * and, with only_upstream, that no wake of another upstream waits for the
+ * dispatcher (but those of runs in leave_runs).
  */
-void
-hwm_state_apply_wakes(void)
+/*
+ * hwm_state_apply_wakes's statement: the wakes (w), the relations that read
+ * their upstreams' targets (readers, for the pipelines run to stay under a
+ * target lag), and what it does with them.  With no such pipeline, readers
+ * is empty, and the statement is planned without it: the catalogs it
+ * reads (pg_depend, pg_rewrite, pg_inherits) cost a worker that applies
+ * its run's wakes (worker.c) a few ms to open and plan for the first time.
+ */
+#define APPLY_WAKES_W \
+	"WITH RECURSIVE w AS (SELECT k.ctid AS wid, k.upstream, k.target, k.changed FROM hwm.wakes AS k" \
+	"  WHERE NOT EXISTS (SELECT FROM hwm.runs AS r WHERE r.run_id OPERATOR(pg_catalog.=) ANY ($1)" \
+	"   AND r.pipeline OPERATOR(pg_catalog.=) k.upstream)" \
+	"   AND ($2::pg_catalog.text IS NULL OR k.upstream OPERATOR(pg_catalog.=) $2)" \
+	"  FOR UPDATE OF k SKIP LOCKED),"
+#define APPLY_WAKES_READERS \
+	" readers (upstream, relid) AS (" \
+	"  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL" \
+	"   AND EXISTS (SELECT FROM hwm.state AS l" \
+	"    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)" \
+	"  UNION" \
+	"  SELECT r.upstream, n.relid FROM readers AS r CROSS JOIN LATERAL (" \
+	"   SELECT v.ev_class FROM pg_catalog.pg_depend AS d" \
+	"    JOIN pg_catalog.pg_rewrite AS v ON v.oid OPERATOR(pg_catalog.=) d.objid" \
+	"    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass" \
+	"     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass" \
+	"     AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND v.ev_class OPERATOR(pg_catalog.<>) r.relid" \
+	"   UNION" \
+	"   SELECT i.inhparent FROM pg_catalog.pg_inherits AS i" \
+	"    WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid" \
+	"   UNION" \
+	"   SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i" \
+	"    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid" \
+	"    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid)),"
+#define APPLY_WAKES_NO_READERS \
+	" readers (upstream, relid) AS (SELECT NULL::pg_catalog.text, NULL::pg_catalog.oid WHERE false),"
+#define APPLY_WAKES_REST \
+	" woken AS (SELECT s.pipeline FROM hwm.state AS s" \
+	"  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))" \
+	"    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL" \
+	"     AND EXISTS (SELECT FROM readers AS r" \
+	"      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid" \
+	"       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))" \
+	"   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now()))," \
+	" free AS (SELECT x.pipeline FROM hwm.state AS x" \
+	"  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))" \
+	"  FOR UPDATE SKIP LOCKED)," \
+	" applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free" \
+	"  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING s.pipeline)," \
+	" gone AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT wid FROM w))" \
+	"  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)" \
+	"  RETURNING 1)" \
+	" SELECT ARRAY(SELECT pipeline FROM applied)::pg_catalog.text[]," \
+	"  (SELECT pg_catalog.count(*) FROM gone) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM w)" \
+	"  AND ($2::pg_catalog.text IS NULL OR NOT EXISTS (SELECT FROM hwm.wakes AS o" \
+	"   WHERE o.upstream OPERATOR(pg_catalog.<>) $2 AND NOT EXISTS (SELECT FROM hwm.runs AS r" \
+	"    WHERE r.run_id OPERATOR(pg_catalog.=) ANY ($1) AND r.pipeline OPERATOR(pg_catalog.=) o.upstream)))"
+
+Datum
+hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream, bool *all_applied)
 {
-	hwm_catalog_exec("WITH RECURSIVE w AS (SELECT ctid AS wid, upstream, target, changed FROM hwm.wakes"
-					 "  FOR UPDATE SKIP LOCKED),"
-					 " readers (upstream, relid) AS ("
-					 "  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL"
-					 "   AND EXISTS (SELECT FROM hwm.state AS l"
-					 "    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)"
-					 "  UNION"
-					 "  SELECT r.upstream, n.relid FROM readers AS r CROSS JOIN LATERAL ("
-					 "   SELECT v.ev_class FROM pg_catalog.pg_depend AS d"
-					 "    JOIN pg_catalog.pg_rewrite AS v ON v.oid OPERATOR(pg_catalog.=) d.objid"
-					 "    WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass"
-					 "     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
-					 "     AND d.refobjid OPERATOR(pg_catalog.=) r.relid AND v.ev_class OPERATOR(pg_catalog.<>) r.relid"
-					 "   UNION"
-					 "   SELECT i.inhparent FROM pg_catalog.pg_inherits AS i"
-					 "    WHERE i.inhrelid OPERATOR(pg_catalog.=) r.relid"
-					 "   UNION"
-					 "   SELECT i.inhrelid FROM pg_catalog.pg_inherits AS i"
-					 "    JOIN pg_catalog.pg_class AS c ON c.oid OPERATOR(pg_catalog.=) i.inhrelid"
-					 "    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid)),"
-					 " woken AS (SELECT s.pipeline FROM hwm.state AS s"
-					 "  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))"
-					 "    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL"
-					 "     AND EXISTS (SELECT FROM readers AS r"
-					 "      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid"
-					 "       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))"
-					 "   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())),"
-					 " free AS (SELECT x.pipeline FROM hwm.state AS x"
-					 "  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))"
-					 "  FOR UPDATE SKIP LOCKED),"
-					 " applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free"
-					 "  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING 1),"
-					 " gone AS (DELETE FROM hwm.wakes WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT wid FROM w))"
-					 "  AND (SELECT pg_catalog.count(*) FROM woken) OPERATOR(pg_catalog.=) (SELECT pg_catalog.count(*) FROM free)"
-					 "  RETURNING 1)"
-					 " SELECT (SELECT pg_catalog.count(*) FROM applied), (SELECT pg_catalog.count(*) FROM gone)",
+	Oid			argtypes[2] = {INT8ARRAYOID, TEXTOID};
+	Datum		values[2] = {leave_runs, only_upstream ? CStringGetTextDatum(only_upstream) : (Datum) 0};
+	char		nulls[2] = {leave_runs == (Datum) 0 ? 'n' : ' ', only_upstream ? ' ' : 'n'};
+	Datum		made_due;
+	bool		lag_driven;
+
+	hwm_catalog_exec("SELECT EXISTS (SELECT FROM hwm.state"
+					 " WHERE target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL)",
 					 0, NULL, NULL, NULL, SPI_OK_SELECT);
+	lag_driven = DatumGetBool(first_not_null(1));
+	if (lag_driven)
+		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST,
+						 2, argtypes, values, nulls, SPI_OK_SELECT);
+	else
+		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
+						 2, argtypes, values, nulls, SPI_OK_SELECT);
+	made_due = first_not_null(1);
+	*all_applied = DatumGetBool(first_not_null(2));
+	return SPI_datumTransfer(made_due, false, -1);
 }
 
 /*

@@ -177,6 +177,13 @@ extern void hwm_pipeline_require_partitions(const HwmPipeline *p, const char *ve
 extern int64 hwm_record_run(const HwmRunFacts *run);
 extern void hwm_prune_runs(const char *pipeline, Oid owner);
 extern void hwm_prune_runs_in_loop(const char *pipeline, bool first);
+
+/*
+ * Set by a scheduled worker (worker.c), which applies its runs' wakes
+ * itself: a wake then rings no doorbell at commit, and sets hwm_woke.
+ */
+extern bool hwm_wakes_by_worker;
+extern bool hwm_woke;
 extern void hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
 									   TimestampTz started_at,
 									   bool set_watermark, const char *watermark,
@@ -218,6 +225,9 @@ typedef struct HwmOwnerDue
 
 extern HwmDueRow *hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows,
 									   uint64 *ndue);
+extern HwmDueRow *hwm_state_select_woken(Datum pipelines, Oid owner, int limit,
+										 TimestampTz now, uint64 *ndue,
+										 int64 *expected_ms);
 extern TimestampTz hwm_state_next_due(void);
 extern int64 hwm_runs_start(const char *pipeline, Oid owner, const TimestampTz *next);
 extern const char *hwm_state_claim_check(const char *pipeline, int64 run_id, Oid owner,
@@ -251,7 +261,8 @@ extern bool hwm_state_upstream(const char *name, Oid *owner, Oid *target);
 extern void hwm_state_end_orphaned_after(void);
 extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
 extern HwmLate *hwm_state_note_late(int *n, TimestampTz *next);
-extern void hwm_state_apply_wakes(void);
+extern Datum hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream,
+								   bool *all_applied);
 extern void hwm_state_set_caveat(const char *pipeline, const char *caveat);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);
 extern void hwm_state_set_timeout(const char *pipeline, const Interval *timeout);

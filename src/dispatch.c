@@ -22,7 +22,9 @@
  *	   rows that no slot holds 'interrupted' and prunes the history
  *	   (hwm.max_runs_per_pipeline, hwm.history_days);
  *	2b. applies the wakes that upstream runs committed (hwm.wakes): the
- *	   pipelines that follow them become due (catalog.c);
+ *	   pipelines that follow them become due (catalog.c); but not those of
+ *	   a run whose worker applies them itself (below), from just before
+ *	   its commit until it has (slots.c's applies_wakes);
  *	3. reads the due pipelines at home here (enabled, scheduled,
  *	   next_run_at <= now(), no run of theirs in progress), in turns between
  *	   owners; for each, in a subtransaction of its own, inserts a 'running'
@@ -44,6 +46,17 @@
  *	   its next pipeline is due or becomes late, and exits.  The launcher
  *	   then starts a worker per claimed slot.
  *
+ * Steps 2b and 3 are also a worker's, for its own runs (hwm_claim_woken,
+ * which worker.c calls): a worker whose run woke pipelines applies the
+ * wakes itself right after that run commits, and claims the pipelines of
+ * its owner that they made due into its own queue, as step 3 would have
+ * queued them behind its owner's runs (within the worker's turn and its
+ * queue's room, rows another transaction holds skipped).  A run's wake
+ * then rings no doorbell: the worker rings it when something is left for a
+ * dispatcher (another owner's pipeline, one it could not claim, a wake it
+ * could not apply).  So a chain of one owner runs stage after stage in one
+ * worker, without a dispatch and a worker's start per stage.
+ *
  * Every finished scheduled run (succeeded, failed, skipped, interrupted)
  * sends a NOTIFY on hwm.notify_channel (hwm_runs by default) in the
  * transaction that records it, so listeners hear of it when, and only if, it
@@ -59,7 +72,8 @@
  * grid.c and util.c.
  * The launcher starts it by name (bgw_function_name) and reads hwm.enabled
  * here; hwm.c declares the settings over the variables here; worker.c
- * records outcomes and reads the settings here.  Nothing else calls into it.
+ * records outcomes, reads the settings and claims the runs its runs woke
+ * here.  Nothing else calls into it.
  */
 #include "postgres.h"
 
@@ -571,6 +585,32 @@ typedef struct ClaimStep
 } ClaimStep;
 
 /*
+ * The next slot of a pipeline whose run is claimed at now (false: none).
+ * After its upstreams alone (every NULL): none, their next commit makes
+ * one; to stay under a target lag (relative): half of it from now (an
+ * upstream's run wakes it sooner, and each run pushes the next one back, so
+ * a stage of a chain runs after the stage before it rather than on a clock
+ * too); else the first slot of its anchored grid after now.
+ */
+static bool
+next_slot(const char *pipeline, const Interval *every, bool relative,
+		  TimestampTz anchor, TimestampTz now, TimestampTz *next)
+{
+	bool		has_next;
+
+	if (every != NULL && relative)
+		has_next = hwm_grid_schedule_next(now, every, now, false, next);
+	else
+		has_next = every != NULL &&
+			hwm_grid_schedule_next(anchor, every, now, false, next);
+	if (!has_next && every != NULL)
+		ereport(LOG,
+				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
+						pipeline)));
+	return has_next;
+}
+
+/*
  * Claim one due run (c->due, at c->now): its 'running' row, its next slot
  * on the grid, a run slot for the launcher.  A run whose owner cannot run
  * it is left in c for the caller to record as a failure at once.
@@ -588,21 +628,7 @@ claim_run(ClaimStep *c)
 	int			q;
 	int			slotno;
 
-	/*
-	 * after its upstreams alone: no next slot, their next commit makes one;
-	 * to stay under a target lag: half of it from now (an upstream's run
-	 * wakes it sooner, and each run pushes the next one back, so a stage of
-	 * a chain runs after the stage before it rather than on a clock too)
-	 */
-	if (due->every != NULL && due->relative)
-		has_next = hwm_grid_schedule_next(now, due->every, now, false, &next);
-	else
-		has_next = due->every != NULL &&
-			hwm_grid_schedule_next(due->anchor, due->every, now, false, &next);
-	if (!has_next && due->every != NULL)
-		ereport(LOG,
-				(errmsg("hwm: pipeline \"%s\" is no longer scheduled: its next run time after this one cannot be represented",
-						due->pipeline)));
+	has_next = next_slot(due->pipeline, due->every, due->relative, due->anchor, now, &next);
 	run_id = hwm_runs_start(due->pipeline, due->owner, has_next ? &next : NULL);
 	problem = owner_problem(due->owner, &sqlstate);
 	if (problem)
@@ -845,7 +871,10 @@ claim_due_runs(const HwmDispatchArgs *args)
 static void
 apply_wakes_step(void *arg)
 {
-	hwm_state_apply_wakes();
+	bool		all_applied;
+
+	/* (not those of the runs whose workers apply them: chain_woken, worker.c) */
+	(void) hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, -1), NULL, &all_applied);
 }
 
 static void
@@ -856,6 +885,78 @@ apply_wakes(void)
 	if (edata != NULL)
 		ereport(LOG,
 				(errmsg("hwm: could not apply the wakes of upstream runs: %s", edata->message)));
+}
+
+/*
+ * A worker's run of upstream woke pipelines (worker.c calls this right
+ * after that run committed, in a transaction of its own): the wakes of
+ * upstream are applied here and now, as step 2b applies them (those of
+ * other upstreams are left to the dispatcher: a worker does not gather
+ * into its queue what the dispatcher would share between workers), and
+ * the pipelines they made due that belong to owner (the worker's) are
+ * claimed as a dispatch
+ * claims them (a 'running' row each, its next slot) for the worker's own
+ * queue: at most room of them, only while their last durations fit in
+ * budget_ms (what is left of the worker's turn; unknown counts as nothing,
+ * as queue_for counts it), the earliest due first.  Appending to a queue
+ * of their owner is what a dispatch does too (queue_for): no new worker is
+ * taken, so the fair shares (fair_to_claim) are not asked.  A row another
+ * transaction holds is skipped, never waited for: a dispatcher claiming it
+ * runs it instead.  Nothing is claimed when the owner could not start a
+ * session (owner_problem): the dispatcher records that failure.  The wakes
+ * of the runs other workers are about to apply themselves are left to them
+ * (slotno: this worker's slot, whose run's wakes are its own), as step 2b
+ * leaves them: so no dispatcher and no other worker takes the next stage of
+ * a chain from the worker that ran the stage before.
+ *
+ * Returns how many it claimed, into run_ids and timeouts_ms (room entries),
+ * with *expected_ms their last durations summed (-1: one is unknown), and
+ * *dispatcher_needed: whether anything is left for a dispatcher (a wake not
+ * applied, a wake of another upstream, a pipeline made due and not claimed
+ * here: another owner's, one busy or paused), so that the worker rings the
+ * doorbell.
+ */
+int
+hwm_claim_woken(int slotno, const char *upstream, Oid owner, int room, int64 budget_ms,
+				int64 *run_ids, int32 *timeouts_ms, int64 *expected_ms,
+				bool *dispatcher_needed)
+{
+	bool		all_applied;
+	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, slotno),
+																   upstream, &all_applied));
+	int			nmade = ArrayGetNItems(ARR_NDIM(made_due), ARR_DIMS(made_due));
+	TimestampTz now = hwm_now();
+	const char *sqlstate = NULL;
+	int			n = 0;
+	int64		planned = 0;
+	bool		unknown = false;
+
+	if (nmade > 0 && room > 0 && budget_ms > 0 && owner_problem(owner, &sqlstate) == NULL)
+	{
+		uint64		nrows;
+		int64	   *ms = palloc(sizeof(int64) * (room + 1));
+		HwmDueRow  *rows = hwm_state_select_woken(PointerGetDatum(made_due), owner, room,
+												  now, &nrows, ms);
+
+		for (uint64 i = 0; i < nrows && n < room; i++)
+		{
+			TimestampTz next;
+			bool		has_next;
+
+			if (planned + Max(ms[i], 0) > budget_ms)
+				break;			/* the rest waits for a dispatch */
+			has_next = next_slot(rows[i].pipeline, rows[i].periodic ? &rows[i].every : NULL,
+								 rows[i].relative, rows[i].anchor, now, &next);
+			run_ids[n] = hwm_runs_start(rows[i].pipeline, owner, has_next ? &next : NULL);
+			timeouts_ms[n] = rows[i].timeout ? interval_ms(rows[i].timeout) : 0;
+			planned += Max(ms[i], 0);
+			unknown |= ms[i] < 0;
+			n++;
+		}
+	}
+	*expected_ms = unknown ? -1 : planned;
+	*dispatcher_needed = !all_applied || n < nmade;
+	return n;
 }
 
 /*

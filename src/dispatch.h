@@ -39,4 +39,12 @@ extern void hwm_outcome_record(int64 run_id, HwmRunStatus status, const char *sq
 							   const char *error);
 extern void hwm_outcome_notify(int64 run_id);
 
+/*
+ * A worker's run woke pipelines: apply the wakes now, and claim those of
+ * the worker's owner now due into its own queue (see dispatch.c)
+ */
+extern int	hwm_claim_woken(int slotno, const char *upstream, Oid owner, int room,
+							int64 budget_ms, int64 *run_ids, int32 *timeouts_ms,
+							int64 *expected_ms, bool *dispatcher_needed);
+
 #endif							/* HWM_DISPATCH_H */

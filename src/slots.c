@@ -129,6 +129,7 @@ hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
 			slot->pid = 0;
 			slot->started = 0;
 			slot->run_began_at = 0;
+			slot->applies_wakes = false;
 			slot->generation = shared->next_generation++;
 			slotno = i;
 			break;
@@ -158,6 +159,35 @@ hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms, int64 expected_ms)
 	}
 	SpinLockRelease(&shared->mutex);
 	return queued;
+}
+
+bool
+hwm_slot_extend(int slotno, uint64 generation, int keep, int n, const int64 *run_ids,
+				const int32 *timeouts_ms, int64 expected_ms)
+{
+	bool		done = false;
+	TimestampTz now = hwm_now();
+	HwmRunSlot *slot;
+
+	if (slotno < 0 || slotno >= shared->nslots || keep < 0 || n < 0 ||
+		keep + n > HWM_QUEUE_MAX)
+		return false;
+	SpinLockAcquire(&shared->mutex);
+	slot = &shared->slots[slotno];
+	if (slot->state == HWM_SLOT_RUNNING && slot->generation == generation &&
+		slot->pid == MyProcPid && keep <= slot->nruns)
+	{
+		if (n > 0)
+		{
+			memcpy(slot->run_ids + keep, run_ids, sizeof(int64) * n);
+			memcpy(slot->timeouts_ms + keep, timeouts_ms, sizeof(int32) * n);
+			slot->busy_until = expected_end(Max(slot->busy_until, now), expected_ms);
+		}
+		slot->nruns = keep + n;
+		done = true;
+	}
+	SpinLockRelease(&shared->mutex);
+	return done;
 }
 
 int
@@ -258,6 +288,37 @@ hwm_slot_begin_run(int slotno, uint64 generation, int k)
 		shared->slots[slotno].run_began_at = now;
 	}
 	SpinLockRelease(&shared->mutex);
+}
+
+void
+hwm_slot_applies_wakes(int slotno, uint64 generation, bool applies)
+{
+	if (slotno < 0 || slotno >= shared->nslots)
+		return;
+	SpinLockAcquire(&shared->mutex);
+	if (shared->slots[slotno].generation == generation)
+		shared->slots[slotno].applies_wakes = applies;
+	SpinLockRelease(&shared->mutex);
+}
+
+Datum
+hwm_slots_applying_run_ids(Oid dboid, int except_slotno)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * (shared->nslots + 1));
+	int			n = 0;
+
+	SpinLockAcquire(&shared->mutex);
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		HwmRunSlot *slot = &shared->slots[i];
+
+		if (i != except_slotno && slot->state == HWM_SLOT_RUNNING && slot->dboid == dboid &&
+			slot->applies_wakes && slot->started >= 1 && slot->started <= slot->nruns)
+			ids[n++] = Int64GetDatum(slot->run_ids[slot->started - 1]);
+	}
+	SpinLockRelease(&shared->mutex);
+	return PointerGetDatum(construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
 }
 
 int64

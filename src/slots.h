@@ -52,6 +52,9 @@ typedef struct HwmRunSlot
 								 * were never started */
 	TimestampTz run_began_at;	/* when its worker began the run it serves
 								 * (0: none) */
+	bool		applies_wakes;	/* its worker applies the wakes of the run it
+								 * serves itself (worker.c): from just before
+								 * the run commits until it has */
 } HwmRunSlot;
 
 /*
@@ -112,6 +115,15 @@ extern int	hwm_slot_claim(Oid dboid, Oid owner, int32 timeout_ms, int64 run_id,
 extern bool hwm_slot_enqueue(int slotno, int64 run_id, int32 timeout_ms,
 							 int64 expected_ms);
 
+/* a worker sets the queue of its own slot (RUNNING, of this generation) to
+ * its first keep runs followed by n more (runs its own runs woke, claimed by
+ * the worker: worker.c), expected to take expected_ms more in all (-1:
+ * unknown); n = 0 drops the runs after keep; false when the slot is not its
+ * own or they do not fit in HWM_QUEUE_MAX */
+extern bool hwm_slot_extend(int slotno, uint64 generation, int keep, int n,
+							const int64 *run_ids, const int32 *timeouts_ms,
+							int64 expected_ms);
+
 /* a worker reads its queue (run_ids and timeouts have HWM_QUEUE_MAX entries) */
 extern int	hwm_slot_queue(int slotno, uint64 generation, int64 *run_ids,
 						   int32 *timeouts_ms);
@@ -124,6 +136,16 @@ extern bool hwm_slot_move(int slotno, uint64 generation, HwmSlotState from,
 
 /* a worker begins run k of its queue (started = k + 1; its hold begins) */
 extern void hwm_slot_begin_run(int slotno, uint64 generation, int k);
+
+/* a worker is about to commit a run that woke pipelines, whose wakes it
+ * applies itself (applies true), or has applied them, or left them to the
+ * dispatcher (false) */
+extern void hwm_slot_applies_wakes(int slotno, uint64 generation, bool applies);
+
+/* the run_ids of the runs of a database whose wakes their worker applies
+ * itself (applies_wakes), but slot except_slotno's (-1: none), as an
+ * int8[]: the dispatcher, and the other workers, leave those wakes */
+extern Datum hwm_slots_applying_run_ids(Oid dboid, int except_slotno);
 
 /* the longest time a run of this owner in this database has held a worker
  * lately, or holds one now, in ms (0: none known) */

@@ -2,7 +2,8 @@
  * worker.c
  *		The scheduler's worker: connected to one database as the owner of a
  *		queue of runs that a dispatcher claimed (dispatch.c), it serves them
- *		in turn, and a pipeline's scheduled reconcile after its run.
+ *		in turn, a pipeline's scheduled reconcile after its run, and the
+ *		runs of its owner that its runs woke.
  *
  * A worker connects as the owner of its queue and serves it in turn: for
  * each run it pins search_path, arms the pipeline's timeout as a statement
@@ -27,11 +28,23 @@
  * committed first, then the reconcile of the whole target under the same
  * time limit (serve_reconcile).
  *
+ * After a run that woke pipelines (hwm.schedule_after, a target lag), the
+ * worker applies the wakes itself and claims the runs of its owner that
+ * they made due into its own queue, behind the runs it has (chain_woken,
+ * dispatch.c's hwm_claim_woken): each is a scheduled run of its own, with
+ * its 'running' row and run id, served as the dispatcher's claims are, so
+ * the stages of a chain of one owner run one after the other in one
+ * worker, without a dispatch and a worker's start between two of them.
+ * Only within the worker's turn (hwm.queue_budget) and its queue's room;
+ * its runs' wakes ring no doorbell at commit (hwm_wakes_by_worker), and the
+ * worker rings it when something is left for the dispatcher.
+ *
  * The worker registers, before connecting, the database it enters
  * (wakeup.c), so that DROP DATABASE can terminate it.  It calls catalog.c
  * (every row it reads or writes), load.c (the run: hwm_load_scheduled),
  * reconcile.c (hwm_reconcile_scheduled), dispatch.c (a run's outcome:
- * hwm_outcome_record, hwm_outcome_notify; the settings), slots.c, clock.c
+ * hwm_outcome_record, hwm_outcome_notify; the runs its runs woke:
+ * hwm_claim_woken; the settings), slots.c, clock.c
  * (whether a reconcile is due and when its turn ends are the scheduler's
  * clock; a run's time limit is the server's timer, on the real clock),
  * wakeup.c, grid.c and util.c.  Nothing calls into it: the launcher starts it by name
@@ -512,6 +525,7 @@ serve_run(MemoryContext workcxt)
 
 	my_pipeline = NULL;
 	my_loaded = false;
+	hwm_woke = false;
 	my_timeout_armed = false;
 	my_timed_out = false;
 	hwm_pipeline_busy_forget();
@@ -521,6 +535,12 @@ serve_run(MemoryContext workcxt)
 		my_pipeline = read_run_pipeline(workcxt);
 		if (my_pipeline != NULL)
 			serve_claim(my_pipeline);
+		/*
+		 * The run woke pipelines: from its commit until chain_woken has
+		 * applied the wakes, the dispatcher leaves them to this worker
+		 */
+		if (hwm_woke)
+			hwm_slot_applies_wakes(my_slotno, my_args.generation, true);
 		hwm_bgw_commit();
 		mark_recorded();
 	}
@@ -541,6 +561,110 @@ serve_run(MemoryContext workcxt)
 		worker_record_failure(edata);
 	else if (my_loaded && my_pipeline != NULL)
 		serve_reconcile(my_pipeline, workcxt);
+}
+
+/*
+ * After a run that woke pipelines (hwm_woke: with hwm_wakes_by_worker set,
+ * its wakes rang no doorbell at its commit), the worker applies the wakes
+ * of that run's pipeline itself at once and takes the runs of its owner
+ * that they made due into its own queue, behind the runs it has (hwm_claim_woken, dispatch.c), in a
+ * transaction of its own, read-write and without time limits as
+ * record_begin makes it: the stages of a chain of one owner run one after
+ * the other in one worker, without a dispatch and a worker's start per
+ * stage.  Only while scheduling is on, the queue has room and the turn has
+ * time left (hwm.queue_budget: a run woken that does not fit is left due,
+ * for a dispatch).  The slot learns the new runs before their claims
+ * commit, so that a dispatcher never takes their 'running' rows for
+ * interrupted ones; should the claims not commit, the slot forgets them.
+ * When something is left for a dispatcher (a wake not applied, a pipeline
+ * made due that is another owner's, busy, paused, or did not fit), or
+ * anything failed, the doorbell rings, as the run's commit would have rung
+ * it, and the wakes not applied stay in hwm.wakes for the dispatcher.
+ * From just before the run commits until here, its slot says that the
+ * worker applies the run's wakes itself (applies_wakes), and dispatchers
+ * (and other workers) leave them: cleared before the doorbell rings, so
+ * that the dispatcher it wakes applies what is left.
+ */
+static void
+chain_woken(TimestampTz turn_started, MemoryContext workcxt)
+{
+	int64		ids[HWM_QUEUE_MAX];
+	int32		timeouts[HWM_QUEUE_MAX];
+	volatile int n = 0;
+	volatile bool needed = true;
+	int			room = HWM_QUEUE_MAX - my_nruns;
+	int64		left_ms = (int64) hwm_queue_budget -
+		TimestampDifferenceMilliseconds(turn_started, hwm_now());
+
+	if (!hwm_woke)
+	{
+		hwm_slot_applies_wakes(my_slotno, my_args.generation, false);
+		return;
+	}
+	hwm_woke = false;
+	MemoryContextSwitchTo(workcxt);
+	if (hwm_enabled && room > 0 && left_ms > 0)
+	{
+		PG_TRY();
+		{
+			int64		expected_ms = 0;
+			bool		left_over = true;
+			int			claimed = 0;
+
+			record_begin();
+
+			/*
+			 * (committed without waiting for the WAL's flush: the next run's
+			 * commit, which waits, flushes it first; a crash before loses the
+			 * claims with the wakes' deletion, and the dispatcher applies the
+			 * wakes again)
+			 */
+			(void) set_config_option("synchronous_commit", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_LOCAL, true, 0, false);
+			if (hwm_catalog_is_current())
+			{
+				claimed = hwm_claim_woken(my_slotno, my_pipeline, my_args.owner, room, left_ms,
+										  ids, timeouts,
+										  &expected_ms, &left_over);
+				if (!hwm_slot_extend(my_slotno, my_args.generation, my_nruns, claimed,
+									 ids, timeouts, expected_ms))
+					elog(ERROR, "hwm: worker's slot did not take the runs its run woke");
+			}
+			hwm_bgw_commit();
+			n = claimed;
+			needed = left_over;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(workcxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			(void) hwm_slot_extend(my_slotno, my_args.generation, my_nruns, 0, NULL, NULL, 0);
+			n = 0;
+			needed = true;
+			ereport(LOG,
+					(errcode(edata->sqlerrcode),
+					 errmsg("hwm: worker could not take the runs its run woke, the dispatcher takes them: %s",
+							edata->message ? edata->message : "unknown error")));
+		}
+		PG_END_TRY();
+	}
+	for (int i = 0; i < n; i++)
+	{
+		my_run_ids[my_nruns] = ids[i];
+		my_timeouts_ms[my_nruns] = timeouts[i];
+		my_nruns++;
+	}
+	if (n > 0)
+		ereport(DEBUG1,
+				(errmsg("hwm: worker took %d runs that its run woke into its queue", (int) n)));
+	/* (before the doorbell: the dispatcher it wakes applies what is left) */
+	hwm_slot_applies_wakes(my_slotno, my_args.generation, false);
+	if (needed)
+		hwm_wakeup_launcher();
 }
 
 /*
@@ -615,6 +739,8 @@ hwm_worker_main(Datum main_arg)
 							 GUC_ACTION_SET, true, 0, false);
 	workcxt = AllocSetContextCreate(TopMemoryContext, "hwm worker",
 									ALLOCSET_DEFAULT_SIZES);
+	/* the wakes of its runs are its own to apply first (chain_woken) */
+	hwm_wakes_by_worker = true;
 
 	turn_started = hwm_now();
 	for (my_current = 0; my_current < my_nruns; my_current++)
@@ -646,6 +772,7 @@ hwm_worker_main(Datum main_arg)
 		/* (should this worker exit now, the runs after this one go back) */
 		hwm_slot_begin_run(my_slotno, my_args.generation, my_current);
 		serve_run(workcxt);
+		chain_woken(turn_started, workcxt);
 		MemoryContextReset(workcxt);
 		CHECK_FOR_INTERRUPTS();
 	}
