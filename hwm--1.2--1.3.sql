@@ -160,11 +160,12 @@ COMMENT ON FUNCTION hwm.set_target_lag(text, interval) IS
 'Set the pipeline''s freshness goal: how far behind now() its data (hwm.freshness.data_as_of) may fall before hwm.freshness and hwm.metrics show it late; at least 1 second, finite, without negative parts (NULL: no goal). A pipeline with neither hwm.schedule nor hwm.schedule_after is then run by the scheduler half its target lag after each of its runs, and at once after each run of a pipeline loading a table it reads; with a schedule, the goal only makes it late. The scheduler logs and notifies (hwm.notify_channel) once each time a pipeline becomes late.';
 
 -- hwm.wakes (issue 41): what runs of upstream pipelines woke, for the
--- dispatcher to apply.  A run that commits rows, moves its watermark or
+-- scheduler to apply.  A run that commits rows, moves its watermark or
 -- finds its source complete further inserts one row in its own transaction
--- (so a rolled-back run wakes nobody); the dispatcher deletes the rows it
--- sees and makes due the pipelines scheduled after that upstream, or run to
--- stay under a target lag over its target (src/catalog.c).  An insert locks
+-- (so a rolled-back run wakes nobody); the scheduler's worker that ran it
+-- (right after its commit), or else the dispatcher, deletes the rows and
+-- makes due the pipelines scheduled after that upstream, or run to stay
+-- under a target lag over its target (src/catalog.c, src/worker.c).  An insert locks
 -- no pipeline's row: a transaction that runs an upstream and then a
 -- downstream by hand cannot deadlock with the scheduler running that
 -- downstream, as it could when the run itself updated the downstream's row.
@@ -177,7 +178,7 @@ CREATE TABLE hwm.wakes (
 );
 
 COMMENT ON TABLE hwm.wakes IS
-'Wakes waiting for the scheduler: one row per run of a pipeline (upstream, its target) that committed rows or moved its watermark (changed) or found its source complete further; the dispatcher deletes them and makes due the pipelines of hwm.schedule_after (changed only) and those run to stay under a target lag whose source reads that target. Written only by hwm.';
+'Wakes waiting for the scheduler: one row per run of a pipeline (upstream, its target) that committed rows or moved its watermark (changed) or found its source complete further; the scheduler's worker that ran the upstream (right after its commit, taking the woken runs of its owner into its own queue), or else the dispatcher, deletes them and makes due the pipelines of hwm.schedule_after (changed only) and those run to stay under a target lag whose source reads that target. Written only by hwm.';
 
 REVOKE ALL ON hwm.wakes FROM PUBLIC;
 

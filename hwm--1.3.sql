@@ -456,11 +456,12 @@ COMMENT ON VIEW hwm.status IS
 GRANT SELECT ON hwm.status TO PUBLIC;
 
 -- hwm.wakes (issue 41): what runs of upstream pipelines woke, for the
--- dispatcher to apply.  A run that commits rows, moves its watermark or
+-- scheduler to apply.  A run that commits rows, moves its watermark or
 -- finds its source complete further inserts one row in its own transaction
--- (so a rolled-back run wakes nobody); the dispatcher deletes the rows it
--- sees and makes due the pipelines scheduled after that upstream, or run to
--- stay under a target lag over its target (src/catalog.c).  An insert locks
+-- (so a rolled-back run wakes nobody); the scheduler's worker that ran it
+-- (right after its commit), or else the dispatcher, deletes the rows and
+-- makes due the pipelines scheduled after that upstream, or run to stay
+-- under a target lag over its target (src/catalog.c, src/worker.c).  An insert locks
 -- no pipeline's row: a transaction that runs an upstream and then a
 -- downstream by hand cannot deadlock with the scheduler running that
 -- downstream, as it could when the run itself updated the downstream's row.
@@ -473,7 +474,7 @@ CREATE TABLE hwm.wakes (
 );
 
 COMMENT ON TABLE hwm.wakes IS
-'Wakes waiting for the scheduler: one row per run of a pipeline (upstream, its target) that committed rows or moved its watermark (changed) or found its source complete further; the dispatcher deletes them and makes due the pipelines of hwm.schedule_after (changed only) and those run to stay under a target lag whose source reads that target. Written only by hwm.';
+'Wakes waiting for the scheduler: one row per run of a pipeline (upstream, its target) that committed rows or moved its watermark (changed) or found its source complete further; the scheduler's worker that ran the upstream (right after its commit, taking the woken runs of its owner into its own queue), or else the dispatcher, deletes them and makes due the pipelines of hwm.schedule_after (changed only) and those run to stay under a target lag whose source reads that target. Written only by hwm.';
 
 REVOKE ALL ON hwm.wakes FROM PUBLIC;
 
