@@ -178,7 +178,7 @@ CREATE TABLE hwm.wakes (
 );
 
 COMMENT ON TABLE hwm.wakes IS
-'Wakes waiting for the scheduler: one row per run of a pipeline (upstream, its target) that committed rows or moved its watermark (changed) or found its source complete further; the scheduler's worker that ran the upstream (right after its commit, taking the woken runs of its owner into its own queue), or else the dispatcher, deletes them and makes due the pipelines of hwm.schedule_after (changed only) and those run to stay under a target lag whose source reads that target. Written only by hwm.';
+'Wakes waiting for the scheduler: one row per run of a pipeline (upstream, its target) that committed rows or moved its watermark (changed) or found its source complete further; the scheduler''s worker that ran the upstream (right after its commit, taking the woken runs of its owner into its own queue), or else the dispatcher, deletes them and makes due the pipelines of hwm.schedule_after (changed only) and those run to stay under a target lag whose source reads that target. Written only by hwm.';
 
 REVOKE ALL ON hwm.wakes FROM PUBLIC;
 
