@@ -349,8 +349,6 @@ typedef struct PlanBuild
 	const char *absorbed;		/* a history's target column holding the
 								 * watermark value of the last row a version
 								 * absorbed (quoted), or NULL */
-	int			valid_from_attno;	/* a history's bounds in the target */
-	int			valid_to_attno;
 } PlanBuild;
 
 /* The layouts hwm runs on Citus, for the refusals' details */
@@ -1090,8 +1088,8 @@ append_tombstone_tail(const PlanBuild *b, StringInfo buf, const char *wm)
  * index on the key and valid_from says what a key is (key.c).
  */
 
-/* A history's bound column of the target, checked; its attnum */
-static int
+/* A history's bound column of the target, checked */
+static void
 history_bound(PlanBuild *b, const char *col, const char *what, Oid wm_type, bool not_null)
 {
 	const HwmPlanSpec *spec = b->spec;
@@ -1147,7 +1145,6 @@ history_bound(PlanBuild *b, const char *col, const char *what, Oid wm_type, bool
 				 errdetail("hwm loads every target column the source has; this one is the history's own."),
 				 errhint("Name the history's column otherwise with %s_column => '...', or leave the column out of a view over the source.",
 						 what)));
-	return attno;
 }
 
 /*
@@ -1187,8 +1184,8 @@ history_bounds(PlanBuild *b)
 				 errhint("Name two columns, for example valid_from and valid_to.")));
 	wm_attno = column_of(spec, b->src, wm, "watermark", b->srcname);
 	wm_type = TupleDescAttr(RelationGetDescr(b->src), wm_attno - 1)->atttypid;
-	b->valid_from_attno = history_bound(b, spec->valid_from_column, "valid_from", wm_type, true);
-	b->valid_to_attno = history_bound(b, spec->valid_to_column, "valid_to", wm_type, false);
+	history_bound(b, spec->valid_from_column, "valid_from", wm_type, true);
+	history_bound(b, spec->valid_to_column, "valid_to", wm_type, false);
 	b->plan->history = true;
 }
 
