@@ -20,6 +20,10 @@
 # Nothing waits a fixed time but the 0.1 s of 1., which is what puts the
 # unschedule inside the dispatcher's window (not a wait for an outcome);
 # "did not run" is checked once another pipeline, due after it, has run.
+# The slow run waits at a gate (an advisory lock) the test holds until what
+# it changes behind the run has committed: a slow run of a fixed 3 s let a
+# loaded machine's drop_pipeline still be running when the queue reached it
+# (the claim then met a busy pipeline, not a dropped one).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -44,7 +48,7 @@ CREATE FUNCTION c.mark(p text) RETURNS void LANGUAGE sql AS $f$ INSERT INTO c.ra
 CREATE FUNCTION c.slow(p text) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
   INSERT INTO c.ran (pipeline) VALUES (p);
-  PERFORM pg_catalog.pg_sleep(3);
+  PERFORM pg_catalog.pg_advisory_xact_lock_shared(4242);
 END $f$;
 RESET ROLE;
 });
@@ -95,16 +99,32 @@ SELECT hwm.drop_pipeline(pipeline) FROM hwm.state;
 TRUNCATE hwm.runs, c.ran;
 });
 
+# hold_gate(): a session holding the gate, which the slow run waits at
+sub hold_gate
+{
+	my $gate = $node->background_psql('postgres');
+	$gate->query_safe('SELECT pg_advisory_lock(4242)');
+	return $gate;
+}
+
+sub open_gate
+{
+	my ($gate) = @_;
+	$gate->query_safe('SELECT pg_advisory_unlock(4242)');
+	$gate->quit;
+}
+
 # --- 2. a claimed run re-checks its pipeline before it runs ------------------
 # (what a run writes is seen only when it commits: its session is watched)
 my $slow_running = q{SELECT EXISTS (SELECT FROM pg_stat_activity
   WHERE application_name = 'hwm: a_slow' AND state = 'active' AND query LIKE '%hwm.run%')};
-# One worker, one queue: a_slow first (3 s), then the others, all claimed in
+# One worker, one queue: a_slow first (at the gate), then the others, all claimed in
 # the same dispatch (one owner, due at the same moment, in name order).
 my $decl = "SET ROLE carol;\n";
 $decl .= pipeline_sql('a_slow', 'slow');
 $decl .= pipeline_sql($_, 'mark') for qw(b_paused c_unscheduled d_moved e_dropped f_kept);
 sql($node, 'postgres', $decl);
+my $gate = hold_gate();
 sql($node, 'postgres', q{
 BEGIN;
 SET ROLE carol;
@@ -122,6 +142,7 @@ SELECT hwm.unschedule('c_unscheduled');
 SELECT hwm.schedule('d_moved', '1 day', now() + interval '1 day');
 SELECT hwm.drop_pipeline('e_dropped');
 });
+open_gate($gate);
 wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
 	'the queue is served to its end');
 is(sql($node, 'postgres', q{SELECT string_agg(pipeline, ' ' ORDER BY pipeline) FROM c.ran}),
@@ -141,6 +162,7 @@ is(sql($node, 'postgres', q{SELECT pipeline || ' ' || enabled || ' ' || (next_ru
 # A pause undone at once still voids the claim made before it (new rows, so
 # that the slow command runs again).
 sql($node, 'postgres', q{TRUNCATE hwm.runs, c.ran; INSERT INTO c.src (v) VALUES (4)});
+$gate = hold_gate();
 sql($node, 'postgres', q{
 BEGIN;
 SET ROLE carol;
@@ -149,6 +171,7 @@ COMMIT;
 });
 wait_for($node, 'postgres', $slow_running, undef, 'the slow run starts again');
 sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.pause('f_kept'); SELECT hwm.resume('f_kept');});
+open_gate($gate);
 wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
 	'the queue ends');
 is(sql($node, 'postgres', q{SELECT status FROM hwm.runs WHERE pipeline = 'f_kept' ORDER BY run_id LIMIT 1}),
@@ -160,6 +183,7 @@ is(sql($node, 'postgres', q{SELECT status FROM hwm.runs WHERE pipeline = 'f_kept
 # since: a schedule moved to tomorrow stays tomorrow.
 sql($node, 'postgres', q{ALTER SYSTEM SET hwm.queue_budget = '1s'; SELECT pg_reload_conf();
 TRUNCATE hwm.runs, c.ran; INSERT INTO c.src (v) VALUES (5)});
+$gate = hold_gate();
 sql($node, 'postgres', q{
 BEGIN;
 SET ROLE carol;
@@ -168,6 +192,12 @@ COMMIT;
 });
 wait_for($node, 'postgres', $slow_running, undef, 'the slow run starts a third time');
 sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('d_moved', '1 day', now() + interval '1 day');});
+# the gate opens once the run has outlasted its queue's turn (1 s)
+wait_for($node, 'postgres', q{SELECT EXISTS (SELECT FROM pg_stat_activity
+  WHERE application_name = 'hwm: a_slow' AND state = 'active'
+    AND clock_timestamp() - xact_start > interval '1.5 seconds')}, undef,
+	"the slow run outlasts its queue's turn");
+open_gate($gate);
 wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
 	'the slow run ends, and what was behind it is handed back or skipped');
 # (had the claim been handed back due now, as before the fix, the next
