@@ -1356,6 +1356,66 @@ history_keys(const PlanBuild *b, const char *alias)
 }
 
 /*
+ * A slice row of the fast path: the only row of its key in the slice, no
+ * tombstone, newer than every bound of its key's history.  (Of a key, all
+ * rows or none.)
+ */
+#define HISTORY_SIMPLE "(s.\"hwm n\" OPERATOR(pg_catalog.=) 1 AND NOT s.\"hwm dead\" AND NOT s.\"hwm late\")"
+
+/*
+ * ", hwm_v AS (...)": the versions of the run, hwm_w's (the keys the
+ * windows went through) and those of the fast path's rows, in hwm_w's
+ * columns.  The fast path is the common slice, and what a hand-written
+ * pair of statements does: a row newer than its key's last version "hwm p"
+ * either closes it, when it is current and the row differs in a tracked
+ * column, and opens its own version, or updates the current version's
+ * untracked columns in place, or (no current version) opens its own.  The
+ * windows, a second lookup of the current versions and their sort are paid
+ * only for keys with several rows, a tombstone or a late row.
+ */
+static void
+history_fast_versions(const PlanBuild *b, StringInfo buf)
+{
+	const char *vf = quote_identifier(b->spec->valid_from_column);
+	const char *vt = quote_identifier(b->spec->valid_to_column);
+	StringInfoData changed;
+	char	   *cur;
+	ListCell   *lc;
+
+	initStringInfo(&changed);
+	append_tracked_changed(&changed, b->cols, false, "(s.\"hwm p\").", "", "s.");
+	/* the last version is current (valid_from is NOT NULL: none when NULL) */
+	cur = psprintf("(s.\"hwm p\").%s IS NOT NULL AND (s.\"hwm p\").%s IS NULL", vf, vt);
+
+	/* the current version closed: its own columns, the key's the row's */
+	appendStringInfoString(buf, ", hwm_v AS (SELECT * FROM hwm_w UNION ALL SELECT ");
+	foreach(lc, b->cols)
+	{
+		LoadColumn *c = lfirst(lc);
+
+		if (c->is_key)
+			appendStringInfo(buf, "s.%s, ", c->name);
+		else
+			appendStringInfo(buf, "(s.\"hwm p\").%s, ", c->name);
+	}
+	appendStringInfo(buf, "false, (s.\"hwm p\").%s, 0, (s.\"hwm p\").%s, true, false, NULL, s.\"hwm at\", false"
+					 " FROM hwm_l AS s WHERE %s AND %s AND %s",
+					 vf, vf, HISTORY_SIMPLE, cur, changed.data);
+	/* the current version, its untracked columns updated in place */
+	appendStringInfo(buf, " UNION ALL SELECT %s, ", column_list(b->cols, "s."));
+	append_tracked_changed(buf, b->cols, true, "(s.\"hwm p\").", "", "s.");
+	appendStringInfo(buf, ", s.\"hwm at\", 0, (s.\"hwm p\").%s, true, false, NULL, NULL, false"
+					 " FROM hwm_l AS s WHERE %s AND %s AND NOT %s",
+					 vf, HISTORY_SIMPLE, cur, changed.data);
+	/* the row's own version: no current one, or the one it closes */
+	appendStringInfo(buf, " UNION ALL SELECT %s, false, s.\"hwm at\", 1, s.\"hwm at\", false, false, NULL, NULL, false"
+					 " FROM hwm_l AS s WHERE %s AND (NOT (%s) OR %s))",
+					 column_list(b->cols, "s."), HISTORY_SIMPLE, cur, changed.data);
+	pfree(changed.data);
+	pfree(cur);
+}
+
+/*
  * A history's run: one statement over the slice (hwm_slice: its rows in
  * the target's types, with their watermark value and whether they are
  * tombstones).  For each key of the slice, in watermark order (a tombstone
@@ -1419,17 +1479,18 @@ history_statement(PlanBuild *b)
 	 * (its copy of the watermark column, when the target loads it in the
 	 * watermark's type: so that a rerun in batches does not set a current
 	 * version's untracked columns back to an older row's).  One probe of
-	 * the key's versions, backwards along the unique index.
+	 * the key's versions, backwards along the unique index, which also
+	 * brings that version whole (the run's fast path below needs it).
 	 */
 	initStringInfo(&later);
-	appendStringInfo(&later, "EXISTS (SELECT 1 FROM (SELECT t.%s, t.%s%s%s FROM %s AS t WHERE true%s"
-					 " ORDER BY t.%s USING %s LIMIT 1) AS t WHERE t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
-					 vf, vt, b->absorbed ? ", t." : "", b->absorbed ? b->absorbed : "",
-					 b->tgtname, match.data, vf, plan->wm.gt,
+	/* (t.* in a CAST is the whole row, whatever t's columns are named) */
+	appendStringInfo(&later, "LEFT JOIN LATERAL (SELECT CAST(t.* AS %s) AS \"hwm p\", (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
+					 format_type_be_qualified(RelationGetForm(b->tgt)->reltype),
 					 vf, plan->wm.ge, vt, plan->wm.ge);
 	if (b->absorbed)
 		appendStringInfo(&later, " OR t.%s %s s.\"hwm at\"", b->absorbed, plan->wm.ge);
-	appendStringInfoChar(&later, ')');
+	appendStringInfo(&later, ") AS \"hwm late\" FROM %s AS t WHERE true%s ORDER BY t.%s USING %s LIMIT 1) AS p ON true",
+					 b->tgtname, match.data, vf, plan->wm.gt);
 	/* t is in force at s's value */
 	initStringInfo(&in_force);
 	appendStringInfo(&in_force, "SELECT 1 FROM %s AS t WHERE true%s AND t.%s %s s.\"hwm at\" AND (t.%s IS NULL OR t.%s %s s.\"hwm at\")",
@@ -1438,14 +1499,16 @@ history_statement(PlanBuild *b)
 	initStringInfo(&buf);
 
 	/*
-	 * Each slice row, with whether its key's history has a bound at or after
-	 * it: one probe of the key's versions a row (an EXISTS in the select
-	 * list is never turned into a join), computed once for hwm_e and for the
-	 * count of the rows refused, which then look for the version in force
-	 * only for the rows found late.
+	 * Each slice row, with its key's last version ("hwm p", NULL: none),
+	 * whether that version has a bound at or after it, and how many rows of
+	 * its key the slice has: one probe of the key's versions a row (a
+	 * LATERAL subquery with a LIMIT is never turned into a join), computed
+	 * once for hwm_e, the fast path and the count of the rows refused, which
+	 * then look for the version in force only for the rows found late.
 	 */
-	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, %s AS \"hwm late\" FROM hwm_slice AS s)",
-					 later.data);
+	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, p.\"hwm p\", (p.\"hwm late\" IS TRUE) AS \"hwm late\","
+					 " pg_catalog.count(*) OVER (PARTITION BY %s) AS \"hwm n\" FROM hwm_slice AS s %s)",
+					 history_keys(b, "s"), later.data);
 
 	/*
 	 * The current versions of the slice's keys, each once, looked up key by
@@ -1472,13 +1535,13 @@ history_statement(PlanBuild *b)
 		appendStringInfo(&buf, " AS %s, ", c->name);
 	}
 	appendStringInfo(&buf, "t.%s AS \"hwm at\", false AS \"hwm dead\", true AS \"hwm cur\""
-					 " FROM hwm_slice AS s CROSS JOIN LATERAL (SELECT t.*, t.tableoid AS \"hwm rel\", t.ctid AS \"hwm row\" FROM %s AS t"
-					 " WHERE t.%s IS NULL%s OFFSET 0) AS t)",
-					 vf, b->tgtname, vt, match.data);
+					 " FROM hwm_l AS s CROSS JOIN LATERAL (SELECT t.*, t.tableoid AS \"hwm rel\", t.ctid AS \"hwm row\" FROM %s AS t"
+					 " WHERE t.%s IS NULL%s OFFSET 0) AS t WHERE NOT %s)",
+					 vf, b->tgtname, vt, match.data, HISTORY_SIMPLE);
 	/* with the slice's rows newer than their key's history */
 	appendStringInfo(&buf, ", hwm_e AS (SELECT * FROM hwm_cur UNION ALL SELECT %s, s.\"hwm at\", s.\"hwm dead\", false"
-					 " FROM hwm_l AS s WHERE NOT s.\"hwm late\")",
-					 column_list(b->cols, "s."));
+					 " FROM hwm_l AS s WHERE NOT s.\"hwm late\" AND NOT %s)",
+					 column_list(b->cols, "s."), HISTORY_SIMPLE);
 	/* which rows open a version */
 	appendStringInfoString(&buf, ", hwm_f AS (SELECT e.*, CASE WHEN pg_catalog.lag(e.\"hwm at\") OVER w IS NULL"
 						   " OR e.\"hwm dead\" OR pg_catalog.lag(e.\"hwm dead\") OVER w OR ");
@@ -1511,11 +1574,12 @@ history_statement(PlanBuild *b)
 					 " wg AS (PARTITION BY %s, g.\"hwm grp\" ORDER BY g.\"hwm at\" USING %s, g.\"hwm dead\"))",
 					 history_keys(b, "g"), lt, history_keys(b, "g"), lt);
 	/* each group's last row, with the next group's start */
-	appendStringInfo(&buf, ", hwm_v AS (SELECT h.*, pg_catalog.lead(h.\"hwm start\") OVER w AS \"hwm stop\","
+	appendStringInfo(&buf, ", hwm_w AS (SELECT h.*, pg_catalog.lead(h.\"hwm start\") OVER w AS \"hwm stop\","
 					 " pg_catalog.lead(h.\"hwm gdead\") OVER w AS \"hwm ends dead\" FROM hwm_h AS h"
 					 " WHERE h.\"hwm next\" IS NULL OR h.\"hwm next\" OPERATOR(pg_catalog.<>) h.\"hwm grp\""
 					 " WINDOW w AS (PARTITION BY %s ORDER BY h.\"hwm grp\"))",
 					 history_keys(b, "h"));
+	history_fast_versions(b, &buf);
 	/* the current versions: closed, their untracked columns updated */
 	appendStringInfo(&buf, ", hwm_closed AS (UPDATE %s AS t SET %s = v.\"hwm stop\"", b->tgtname, vt);
 	foreach(lc, b->cols)
