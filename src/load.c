@@ -405,6 +405,28 @@ first_load_aside(LoadRun *r)
 }
 
 /*
+ * A history's current versions that another transaction changed after the
+ * run's statement took its snapshot and before it closed or updated them:
+ * the statement left them as they are (pipeline.c, history_fast_updates),
+ * and a version opened after one of them would make two current versions
+ * of a key, so the run fails, changing nothing; the next one reads them as
+ * committed.  hwm's own runs of the pipeline never meet here (they take its
+ * lock): another writer of the target does.
+ */
+static void
+history_changed_under(const LoadRun *r, int64 n)
+{
+	if (n == 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("pipeline \"%s\": " INT64_FORMAT " current versions of its history were changed by another transaction during the run",
+					r->p->name, n),
+			 errdetail("The run changed nothing."),
+			 errhint("Run it again. A history's target is written by its pipeline only; look for another writer of the table.")));
+}
+
+/*
  * A history's source rows not applied: older than their key's history and
  * not in it (pipeline.c, history_statement).  The run goes on, the rows
  * are counted in its record (hwm.runs.rows_refused), and said once.
@@ -482,8 +504,8 @@ load_slice(LoadRun *r)
 		 * upserted and deleted; a history's versions opened, updated in
 		 * place, closed by a tombstone, and rows refused
 		 */
-		int			n = r->plan->history ? 4 : 2;
-		int64		count[4];
+		int			n = r->plan->history ? 5 : 2;
+		int64		count[5];
 
 		for (int i = 0; i < n; i++)
 		{
@@ -504,6 +526,7 @@ load_slice(LoadRun *r)
 			r->opened = count[0];
 			r->tombstoned = count[2];
 			r->refused = count[3];
+			history_changed_under(r, count[4]);
 			history_refused(r);
 		}
 	}

@@ -1362,57 +1362,59 @@ history_keys(const PlanBuild *b, const char *alias)
  */
 #define HISTORY_SIMPLE "(s.\"hwm n\" OPERATOR(pg_catalog.=) 1 AND NOT s.\"hwm dead\" AND NOT s.\"hwm late\")"
 
+/* every current version to close is closed (a one-time filter) */
+#define HISTORY_CLOSED "(SELECT pg_catalog.count(*) FROM hwm_closed) OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM hwm_fclosed) OPERATOR(pg_catalog.>=) 0"
+
 /*
- * ", hwm_v AS (...)": the versions of the run, hwm_w's (the keys the
- * windows went through) and those of the fast path's rows, in hwm_w's
- * columns.  The fast path is the common slice, and what a hand-written
- * pair of statements does: a row newer than its key's last version "hwm p"
- * either closes it, when it is current and the row differs in a tracked
- * column, and opens its own version, or updates the current version's
- * untracked columns in place, or (no current version) opens its own.  The
- * windows, a second lookup of the current versions and their sort are paid
- * only for keys with several rows, a tombstone or a late row.
+ * ", hwm_fclosed AS (...), hwm_fmoved AS (...)": the fast path's current
+ * versions, closed at the row's value or their untracked columns updated in
+ * place.  The fast path is the common slice, and what a hand-written pair
+ * of statements does: a row newer than its key's last version (hwm_l's
+ * "hwm p") closes it when it is current and the row differs in a tracked
+ * column, and opens its own version (hwm_opened); equal there, it updates
+ * the current version in place; with no current version, it opens its own.
+ * The version is found again by the row hwm_l read ("hwm rel", "hwm row":
+ * no second probe of the key's index), and only while it is still that
+ * version of that key and current: a version another transaction changed
+ * since the statement's snapshot is left as it is and counted (the run
+ * then fails, see load.c).  The windows, the second lookup of the current
+ * versions and their sort are paid only for keys with several rows, a
+ * tombstone or a late row.
  */
 static void
-history_fast_versions(const PlanBuild *b, StringInfo buf)
+history_fast_updates(const PlanBuild *b, StringInfo buf)
 {
 	const char *vf = quote_identifier(b->spec->valid_from_column);
 	const char *vt = quote_identifier(b->spec->valid_to_column);
-	StringInfoData changed;
-	char	   *cur;
+	StringInfoData same;
 	ListCell   *lc;
+	bool		any = false;
 
-	initStringInfo(&changed);
-	append_tracked_changed(&changed, b->cols, false, "(s.\"hwm p\").", "", "s.");
-	/* the last version is current (valid_from is NOT NULL: none when NULL) */
-	cur = psprintf("(s.\"hwm p\").%s IS NOT NULL AND (s.\"hwm p\").%s IS NULL", vf, vt);
-
-	/* the current version closed: its own columns, the key's the row's */
-	appendStringInfoString(buf, ", hwm_v AS (SELECT * FROM hwm_w UNION ALL SELECT ");
+	initStringInfo(&same);
+	appendStringInfoString(&same, " AND t.tableoid OPERATOR(pg_catalog.=) s.\"hwm rel\" AND t.ctid OPERATOR(pg_catalog.=) s.\"hwm row\"");
+	hwm_key_match(&same, b->plan->key, "s", false, "t", false);
+	appendStringInfo(&same, " AND t.%s %s (s.\"hwm p\").%s AND t.%s %s (s.\"hwm p\").%s AND t.%s IS NULL RETURNING 1)",
+					 vf, b->plan->wm.ge, vf, vf, b->plan->wm.le, vf, vt);
+	appendStringInfo(buf, ", hwm_fclosed AS (UPDATE %s AS t SET %s = s.\"hwm at\" FROM hwm_l AS s"
+					 " WHERE %s AND s.\"hwm pcur\" AND s.\"hwm changed\"%s",
+					 b->tgtname, vt, HISTORY_SIMPLE, same.data);
+	appendStringInfo(buf, ", hwm_fmoved AS (UPDATE %s AS t SET ", b->tgtname);
 	foreach(lc, b->cols)
 	{
 		LoadColumn *c = lfirst(lc);
 
-		if (c->is_key)
-			appendStringInfo(buf, "s.%s, ", c->name);
-		else
-			appendStringInfo(buf, "(s.\"hwm p\").%s, ", c->name);
+		if (!c->tracked && !c->is_key)
+		{
+			appendStringInfo(buf, "%s%s = s.%s", any ? ", " : "", c->name, c->name);
+			any = true;
+		}
 	}
-	appendStringInfo(buf, "false, (s.\"hwm p\").%s, 0, (s.\"hwm p\").%s, true, false, NULL, s.\"hwm at\", false"
-					 " FROM hwm_l AS s WHERE %s AND %s AND %s",
-					 vf, vf, HISTORY_SIMPLE, cur, changed.data);
-	/* the current version, its untracked columns updated in place */
-	appendStringInfo(buf, " UNION ALL SELECT %s, ", column_list(b->cols, "s."));
-	append_tracked_changed(buf, b->cols, true, "(s.\"hwm p\").", "", "s.");
-	appendStringInfo(buf, ", s.\"hwm at\", 0, (s.\"hwm p\").%s, true, false, NULL, NULL, false"
-					 " FROM hwm_l AS s WHERE %s AND %s AND NOT %s",
-					 vf, HISTORY_SIMPLE, cur, changed.data);
-	/* the row's own version: no current one, or the one it closes */
-	appendStringInfo(buf, " UNION ALL SELECT %s, false, s.\"hwm at\", 1, s.\"hwm at\", false, false, NULL, NULL, false"
-					 " FROM hwm_l AS s WHERE %s AND (NOT (%s) OR %s))",
-					 column_list(b->cols, "s."), HISTORY_SIMPLE, cur, changed.data);
-	pfree(changed.data);
-	pfree(cur);
+	/* (no untracked column: "hwm pmoved" is false, nothing to set) */
+	if (!any)
+		appendStringInfo(buf, "%s = t.%s", vt, vt);
+	appendStringInfo(buf, " FROM hwm_l AS s WHERE %s AND s.\"hwm pcur\" AND NOT s.\"hwm changed\" AND s.\"hwm pmoved\"%s",
+					 HISTORY_SIMPLE, same.data);
+	pfree(same.data);
 }
 
 /*
@@ -1484,7 +1486,7 @@ history_statement(PlanBuild *b)
 	 */
 	initStringInfo(&later);
 	/* (t.* in a CAST is the whole row, whatever t's columns are named) */
-	appendStringInfo(&later, "LEFT JOIN LATERAL (SELECT CAST(t.* AS %s) AS \"hwm p\", (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
+	appendStringInfo(&later, "LEFT JOIN LATERAL (SELECT CAST(t.* AS %s) AS \"hwm p\", t.tableoid AS \"hwm rel\", t.ctid AS \"hwm row\", (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
 					 format_type_be_qualified(RelationGetForm(b->tgt)->reltype),
 					 vf, plan->wm.ge, vt, plan->wm.ge);
 	if (b->absorbed)
@@ -1506,9 +1508,15 @@ history_statement(PlanBuild *b)
 	 * once for hwm_e, the fast path and the count of the rows refused, which
 	 * then look for the version in force only for the rows found late.
 	 */
-	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, p.\"hwm p\", (p.\"hwm late\" IS TRUE) AS \"hwm late\","
-					 " pg_catalog.count(*) OVER (PARTITION BY %s) AS \"hwm n\" FROM hwm_slice AS s %s)",
-					 history_keys(b, "s"), later.data);
+	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, p.\"hwm p\", p.\"hwm rel\", p.\"hwm row\", (p.\"hwm late\" IS TRUE) AS \"hwm late\","
+					 " pg_catalog.count(*) OVER (PARTITION BY %s) AS \"hwm n\","
+					 " ((p.\"hwm p\").%s IS NOT NULL AND (p.\"hwm p\").%s IS NULL) AS \"hwm pcur\", ",
+					 history_keys(b, "s"), vf, vt);
+	/* (of the fast path: whether the row differs from that version) */
+	append_tracked_changed(&buf, b->cols, false, "(p.\"hwm p\").", "", "s.");
+	appendStringInfoString(&buf, " AS \"hwm changed\", ");
+	append_tracked_changed(&buf, b->cols, true, "(p.\"hwm p\").", "", "s.");
+	appendStringInfo(&buf, " AS \"hwm pmoved\" FROM hwm_slice AS s %s)", later.data);
 
 	/*
 	 * The current versions of the slice's keys, each once, looked up key by
@@ -1579,7 +1587,7 @@ history_statement(PlanBuild *b)
 					 " WHERE h.\"hwm next\" IS NULL OR h.\"hwm next\" OPERATOR(pg_catalog.<>) h.\"hwm grp\""
 					 " WINDOW w AS (PARTITION BY %s ORDER BY h.\"hwm grp\"))",
 					 history_keys(b, "h"));
-	history_fast_versions(b, &buf);
+	history_fast_updates(b, &buf);
 	/* the current versions: closed, their untracked columns updated */
 	appendStringInfo(&buf, ", hwm_closed AS (UPDATE %s AS t SET %s = v.\"hwm stop\"", b->tgtname, vt);
 	foreach(lc, b->cols)
@@ -1591,25 +1599,36 @@ history_statement(PlanBuild *b)
 	}
 	resetStringInfo(&match);
 	hwm_key_match(&match, plan->key, "v", false, "t", false);
-	appendStringInfo(&buf, " FROM hwm_v AS v WHERE v.\"hwm gcur\"%s AND t.%s %s v.\"hwm start\" AND t.%s %s v.\"hwm start\""
+	appendStringInfo(&buf, " FROM hwm_w AS v WHERE v.\"hwm gcur\"%s AND t.%s %s v.\"hwm start\" AND t.%s %s v.\"hwm start\""
 					 " AND t.%s IS NULL AND (v.\"hwm stop\" IS NOT NULL OR v.\"hwm moved\")"
 					 " RETURNING v.\"hwm moved\" AS \"hwm updated\")",
 					 match.data, vf, plan->wm.ge, vf, plan->wm.le, vt);
-	/* the new versions, once the current ones are closed */
+	/*
+	 * the new versions, once the current ones are closed (each branch
+	 * waits for both: a one-time filter)
+	 */
 	appendStringInfo(&buf, ", hwm_opened AS (INSERT INTO %s AS t (%s, %s, %s)%s SELECT %s, v.\"hwm start\", v.\"hwm stop\""
-					 " FROM hwm_v AS v WHERE NOT v.\"hwm gcur\" AND NOT v.\"hwm gdead\""
-					 " AND (SELECT pg_catalog.count(*) FROM hwm_closed) OPERATOR(pg_catalog.>=) 0 RETURNING 1)",
+					 " FROM hwm_w AS v WHERE NOT v.\"hwm gcur\" AND NOT v.\"hwm gdead\" AND " HISTORY_CLOSED
+					 " UNION ALL SELECT %s, s.\"hwm at\", NULL FROM hwm_l AS s WHERE %s AND (NOT s.\"hwm pcur\" OR s.\"hwm changed\")"
+					 " AND " HISTORY_CLOSED " RETURNING 1)",
 					 b->tgtname, column_list(b->cols, ""), vf, vt,
-					 b->override ? " OVERRIDING SYSTEM VALUE" : "", column_list(b->cols, "v."));
+					 b->override ? " OVERRIDING SYSTEM VALUE" : "", column_list(b->cols, "v."),
+					 column_list(b->cols, "s."), HISTORY_SIMPLE);
 	appendStringInfoString(&buf, " SELECT (SELECT pg_catalog.count(*) FROM hwm_opened),"
-						   " (SELECT pg_catalog.count(*) FROM hwm_closed AS c WHERE c.\"hwm updated\"),"
-						   " (SELECT pg_catalog.count(*) FROM hwm_v AS v WHERE NOT v.\"hwm gdead\" AND v.\"hwm ends dead\"),");
+						   " (SELECT pg_catalog.count(*) FROM hwm_closed AS c WHERE c.\"hwm updated\")"
+						   " OPERATOR(pg_catalog.+) (SELECT pg_catalog.count(*) FROM hwm_fmoved),"
+						   " (SELECT pg_catalog.count(*) FROM hwm_w AS v WHERE NOT v.\"hwm gdead\" AND v.\"hwm ends dead\"),");
 	/* the rows refused: not newer than their key's history, and not in it */
 	appendStringInfo(&buf, " (SELECT pg_catalog.count(*) FROM hwm_l AS s WHERE s.\"hwm late\" AND NOT CASE WHEN s.\"hwm dead\""
 					 " THEN NOT EXISTS (%s) ELSE EXISTS (%s AND NOT ",
 					 in_force.data, in_force.data);
 	append_tracked_changed(&buf, b->cols, false, "t.", "", "s.");
-	appendStringInfoString(&buf, ") END)");
+	appendStringInfoString(&buf, ") END),");
+	/* the fast path's current versions another transaction changed */
+	appendStringInfo(&buf, " (SELECT pg_catalog.count(*) FROM hwm_l AS s WHERE %s AND s.\"hwm pcur\" AND (s.\"hwm changed\" OR s.\"hwm pmoved\"))"
+					 " OPERATOR(pg_catalog.-) (SELECT pg_catalog.count(*) FROM hwm_fclosed)"
+					 " OPERATOR(pg_catalog.-) (SELECT pg_catalog.count(*) FROM hwm_fmoved)",
+					 HISTORY_SIMPLE);
 	b->history_tail = buf.data;
 }
 
