@@ -1370,8 +1370,8 @@ history_keys(const PlanBuild *b, const char *alias)
  * versions, closed at the row's value or their untracked columns updated in
  * place.  The fast path is the common slice, and what a hand-written pair
  * of statements does: a row newer than its key's last version (hwm_l's
- * "hwm p") closes it when it is current and the row differs in a tracked
- * column, and opens its own version (hwm_opened); equal there, it updates
+ * probe) closes it when it is current and the row differs in a tracked
+ * column ("hwm changed"), and opens its own version (hwm_opened); equal there, it updates
  * the current version in place; with no current version, it opens its own.
  * The version is found again by the row hwm_l read ("hwm rel", "hwm row":
  * no second probe of the key's index), and only while it is still that
@@ -1393,8 +1393,8 @@ history_fast_updates(const PlanBuild *b, StringInfo buf)
 	initStringInfo(&same);
 	appendStringInfoString(&same, " AND t.tableoid OPERATOR(pg_catalog.=) s.\"hwm rel\" AND t.ctid OPERATOR(pg_catalog.=) s.\"hwm row\"");
 	hwm_key_match(&same, b->plan->key, "s", false, "t", false);
-	appendStringInfo(&same, " AND t.%s %s (s.\"hwm p\").%s AND t.%s %s (s.\"hwm p\").%s AND t.%s IS NULL RETURNING 1)",
-					 vf, b->plan->wm.ge, vf, vf, b->plan->wm.le, vf, vt);
+	appendStringInfo(&same, " AND t.%s %s s.\"hwm pfrom\" AND t.%s %s s.\"hwm pfrom\" AND t.%s IS NULL RETURNING 1)",
+					 vf, b->plan->wm.ge, vf, b->plan->wm.le, vt);
 	appendStringInfo(buf, ", hwm_fclosed AS (UPDATE %s AS t SET %s = s.\"hwm at\" FROM hwm_l AS s"
 					 " WHERE %s AND s.\"hwm pcur\" AND s.\"hwm changed\"%s",
 					 b->tgtname, vt, HISTORY_SIMPLE, same.data);
@@ -1482,16 +1482,21 @@ history_statement(PlanBuild *b)
 	 * watermark's type: so that a rerun in batches does not set a current
 	 * version's untracked columns back to an older row's).  One probe of
 	 * the key's versions, backwards along the unique index, which also
-	 * brings that version whole (the run's fast path below needs it).
+	 * brings what the fast path needs of that version: where it is, its
+	 * start, whether it is current and whether s differs from it.
 	 */
 	initStringInfo(&later);
-	/* (t.* in a CAST is the whole row, whatever t's columns are named) */
-	appendStringInfo(&later, "LEFT JOIN LATERAL (SELECT CAST(t.* AS %s) AS \"hwm p\", t.tableoid AS \"hwm rel\", t.ctid AS \"hwm row\", (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
-					 format_type_be_qualified(RelationGetForm(b->tgt)->reltype),
-					 vf, plan->wm.ge, vt, plan->wm.ge);
+	appendStringInfo(&later, "LEFT JOIN LATERAL (SELECT t.tableoid AS \"hwm rel\", t.ctid AS \"hwm row\", t.%s AS \"hwm pfrom\","
+					 " t.%s IS NULL AS \"hwm pcur\", (t.%s %s s.\"hwm at\" OR t.%s %s s.\"hwm at\"",
+					 vf, vt, vf, plan->wm.ge, vt, plan->wm.ge);
 	if (b->absorbed)
 		appendStringInfo(&later, " OR t.%s %s s.\"hwm at\"", b->absorbed, plan->wm.ge);
-	appendStringInfo(&later, ") AS \"hwm late\" FROM %s AS t WHERE true%s ORDER BY t.%s USING %s LIMIT 1) AS p ON true",
+	/* (of the fast path: whether the row differs from that version) */
+	appendStringInfoString(&later, ") AS \"hwm plate\", ");
+	append_tracked_changed(&later, b->cols, false, "t.", "", "s.");
+	appendStringInfoString(&later, " AS \"hwm changed\", ");
+	append_tracked_changed(&later, b->cols, true, "t.", "", "s.");
+	appendStringInfo(&later, " AS \"hwm pmoved\" FROM %s AS t WHERE true%s ORDER BY t.%s USING %s LIMIT 1) AS p ON true",
 					 b->tgtname, match.data, vf, plan->wm.gt);
 	/* t is in force at s's value */
 	initStringInfo(&in_force);
@@ -1501,22 +1506,19 @@ history_statement(PlanBuild *b)
 	initStringInfo(&buf);
 
 	/*
-	 * Each slice row, with its key's last version ("hwm p", NULL: none),
-	 * whether that version has a bound at or after it, and how many rows of
-	 * its key the slice has: one probe of the key's versions a row (a
+	 * Each slice row, with its key's last version (p's columns, NULL:
+	 * none), whether that version has a bound at or after it, and how many
+	 * rows of its key the slice has: one probe of the key's versions a row (a
 	 * LATERAL subquery with a LIMIT is never turned into a join), computed
 	 * once for hwm_e, the fast path and the count of the rows refused, which
 	 * then look for the version in force only for the rows found late.
 	 */
-	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, p.\"hwm p\", p.\"hwm rel\", p.\"hwm row\", (p.\"hwm late\" IS TRUE) AS \"hwm late\","
-					 " pg_catalog.count(*) OVER (PARTITION BY %s) AS \"hwm n\","
-					 " ((p.\"hwm p\").%s IS NOT NULL AND (p.\"hwm p\").%s IS NULL) AS \"hwm pcur\", ",
-					 history_keys(b, "s"), vf, vt);
-	/* (of the fast path: whether the row differs from that version) */
-	append_tracked_changed(&buf, b->cols, false, "(p.\"hwm p\").", "", "s.");
-	appendStringInfoString(&buf, " AS \"hwm changed\", ");
-	append_tracked_changed(&buf, b->cols, true, "(p.\"hwm p\").", "", "s.");
-	appendStringInfo(&buf, " AS \"hwm pmoved\" FROM hwm_slice AS s %s)", later.data);
+	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, p.\"hwm rel\", p.\"hwm row\", p.\"hwm pfrom\","
+					 " (p.\"hwm plate\" IS TRUE) AS \"hwm late\", (p.\"hwm pcur\" IS TRUE) AS \"hwm pcur\","
+					 " p.\"hwm changed\", p.\"hwm pmoved\"");
+	/* (the count over the slice's narrow rows, sorted by key: so are the probes) */
+	appendStringInfo(&buf, " FROM (SELECT s.*, pg_catalog.count(*) OVER (PARTITION BY %s) AS \"hwm n\""
+					 " FROM hwm_slice AS s) AS s %s)", history_keys(b, "s"), later.data);
 
 	/*
 	 * The current versions of the slice's keys, each once, looked up key by
