@@ -392,6 +392,7 @@ SELECT s.pipeline,
        s.null_watermarks,
        CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
             WHEN s.command IS NOT NULL THEN 'command'
+            WHEN s.valid_from_column IS NOT NULL THEN 'history'
             ELSE 'copy' END AS kind,
        CASE WHEN s.schedule IS NULL AND s.after IS NULL AND s.target_lag IS NULL THEN s.schedule_ended
             WHEN EXISTS (SELECT FROM hwm.homes AS h
@@ -451,7 +452,7 @@ SELECT s.pipeline,
         LIMIT 1) AS rc ON true;
 
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), and what its watermark cannot be made safe against (watermark_caveat, as declared).';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, history, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), and what its watermark cannot be made safe against (watermark_caveat, as declared).';
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 

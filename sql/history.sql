@@ -177,6 +177,8 @@ SELECT rows_upserted, rows_inserted, rows_deleted FROM hwm.run('wi');
 SELECT * FROM hi.fa ORDER BY id, valid_from;
 SELECT (SELECT count(*) FROM (TABLE hi.fa EXCEPT ALL TABLE hi.wi) AS x) AS only_fast,
        (SELECT count(*) FROM (TABLE hi.wi EXCEPT ALL TABLE hi.fa) AS x) AS only_windows;
+-- hwm.status says which pipelines keep a history
+SELECT pipeline, kind FROM hwm.status WHERE pipeline IN ('fa', 'flat') ORDER BY 1;
 -- a rerun of fa from the start: every row a replay, nothing applied
 SELECT hwm.set_watermark('fa', NULL);
 SELECT rows_upserted, rows_inserted, rows_deleted FROM hwm.run('fa');
