@@ -19,6 +19,7 @@
 #    tomorrow while its run was claimed does not run.
 # Nothing waits a fixed time but the 0.1 s of 1., which is what puts the
 # unschedule inside the dispatcher's window (not a wait for an outcome);
+# the turn of 3. ends on the scheduler's clock, which the test moves;
 # "did not run" is checked once another pipeline, due after it, has run.
 # The slow run waits at a gate (an advisory lock) the test holds until what
 # it changes behind the run has committed: a slow run of a fixed 3 s let a
@@ -33,10 +34,12 @@ use HwmTest;
 
 # (a queue's turn long enough for the slow run and the claims behind it: a
 # shorter one hands them back before they are checked, see 04b)
-my $node = new_node('claims', 'hwm.max_workers' => 1, max_worker_processes => 16,
+# (the scheduler's clock is the test's: the turn of 3. ends when the test
+# moves it, see test/t/04f_mock_clock.pl)
+my $node = new_node('claims', mock_clock => 1, 'hwm.max_workers' => 1, max_worker_processes => 16,
 	'hwm.queue_budget' => '1h');
 
-sql($node, 'postgres', q{
+sql($node, 'postgres', $HwmTest::MOCK_CLOCK_SQL . q{
 CREATE EXTENSION hwm;
 CREATE ROLE carol LOGIN;
 CREATE SCHEMA c AUTHORIZATION carol;
@@ -192,11 +195,9 @@ COMMIT;
 });
 wait_for($node, 'postgres', $slow_running, undef, 'the slow run starts a third time');
 sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('d_moved', '1 day', now() + interval '1 day');});
-# the gate opens once the run has outlasted its queue's turn (1 s)
-wait_for($node, 'postgres', q{SELECT EXISTS (SELECT FROM pg_stat_activity
-  WHERE application_name = 'hwm: a_slow' AND state = 'active'
-    AND clock_timestamp() - xact_start > interval '1.5 seconds')}, undef,
-	"the slow run outlasts its queue's turn");
+# the run outlasts its queue's turn (1 s) on the scheduler's clock, which
+# the test moves; then the gate opens
+sql($node, 'postgres', q{SELECT hwm_test_advance_clock('2 seconds')});
 open_gate($gate);
 wait_for($node, 'postgres', q{SELECT count(*) FROM hwm.runs WHERE status = 'running'}, '0',
 	'the slow run ends, and what was behind it is handed back or skipped');
