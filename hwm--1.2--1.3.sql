@@ -47,109 +47,6 @@ COMMENT ON FUNCTION hwm.schedule_after(text, text[]) IS
 COMMENT ON FUNCTION hwm.unschedule(text) IS
 'Stop running the pipeline on a schedule, after its upstreams (hwm.schedule_after), or to stay under its target lag (which it clears: hwm.set_target_lag); it still runs on demand with hwm.run. A run in progress finishes.';
 
--- hwm.status: why a pipeline scheduled after its upstreams is not run (an
--- upstream dropped), and its upstreams, as a last column
-DROP VIEW hwm.status;
-CREATE VIEW hwm.status WITH (security_invoker = true) AS
-SELECT s.pipeline,
-       s.owner,
-       s.source,
-       s.target,
-       s.watermark_column,
-       s.watermark,
-       CASE WHEN s.watermark IS NOT NULL
-             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
-                    FROM pg_catalog.pg_type AS t
-                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
-                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
-            THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
-       END AS lag,
-       s.partition_column,
-       s.lookback,
-       s.enabled,
-       s.schedule,
-       s.next_run_at,
-       s.timeout,
-       (SELECT pg_catalog.min(r.started_at) FROM hwm.runs AS r
-         WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
-           AND r.status OPERATOR(pg_catalog.=) 'running') AS running_since,
-       s.last_run_id,
-       s.last_run_started_at,
-       s.last_run_finished_at,
-       s.last_status,
-       s.last_rows,
-       s.consecutive_failures,
-       s.last_error,
-       s.held_by_pid,
-       s.held_by_application,
-       pg_catalog.now() OPERATOR(pg_catalog.-) s.held_since AS held_for,
-       s.null_watermarks,
-       CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
-            WHEN s.command IS NOT NULL THEN 'command'
-            WHEN s.valid_from_column IS NOT NULL THEN 'history'
-            ELSE 'copy' END AS kind,
-       CASE WHEN s.schedule IS NULL AND s.after IS NULL AND s.target_lag IS NULL THEN s.schedule_ended
-            WHEN EXISTS (SELECT FROM hwm.homes AS h
-                          WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
-                            AND h.dboid OPERATOR(pg_catalog.<>)
-                                (SELECT d.oid FROM pg_catalog.pg_database AS d
-                                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
-            THEN 'declared in another database and copied into this one: its owner or a superuser must call hwm.resume here before the scheduler runs it'
-            WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
-            THEN 'its owner role no longer exists: drop the pipeline'
-            WHEN NOT s.enabled THEN 'paused: hwm.resume starts it again'
-            WHEN s.schedule IS NOT NULL AND s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
-            WHEN NOT (SELECT o.rolcanlogin FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
-            THEN 'its owner cannot log in, and scheduled runs connect as the owner: ALTER ROLE ... LOGIN, or run it by hand'
-            WHEN NOT pg_catalog.has_database_privilege(s.owner::pg_catalog.oid, pg_catalog.current_database(), 'CONNECT')
-            THEN 'its owner may not connect to this database, and scheduled runs connect as the owner: GRANT CONNECT ON DATABASE ... TO the owner, or run it by hand'
-            WHEN ro.read_only AND ro.setrole OPERATOR(pg_catalog.=) 0 AND ro.setdatabase OPERATOR(pg_catalog.<>) 0
-            THEN 'every transaction in this database is read-only by default (ALTER DATABASE ... SET default_transaction_read_only): its scheduled runs fail; ALTER DATABASE ... RESET default_transaction_read_only'
-            WHEN ro.read_only AND ro.setrole OPERATOR(pg_catalog.=) 0
-            THEN 'every role''s transactions are read-only by default (ALTER ROLE ALL SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ALL RESET default_transaction_read_only'
-            WHEN ro.read_only
-            THEN 'its owner''s transactions are read-only by default (ALTER ROLE ... SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ... RESET default_transaction_read_only'
-            WHEN s.last_status OPERATOR(pg_catalog.=) 'failed' AND s.last_error OPERATOR(pg_catalog.~~) 'the scheduler could not claim the run:%'
-            THEN 'the scheduler could not claim its last run (last_error says why): it tries again at next_run_at'
-       END AS not_scheduled_because,
-       rc.finished_at AS last_reconcile_at,
-       rc.status AS last_reconcile_status,
-       rc.rows_deleted AS last_reconcile_rows_deleted,
-       s.reconcile_schedule,
-       s.reconcile_next_run_at AS next_reconcile_at,
-       s.after AS upstreams,
-       s.watermark_caveat
-  FROM hwm.state AS s
-  -- the default_transaction_read_only its scheduled runs get: the most
-  -- specific of the owner's in this database, the owner's, the database's,
-  -- every role's (pg_db_role_setting, which every role may read)
-  LEFT JOIN LATERAL (
-       SELECT x.setrole, x.setdatabase,
-              pg_catalog.split_part(c.c, '=', 2) OPERATOR(pg_catalog.~*) '^(on|t|tr|tru|true|y|ye|yes|1)$' AS read_only
-         FROM pg_catalog.pg_db_role_setting AS x,
-              pg_catalog.unnest(x.setconfig) AS c(c)
-        WHERE x.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid,
-                  (SELECT d.oid FROM pg_catalog.pg_database AS d
-                    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())])
-          AND x.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid, s.owner::pg_catalog.oid])
-          AND pg_catalog.lower(c.c) OPERATOR(pg_catalog.~~) 'default\_transaction\_read\_only=%'
-        ORDER BY x.setrole OPERATOR(pg_catalog.=) 0, x.setdatabase OPERATOR(pg_catalog.=) 0
-        LIMIT 1) AS ro ON true
-  -- the last reconcile of this pipeline (not of one dropped before it)
-  LEFT JOIN LATERAL (
-       SELECT b.finished_at, b.status, b.rows_deleted
-         FROM hwm.backfills AS b
-        WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline
-          AND b.kind OPERATOR(pg_catalog.=) 'reconcile'
-          AND b.started_at OPERATOR(pg_catalog.>=) s.created_at
-        ORDER BY b.backfill_id DESC
-        LIMIT 1) AS rc ON true;
-
-COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, history, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), and what its watermark cannot be made safe against (watermark_caveat, as declared).';
-
-GRANT SELECT ON hwm.status TO PUBLIC;
-
 -- Freshness (issue 41): a freshness goal per pipeline, and the views that
 -- measure freshness and what monitoring tools scrape.
 CREATE FUNCTION hwm.set_target_lag(pipeline text, target_lag interval)
@@ -374,6 +271,110 @@ COMMENT ON COLUMN hwm.state.valid_to_column IS
 ALTER TABLE hwm.runs ADD COLUMN rows_refused bigint;
 COMMENT ON COLUMN hwm.runs.rows_refused IS
 'History pipelines: source rows the run did not apply, being older than their key''s history and not in it (a source that rewrote an old row without a newer watermark value); NULL for other runs.';
+
+-- hwm.status: why a pipeline scheduled after its upstreams is not run (an
+-- upstream dropped), and its upstreams, as a last column; its kind says
+-- history for a history pipeline (so made after the history columns)
+DROP VIEW hwm.status;
+CREATE VIEW hwm.status WITH (security_invoker = true) AS
+SELECT s.pipeline,
+       s.owner,
+       s.source,
+       s.target,
+       s.watermark_column,
+       s.watermark,
+       CASE WHEN s.watermark IS NOT NULL
+             AND (SELECT CASE WHEN t.typtype OPERATOR(pg_catalog.=) 'd' THEN t.typbasetype ELSE t.oid END
+                    FROM pg_catalog.pg_type AS t
+                   WHERE t.oid OPERATOR(pg_catalog.=) s.watermark_type) OPERATOR(pg_catalog.=) ANY
+                 (ARRAY['pg_catalog.timestamptz', 'pg_catalog.timestamp', 'pg_catalog.date']::pg_catalog.regtype[]::pg_catalog.oid[])
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) s.watermark::pg_catalog.timestamptz
+       END AS lag,
+       s.partition_column,
+       s.lookback,
+       s.enabled,
+       s.schedule,
+       s.next_run_at,
+       s.timeout,
+       (SELECT pg_catalog.min(r.started_at) FROM hwm.runs AS r
+         WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline
+           AND r.status OPERATOR(pg_catalog.=) 'running') AS running_since,
+       s.last_run_id,
+       s.last_run_started_at,
+       s.last_run_finished_at,
+       s.last_status,
+       s.last_rows,
+       s.consecutive_failures,
+       s.last_error,
+       s.held_by_pid,
+       s.held_by_application,
+       pg_catalog.now() OPERATOR(pg_catalog.-) s.held_since AS held_for,
+       s.null_watermarks,
+       CASE WHEN s.time_interval IS NOT NULL THEN 'interval'
+            WHEN s.command IS NOT NULL THEN 'command'
+            WHEN s.valid_from_column IS NOT NULL THEN 'history'
+            ELSE 'copy' END AS kind,
+       CASE WHEN s.schedule IS NULL AND s.after IS NULL AND s.target_lag IS NULL THEN s.schedule_ended
+            WHEN EXISTS (SELECT FROM hwm.homes AS h
+                          WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
+                            AND h.dboid OPERATOR(pg_catalog.<>)
+                                (SELECT d.oid FROM pg_catalog.pg_database AS d
+                                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+            THEN 'declared in another database and copied into this one: its owner or a superuser must call hwm.resume here before the scheduler runs it'
+            WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
+            THEN 'its owner role no longer exists: drop the pipeline'
+            WHEN NOT s.enabled THEN 'paused: hwm.resume starts it again'
+            WHEN s.schedule IS NOT NULL AND s.next_run_at IS NULL THEN 'no next run time can be represented: schedule it again'
+            WHEN NOT (SELECT o.rolcanlogin FROM pg_catalog.pg_roles AS o WHERE o.oid OPERATOR(pg_catalog.=) s.owner::pg_catalog.oid)
+            THEN 'its owner cannot log in, and scheduled runs connect as the owner: ALTER ROLE ... LOGIN, or run it by hand'
+            WHEN NOT pg_catalog.has_database_privilege(s.owner::pg_catalog.oid, pg_catalog.current_database(), 'CONNECT')
+            THEN 'its owner may not connect to this database, and scheduled runs connect as the owner: GRANT CONNECT ON DATABASE ... TO the owner, or run it by hand'
+            WHEN ro.read_only AND ro.setrole OPERATOR(pg_catalog.=) 0 AND ro.setdatabase OPERATOR(pg_catalog.<>) 0
+            THEN 'every transaction in this database is read-only by default (ALTER DATABASE ... SET default_transaction_read_only): its scheduled runs fail; ALTER DATABASE ... RESET default_transaction_read_only'
+            WHEN ro.read_only AND ro.setrole OPERATOR(pg_catalog.=) 0
+            THEN 'every role''s transactions are read-only by default (ALTER ROLE ALL SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ALL RESET default_transaction_read_only'
+            WHEN ro.read_only
+            THEN 'its owner''s transactions are read-only by default (ALTER ROLE ... SET default_transaction_read_only): its scheduled runs fail; ALTER ROLE ... RESET default_transaction_read_only'
+            WHEN s.last_status OPERATOR(pg_catalog.=) 'failed' AND s.last_error OPERATOR(pg_catalog.~~) 'the scheduler could not claim the run:%'
+            THEN 'the scheduler could not claim its last run (last_error says why): it tries again at next_run_at'
+       END AS not_scheduled_because,
+       rc.finished_at AS last_reconcile_at,
+       rc.status AS last_reconcile_status,
+       rc.rows_deleted AS last_reconcile_rows_deleted,
+       s.reconcile_schedule,
+       s.reconcile_next_run_at AS next_reconcile_at,
+       s.after AS upstreams,
+       s.watermark_caveat
+  FROM hwm.state AS s
+  -- the default_transaction_read_only its scheduled runs get: the most
+  -- specific of the owner's in this database, the owner's, the database's,
+  -- every role's (pg_db_role_setting, which every role may read)
+  LEFT JOIN LATERAL (
+       SELECT x.setrole, x.setdatabase,
+              pg_catalog.split_part(c.c, '=', 2) OPERATOR(pg_catalog.~*) '^(on|t|tr|tru|true|y|ye|yes|1)$' AS read_only
+         FROM pg_catalog.pg_db_role_setting AS x,
+              pg_catalog.unnest(x.setconfig) AS c(c)
+        WHERE x.setdatabase OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid,
+                  (SELECT d.oid FROM pg_catalog.pg_database AS d
+                    WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())])
+          AND x.setrole OPERATOR(pg_catalog.=) ANY (ARRAY[0::pg_catalog.oid, s.owner::pg_catalog.oid])
+          AND pg_catalog.lower(c.c) OPERATOR(pg_catalog.~~) 'default\_transaction\_read\_only=%'
+        ORDER BY x.setrole OPERATOR(pg_catalog.=) 0, x.setdatabase OPERATOR(pg_catalog.=) 0
+        LIMIT 1) AS ro ON true
+  -- the last reconcile of this pipeline (not of one dropped before it)
+  LEFT JOIN LATERAL (
+       SELECT b.finished_at, b.status, b.rows_deleted
+         FROM hwm.backfills AS b
+        WHERE b.pipeline OPERATOR(pg_catalog.=) s.pipeline
+          AND b.kind OPERATOR(pg_catalog.=) 'reconcile'
+          AND b.started_at OPERATOR(pg_catalog.>=) s.created_at
+        ORDER BY b.backfill_id DESC
+        LIMIT 1) AS rc ON true;
+
+COMMENT ON VIEW hwm.status IS
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, history, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), and what its watermark cannot be made safe against (watermark_caveat, as declared).';
+
+GRANT SELECT ON hwm.status TO PUBLIC;
 
 -- create_pipeline takes history, history_columns, valid_from_column and
 -- valid_to_column: recreated with its new signature.
