@@ -1371,8 +1371,9 @@ history_keys(const PlanBuild *b, const char *alias)
  * place.  The fast path is the common slice, and what a hand-written pair
  * of statements does: a row newer than its key's last version (hwm_l's
  * probe) closes it when it is current and the row differs in a tracked
- * column ("hwm changed"), and opens its own version (hwm_opened); equal there, it updates
- * the current version in place; with no current version, it opens its own.
+ * column ("hwm changed"), and opens its own version (hwm_opened); equal
+ * there, it updates the current version in place ("hwm pmoved": its other
+ * columns' bytes differ); with no current version, it opens its own.
  * The version is found again by the row hwm_l read ("hwm rel", "hwm row":
  * no second probe of the key's index), and only while it is still that
  * version of that key and current: a version another transaction changed
@@ -1506,12 +1507,13 @@ history_statement(PlanBuild *b)
 	initStringInfo(&buf);
 
 	/*
-	 * Each slice row, with its key's last version (p's columns, NULL:
-	 * none), whether that version has a bound at or after it, and how many
-	 * rows of its key the slice has: one probe of the key's versions a row (a
-	 * LATERAL subquery with a LIMIT is never turned into a join), computed
-	 * once for hwm_e, the fast path and the count of the rows refused, which
-	 * then look for the version in force only for the rows found late.
+	 * Each slice row, with what the fast path needs of its key's last
+	 * version (p: all NULL when the key has none), whether that version has
+	 * a bound at or after it, and how many rows of its key the slice has:
+	 * one probe of the key's versions a row (a LATERAL subquery with a
+	 * LIMIT is never turned into a join), computed once for hwm_e, the fast
+	 * path and the count of the rows refused, which then look for the
+	 * version in force only for the rows found late.
 	 */
 	appendStringInfo(&buf, "), hwm_l AS (SELECT s.*, p.\"hwm rel\", p.\"hwm row\", p.\"hwm pfrom\","
 					 " (p.\"hwm plate\" IS TRUE) AS \"hwm late\", (p.\"hwm pcur\" IS TRUE) AS \"hwm pcur\","
