@@ -48,44 +48,17 @@ hrows() {
 
 # hdbt NAME ARGS...: run dbt in the history project, expect success.
 # hdbt_fails NAME PATTERN ARGS...: expect failure, with PATTERN (grep -E)
-# in dbt's output.  The output of the last call is in $hlog.
-hstep=0
-hdbt_run() {
-    hstep=$((hstep + 1))
-    hlog=$work/history-$hstep.log
-    (cd "$hproject" && timeout 600 "$venv/bin/dbt" "$@") >"$hlog" 2>&1
-}
+# in dbt's output.  hlogged NAME PATTERN: the last call's output has
+# PATTERN.  The output of the last call is in $hlog (run.sh's dbt_in).
 hdbt() {
-    local name=$1
-    shift
-    if hdbt_run "$@"; then
-        ok "$name"
-    else
-        not_ok "$name"
-        tail -n 30 "$hlog" | sed 's/^/# /'
-    fi
+    dbt_pass "$1" "$hproject" "${@:2}"
+    hlog=$dbt_log
 }
 hdbt_fails() {
-    local name=$1 pattern=$2
-    shift 2
-    if hdbt_run "$@"; then
-        not_ok "$name (dbt succeeded)"
-        tail -n 20 "$hlog" | sed 's/^/# /'
-    elif grep -qE "$pattern" "$hlog"; then
-        ok "$name"
-    else
-        not_ok "$name (no /$pattern/ in dbt's output)"
-        tail -n 20 "$hlog" | sed 's/^/# /'
-    fi
+    dbt_fail "$1" "$2" "$hproject" "${@:3}"
+    hlog=$dbt_log
 }
-hlogged() {
-    if grep -qE "$2" "$hlog"; then
-        ok "$1"
-    else
-        not_ok "$1 (no /$2/ in dbt's output)"
-        grep -E 'hwm|rror' "$hlog" | tail -n 10 | sed 's/^/# /'
-    fi
-}
+hlogged() { dbt_said "$1" "$2" "$hlog"; }
 # the table's columns, primary key and unique partial indexes
 hshape() {
     echo "$(q "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod) || CASE WHEN attnotnull THEN ' not null' ELSE '' END, ', ' ORDER BY attnum)

@@ -51,47 +51,24 @@ SQL
 
 # mdbt NAME ARGS...: run dbt in the models project, expect success.
 # mdbt_fails NAME PATTERN ARGS...: expect failure, with PATTERN (grep -E) in
-# dbt's output.  The output of the last call is in $mlog.
-mstep=0
+# dbt's output.  mdbt_run ARGS...: run it, true when dbt succeeds.  The
+# output of the last call is in $mlog (run.sh's dbt_in).
 mdbt_run() {
-    mstep=$((mstep + 1))
-    mlog=$work/models-$mstep.log
-    # (bounded: a run that waited for a lock by mistake would never end;
-    # 10 minutes, as dbt alone takes a minute on a busy machine)
-    (cd "$mproject" && timeout 600 "$venv/bin/dbt" "$@") >"$mlog" 2>&1
+    local rc=0
+    dbt_in "$mproject" "$@" || rc=1
+    mlog=$dbt_log
+    return $rc
 }
 mdbt() {
-    local name=$1
-    shift
-    if mdbt_run "$@"; then
-        ok "$name"
-    else
-        not_ok "$name"
-        tail -n 30 "$mlog" | sed 's/^/# /'
-    fi
+    dbt_pass "$1" "$mproject" "${@:2}"
+    mlog=$dbt_log
 }
 mdbt_fails() {
-    local name=$1 pattern=$2
-    shift 2
-    if mdbt_run "$@"; then
-        not_ok "$name (dbt succeeded)"
-        tail -n 20 "$mlog" | sed 's/^/# /'
-    elif grep -qE "$pattern" "$mlog"; then
-        ok "$name"
-    else
-        not_ok "$name (no /$pattern/ in dbt's output)"
-        tail -n 20 "$mlog" | sed 's/^/# /'
-    fi
+    dbt_fail "$1" "$2" "$mproject" "${@:3}"
+    mlog=$dbt_log
 }
 # mlogged NAME PATTERN: the last dbt call's output has PATTERN (grep -E).
-mlogged() {
-    if grep -qE "$2" "$mlog"; then
-        ok "$1"
-    else
-        not_ok "$1 (no /$2/ in dbt's output)"
-        grep -E 'hwm|rror' "$mlog" | tail -n 10 | sed 's/^/# /'
-    fi
-}
+mlogged() { dbt_said "$1" "$2" "$mlog"; }
 # same_rows NAME TARGET SOURCE_QUERY: the target holds exactly those rows.
 same_rows() {
     check "$1" "0" "$(q "SELECT (SELECT count(*) FROM (TABLE $2 EXCEPT $3) a) + (SELECT count(*) FROM ($3 EXCEPT TABLE $2) b)")"

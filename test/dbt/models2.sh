@@ -221,16 +221,8 @@ done
 oproject=$work/repo/test/dbt/hwm_other
 # odbt NAME ARGS...: as mdbt, in the second project ($mlog is its output)
 odbt() {
-    local name=$1
-    shift
-    mstep=$((mstep + 1))
-    mlog=$work/models-$mstep.log
-    if (cd "$oproject" && timeout 600 "$venv/bin/dbt" "$@") >"$mlog" 2>&1; then
-        ok "$name"
-    else
-        not_ok "$name"
-        tail -n 30 "$mlog" | sed 's/^/# /'
-    fi
+    dbt_pass "$1" "$oproject" "${@:2}"
+    mlog=$dbt_log
 }
 other_made() { q "SELECT string_agg(s.pipeline || ':' || coalesce(obj_description(s.source, 'pg_class')::jsonb ->> 'project', '-')
                                     || ':' || coalesce(obj_description(s.source, 'pg_class')::jsonb ->> 'model', '-'), ' ' ORDER BY s.pipeline)

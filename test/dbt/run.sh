@@ -226,6 +226,53 @@ dbt_ok() {
     fi
 }
 
+# dbt_in DIR ARGS...: run dbt in the project DIR; its output in $dbt_log, a
+# log of its own per call.  Bounded: a run that waited for a lock by mistake
+# would never end (10 minutes, as dbt alone takes a minute on a busy machine).
+dbt_calls=0
+dbt_in() {
+    local dir=$1
+    shift
+    dbt_calls=$((dbt_calls + 1))
+    dbt_log=$work/dbt-in-$dbt_calls.log
+    (cd "$dir" && timeout 600 "$venv/bin/dbt" "$@") >"$dbt_log" 2>&1
+}
+# dbt_pass NAME DIR ARGS...: dbt_in, expecting success.
+dbt_pass() {
+    local name=$1
+    shift
+    if dbt_in "$@"; then
+        ok "$name"
+    else
+        not_ok "$name"
+        tail -n 30 "$dbt_log" | sed 's/^/# /'
+    fi
+}
+# dbt_fail NAME PATTERN DIR ARGS...: dbt_in, expecting failure with PATTERN
+# (grep -E) in dbt's output.
+dbt_fail() {
+    local name=$1 pattern=$2
+    shift 2
+    if dbt_in "$@"; then
+        not_ok "$name (dbt succeeded)"
+        tail -n 20 "$dbt_log" | sed 's/^/# /'
+    elif grep -qE "$pattern" "$dbt_log"; then
+        ok "$name"
+    else
+        not_ok "$name (no /$pattern/ in dbt's output)"
+        tail -n 20 "$dbt_log" | sed 's/^/# /'
+    fi
+}
+# dbt_said NAME PATTERN LOG: dbt's output in LOG has PATTERN (grep -E).
+dbt_said() {
+    if grep -qE "$2" "$3"; then
+        ok "$1"
+    else
+        not_ok "$1 (no /$2/ in dbt's output)"
+        grep -E 'hwm|rror' "$3" | tail -n 10 | sed 's/^/# /'
+    fi
+}
+
 # The state of every target, and the facts of the runs after run_id $1.
 targets_sql="SELECT string_agg(t || ':' || n || ':' || s, ' ' ORDER BY t) FROM (
     SELECT 'events' t, count(*) n, sum(hashtext(x::text)) s FROM mart.events x
