@@ -193,26 +193,26 @@ same_equality(Relation a, Relation b)
 
 /*
  * Whether index idx (valid, unique, immediate, plain) covers exactly the key
- * (with version, a history's key: the key's columns and that one)
+ * (with version, a history's key: the key's columns and that one;
+ * InvalidAttrNumber: none)
  */
 static bool
-covers_key(Relation idx, Relation target, List *unique_key, const char *version)
+covers_key(Relation idx, Relation target, List *unique_key, AttrNumber version)
 {
 	Form_pg_index form = idx->rd_index;
 	ListCell   *lc;
 
-	if (version != NULL)
+	if (version != InvalidAttrNumber)
 	{
-		AttrNumber	attno = get_attnum(RelationGetRelid(target), version);
 		bool		found = false;
 
 		for (int i = 0; !found && i < form->indnkeyatts; i++)
-			found = form->indkey.values[i] == attno;
+			found = form->indkey.values[i] == version;
 		if (!found)
 			return false;
 	}
 	if (!form->indisunique || !form->indimmediate || !form->indisvalid ||
-		form->indnkeyatts != list_length(unique_key) + (version != NULL) ||
+		form->indnkeyatts != list_length(unique_key) + (version != InvalidAttrNumber) ||
 		!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
 		!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL))
 		return false;
@@ -261,11 +261,14 @@ hwm_key_build_versioned(Relation target, Relation source, List *unique_key,
 	ListCell   *lc;
 	StringInfoData cols;
 
+	/* (a history's bounds are checked first: version is target's column) */
+	Assert(version == NULL || version_attno > 0);
+
 	foreach(lc, indexes)
 	{
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
 
-		if (!covers_key(idx, target, unique_key, version))
+		if (!covers_key(idx, target, unique_key, version_attno))
 		{
 			index_close(idx, AccessShareLock);
 			continue;
