@@ -39,6 +39,10 @@
 -#}
 
 {% materialization hwm, adapter='postgres' -%}
+  {#- (Every macro a run calls is compiled from Jinja in each dbt process,
+      and that is most of an incremental run's time: what only a first run,
+      a rebuild, a changed model or an error needs lives in macros of its
+      own, called only then.) -#}
   {%- set c = hwm._hwm_model_config('hwm') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
@@ -54,15 +58,221 @@
       _hwm_facts; every round trip counts in a model's time) -#}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
   {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src], fn) -%}
+  {%- set state = facts.state -%}
+  {%- set after_run = facts.last_run_id -%}
+  {%- set reconcile_after = hwm._hwm_reconcile_config() -%}
+  {#- Leftovers of an interrupted run: dropped by the first statement of
+      each kind of run. -#}
+  {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
 
+  {%- if existing_relation is none or not existing_relation.is_table or state is none or should_full_refresh() or hwm._hwm_sampled() -%}
+    {#- A first run, a rebuild, dbt run --empty or --sample (_hwm_build). -#}
+    {%- set built = hwm._hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
+    {%- set mode = built.mode -%}
+    {%- set loaded = built.loaded -%}
+    {%- set existing_relation = built.existing -%}
+  {%- else -%}
+    {%- set mode = 'incremental' -%}
+    {%- set loaded = hwm._hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
+  {%- endif -%}
+
+  {%- if mode not in ['full refresh', 'sampled'] -%}
+    {%- do hwm._hwm_report(c.pipeline, after_run, loaded, mode) -%}
+  {%- endif -%}
+  {#- config reconcile=true (reconcile.sql): delete the rows whose key the
+      model no longer returns, after an incremental run's load. -#}
+  {%- if reconcile_after and mode == 'incremental' -%}
+    {%- do hwm._hwm_reconcile_after_run(c.pipeline) -%}
+  {%- endif -%}
+
+  {#- (the report's 'main' statement opened the last transaction, for
+      create and incremental runs) -#}
+  {%- if mode in ['full refresh', 'sampled'] or (reconcile_after and mode == 'incremental') -%}
+    {%- do hwm._hwm_begin() -%}
+  {%- endif -%}
+  {#- (a pipeline this run declared has no schedule yet; an incremental
+      run's changes only when the config's or the pipeline's says one) -#}
+  {%- if mode != 'sampled' and (c.schedule is not none or c.schedule_after_refs
+                                or (mode == 'incremental' and (state.schedule is not none or state.after))) -%}
+    {%- do hwm._hwm_sync_schedule(c, state if mode == 'incremental' else none) -%}
+  {%- endif -%}
+  {{ run_hooks(post_hooks, inside_transaction=True) }}
+  {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
+  {%- do persist_docs(target_relation, model) -%}
+  {%- do adapter.commit() -%}
+  {{ run_hooks(post_hooks, inside_transaction=False) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{%- endmaterialization %}
+
+{#-
+  An incremental run of an hwm model.  The model's view is made and read
+  in the setup's first round trip, with what the run needs to know of it:
+  its columns, and whether they are the target's (less a history's bounds)
+  and the source view's (the query compares them: what a macro computes
+  is compiled from Jinja in every dbt process, a query's text is not).
+  Everything that can be wrong with the configuration is checked before
+  anything is committed (an error rolls the setup back).  Returns what
+  _hwm_load_copy returns.
+-#}
+{% macro _hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
+  {%- set state = facts.state -%}
+  {%- set row = run_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
+      ~ "with a as (select n.i, a.attnum, a.attname::text as name, pg_catalog.format_type(a.atttypid, a.atttypmod) as type,
+                           pg_catalog.format_type(a.atttypid, null) as basetype
+                      from pg_catalog.unnest(ARRAY[" ~ hwm._hwm_regclass(new_view) ~ ", " ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(src) ~ "]::text[])
+                           with ordinality as n(name, i)
+                      join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0 and not a.attisdropped)
+       select (select pg_catalog.json_agg(pg_catalog.json_build_object('name', name, 'type', type) order by attnum) from a where i = 1)::text,
+              (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a where i = 1)
+                is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a
+                                       where i = 2 and name <> all(" ~ hwm._hwm_text_array(hwm._hwm_bounds(c)) ~ ")),
+              (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 1)
+                is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 3)").rows[0] -%}
+  {%- set model_cols = fromjson(row[0]) -%}
+  {%- set cols = [] -%}{%- for m in model_cols -%}{%- do cols.append(m.name) -%}{%- endfor -%}
+  {%- do hwm._hwm_check_config(c, none, cols) -%}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config and contract_config.enforced -%}
+    {%- do hwm._hwm_check_contract(sql, c) -%}
+  {%- endif -%}
+  {#- which project made it (projects.sql): another's is an error -#}
+  {%- set marker = 'keep' if facts.comments[1] == hwm._hwm_marker() else hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
+  {%- if state.target_oid != facts.oids[0] or state.command is not none
+         or state.unique_key != c.unique_key or state.watermark_column != c.watermark_column
+         or (state.valid_from_column is not none) != c.history
+         or (c.history and (state.valid_from_column != c.valid_from_column or state.valid_to_column != c.valid_to_column)) -%}
+    {%- do hwm._hwm_refuse_incremental(c, state, facts) -%}
+  {%- endif -%}
+  {%- if not row[1] -%}
+    {%- do hwm._hwm_schema_changed(c, target_relation, new_view) -%}
+  {%- endif -%}
+  {#- The source view and its function keep their OIDs while the
+      model's columns stay the same (the function's body is replaced);
+      otherwise a new function and view take their place, and the
+      pipeline is pointed at them with hwm.alter_pipeline
+      (_hwm_change_in_place).  A source made by an older version of this
+      package (a view of the model's SQL, no function) is replaced the
+      same way. -#}
+  {%- set same_view = row[2] and facts.fn_body is not none and facts.oids[1] is not none and facts.oids[1] == state.source_oid -%}
+  {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
+                        and state.batch_size == c.batch_size and state.delete_column == c.delete_column
+                        and (not c.history or state.history_columns == c.history_columns)
+                        and ((state.delay is none and c.delay is none)
+                             or (state.delay is not none and c.delay is not none and hwm._hwm_same_interval(state.delay, c.delay))) -%}
+  {#- (what waits for the setup's commit, to run in its round trip) -#}
+  {%- set deferred = [] -%}
+  {%- if same_view -%}
+    {%- do deferred.append("drop view " ~ new_view) -%}
+    {%- if marker == 'write' -%}
+      {#- a pipeline made by an older version of the package (or by this
+          project's model under another name): this project's now -#}
+      {%- do deferred.append(hwm._hwm_mark_sql(src)) -%}
+      {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
+                 ~ ("" if facts.comments[1] else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
+    {%- endif -%}
+    {#- Replaced only when its SQL changed: replacing it waits for
+        nothing, but keeps pg_proc quiet when nothing changed. -#}
+    {%- if facts.fn_body != hwm._hwm_fn_body() -%}
+      {%- do deferred.append(hwm._hwm_fn_sql(fn, model_cols, true)) -%}
+    {%- endif -%}
+  {%- else -%}
+    {%- do run_query("drop view " ~ new_view) -%}
+  {%- endif -%}
+  {%- if not same_view or not same_config -%}
+    {%- do hwm._hwm_change_in_place(c, state, same_view, model_cols, src, new_view, fn, fn2) -%}
+  {%- endif -%}
+  {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
+  {{- return(hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c)) -}}
+{%- endmacro %}
+
+{#- The model's columns are not the target's (less a history's bounds):
+    on_schema_change (_hwm_apply_schema_changes). -#}
+{% macro _hwm_schema_changed(c, target_relation, new_view) -%}
+  {%- set attrs = hwm._hwm_attributes_of([new_view, target_relation]) -%}
+  {%- set ch = hwm._hwm_column_changes(hwm._hwm_live(attrs[0]), hwm._hwm_model_side(c, hwm._hwm_live(attrs[1]))) -%}
+  {%- if ch.any -%}
+    {%- do hwm._hwm_apply_schema_changes(c, target_relation, ch, c.unique_key + [c.watermark_column] + ([c.partition_column] if c.partition_column else [])) -%}
+  {%- endif -%}
+{%- endmacro %}
+
+
+{#-
+  What an incremental run of an hwm model refuses, before anything is
+  committed: a pipeline that loads another table or is an interval or
+  command pipeline, and a changed unique_key, watermark_column, history or
+  history bounds (each needs a rebuild).
+-#}
+{% macro _hwm_refuse_incremental(c, state, facts) -%}
+  {%- if state.target_oid != facts.oids[0] -%}
+    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which loads " ~ state.target ~ ", not this model: choose another pipeline name (or drop that pipeline)") }}
+  {%- endif -%}
+  {%- if state.command is not none -%}
+    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+  {%- endif -%}
+  {%- set refresh = "`dbt run --full-refresh --select " ~ model.name ~ "`" -%}
+  {%- if state.unique_key != c.unique_key -%}
+    {{ hwm._hwm_config_error('unique_key', "changed from " ~ state.unique_key | join(', ') ~ " to " ~ c.unique_key | join(', ') ~ ": the table's key and the rows loaded on it change, so rebuild it with " ~ refresh) }}
+  {%- endif -%}
+  {%- if state.watermark_column != c.watermark_column -%}
+    {{ hwm._hwm_config_error('watermark_column', "changed from " ~ state.watermark_column ~ " to " ~ c.watermark_column ~ ": the stored watermark is a value of the old column, so rebuild the model with " ~ refresh) }}
+  {%- endif -%}
+  {#- (a pipeline stays a history or not: hwm.alter_pipeline keeps it so) -#}
+  {%- set state_history = state.valid_from_column is not none -%}
+  {%- if state_history != c.history -%}
+    {{ hwm._hwm_config_error('history', ("is true, but the table holds one row per key (its pipeline is not a history): the versions before now are not known to hwm, and the table's key becomes ("
+         ~ hwm._hwm_table_key(c) | join(', ') ~ ")" if c.history else "is no longer true, but the table holds the versions of each key (its pipeline is a history): they would be lost, and the table's key becomes ("
+         ~ c.unique_key | join(', ') ~ ")") ~ ". Rebuild the model with " ~ refresh ~ " (the table is rebuilt from the model's SQL and swapped in), or set history back") }}
+  {%- endif -%}
+  {%- if c.history and (state.valid_from_column != c.valid_from_column or state.valid_to_column != c.valid_to_column) -%}
+    {{ hwm._hwm_config_error('valid_from_column' if state.valid_from_column != c.valid_from_column else 'valid_to_column',
+         "changed: the history's bounds are " ~ state.valid_from_column ~ " and " ~ state.valid_to_column ~ ", the config's " ~ c.valid_from_column ~ " and " ~ c.valid_to_column
+         ~ ". Rebuild the model with " ~ refresh ~ ", or set them back") }}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  An incremental run whose model's columns or configuration changed: the
+  pipeline changed in place with hwm.alter_pipeline, keeping its watermark,
+  what its last run remembered, its history and its schedule.  New columns
+  (not same_view): a new function and view, the pipeline pointed at them,
+  the old ones dropped and the new ones renamed into their place.
+-#}
+{% macro _hwm_change_in_place(c, state, same_view, model_cols, src, new_view, fn, fn2) -%}
+  {%- set alter = [] -%}
+  {%- if not same_view -%}
+    {%- do run_query(hwm._hwm_fn_sql(fn2, model_cols, false)) -%}
+    {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "();\n" ~ hwm._hwm_mark_sql(new_view)) -%}
+    {%- do alter.append("source => " ~ hwm._hwm_regclass(new_view)) -%}
+  {%- endif -%}
+  {%- do run_query(hwm._hwm_alter_pipeline_sql(c, state, alter)) -%}
+  {%- if not same_view -%}
+    {%- do run_query("drop view if exists " ~ src ~ ";\n"
+                     ~ "drop function if exists " ~ fn ~ "();\n"
+                     ~ "alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier) ~ ";\n"
+                     ~ "alter function " ~ fn2 ~ "() rename to " ~ adapter.quote(fn.identifier)) -%}
+  {%- endif -%}
+  {%- do log("hwm " ~ c.pipeline ~ ": changed in place, watermark " ~ (state.watermark or 'none') ~ " kept (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
+  {%- if c.history and state.history_columns != c.history_columns -%}
+    {%- do log("hwm " ~ c.pipeline ~ ": the history now tracks " ~ (c.history_columns | join(', ') if c.history_columns is not none else "every column but the key, the watermark column and the delete marker (config history_columns unset)")
+               ~ " (was " ~ (state.history_columns | join(', ') if state.history_columns is not none else "the default") ~ "): later runs open a version when those change; the versions kept stay as they are", info=true) -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#-
+  Every run of an hwm model but an incremental one: a first run (or one
+  that adopts an empty table without a pipeline, as dbt run --empty leaves
+  it), a --full-refresh, dbt run --empty or --sample; and the error of a
+  table that exists without its pipeline.  Checks the configuration first
+  (the model's columns from its query, LIMIT 0).  Returns {mode, loaded,
+  existing (the existing relation, none when it was a view, dropped)}.
+-#}
+{% macro _hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
   {#- Everything that can be wrong with the configuration, before anything is created. -#}
   {%- do hwm._hwm_check_config(c, sql) -%}
   {%- do hwm._hwm_check_contract(sql, c) -%}
-  {%- set reconcile_after = hwm._hwm_reconcile_config() -%}
   {%- set state = facts.state -%}
-  {%- set after_run = facts.last_run_id -%}
-  {#- which project made it (projects.sql): another's is an error -#}
-  {%- set marker = hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
+  {%- do hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
 
   {%- if existing_relation is not none and not existing_relation.is_table -%}
     {#- A view (the model was materialized otherwise before): replaced by the table. -#}
@@ -78,16 +288,12 @@
     {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
   {%- endif -%}
 
-  {#- Leftovers of an interrupted run: dropped by the first statement of
-      each kind of run. -#}
-  {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
-
-  {%- set redeclared = namespace(flag=false) -%}
   {#- An empty table without a pipeline (made by `dbt run --empty`, or left
       by a first run that failed) is taken over by a first run. -#}
   {%- set adopt = existing_relation is not none and state is none and not should_full_refresh()
                   and not hwm._hwm_sampled()
                   and not run_query("select exists (select from " ~ target_relation ~ ")").rows[0][0] -%}
+  {%- set loaded = none -%}
   {%- if hwm._hwm_sampled() -%}
     {#- dbt run --empty or --sample: dbt rewrites the model's ref() and
         source() to read no rows (or a sample); the live pipeline, its
@@ -116,130 +322,14 @@
                        "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()"]
                       + ([] if adopt else ["drop table if exists " ~ target_relation]) -%}
     {%- set loaded = hwm._hwm_load_copy(c.pipeline, false, c, cleanup) -%}
-
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
     {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, leftovers) -%}
-
   {%- else -%}
-    {#- An incremental run. -#}
-    {%- set mode = 'incremental' -%}
-    {%- set refresh = "`dbt run --full-refresh --select " ~ model.name ~ "`" -%}
-    {%- if state is none -%}
-      {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists but no hwm pipeline \"" ~ c.pipeline ~ "\" loads it (it was built by another materialization, or its pipeline was dropped): rebuild it as an hwm model with " ~ refresh ~ ", which keeps the table's OID and grants") }}
-    {%- endif -%}
-    {%- if state.unique_key != c.unique_key -%}
-      {{ hwm._hwm_config_error('unique_key', "changed from " ~ state.unique_key | join(', ') ~ " to " ~ c.unique_key | join(', ') ~ ": the table's key and the rows loaded on it change, so rebuild it with " ~ refresh) }}
-    {%- endif -%}
-    {%- if state.watermark_column != c.watermark_column -%}
-      {{ hwm._hwm_config_error('watermark_column', "changed from " ~ state.watermark_column ~ " to " ~ c.watermark_column ~ ": the stored watermark is a value of the old column, so rebuild the model with " ~ refresh) }}
-    {%- endif -%}
-    {#- (a pipeline stays a history or not: hwm.alter_pipeline keeps it so) -#}
-    {%- set state_history = state.valid_from_column is not none -%}
-    {%- if state_history != c.history -%}
-      {{ hwm._hwm_config_error('history', ("is true, but the table holds one row per key (its pipeline is not a history): the versions before now are not known to hwm, and the table's key becomes ("
-           ~ hwm._hwm_table_key(c) | join(', ') ~ ")" if c.history else "is no longer true, but the table holds the versions of each key (its pipeline is a history): they would be lost, and the table's key becomes ("
-           ~ c.unique_key | join(', ') ~ ")") ~ ". Rebuild the model with " ~ refresh ~ " (the table is rebuilt from the model's SQL and swapped in), or set history back") }}
-    {%- endif -%}
-    {%- if c.history and (state.valid_from_column != c.valid_from_column or state.valid_to_column != c.valid_to_column) -%}
-      {{ hwm._hwm_config_error('valid_from_column' if state.valid_from_column != c.valid_from_column else 'valid_to_column',
-           "changed: the history's bounds are " ~ state.valid_from_column ~ " and " ~ state.valid_to_column ~ ", the config's " ~ c.valid_from_column ~ " and " ~ c.valid_to_column
-           ~ ". Rebuild the model with " ~ refresh ~ ", or set them back") }}
-    {%- endif -%}
-    {%- set attrs = hwm._hwm_attributes_of([new_view, target_relation, src], leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n") -%}
-    {%- set model_cols = hwm._hwm_live(attrs[0]) -%}
-    {#- (a history's bounds are the table's own: not columns the model dropped) -#}
-    {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_model_side(c, hwm._hwm_live(attrs[1]))) -%}
-    {%- if ch.any -%}
-      {%- do hwm._hwm_apply_schema_changes(c, target_relation, ch, c.unique_key + [c.watermark_column] + ([c.partition_column] if c.partition_column else [])) -%}
-    {%- endif -%}
-    {#- The source view and its function keep their OIDs while the
-        model's columns stay the same (the function's body is replaced);
-        otherwise a new function and view take their place, and the
-        pipeline is pointed at them with hwm.alter_pipeline, keeping its
-        watermark, what its last run remembered, its history and its
-        schedule.  A source made by an older version of this package (a
-        view of the model's SQL, no function) is replaced the same way. -#}
-    {%- set src_cols = hwm._hwm_live(attrs[2]) -%}
-    {%- set src_oid = facts.oids[1] -%}
-    {%- set has_fn = facts.fn_body is not none -%}
-    {%- set same_view = has_fn and src_oid is not none and src_oid == state.source_oid
-                        and (src_cols | map(attribute='name') | list) == (model_cols | map(attribute='name') | list)
-                        and (src_cols | map(attribute='basetype') | list) == (model_cols | map(attribute='basetype') | list) -%}
-    {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
-                          and state.batch_size == c.batch_size and hwm._hwm_same_interval(state.delay, c.delay)
-                          and state.delete_column == c.delete_column
-                          and (not c.history or state.history_columns == c.history_columns) -%}
-    {#- (what waits for the setup's commit, to run in its round trip) -#}
-    {%- set deferred = [] -%}
-    {%- if same_view -%}
-      {%- do deferred.append("drop view " ~ new_view) -%}
-    {%- else -%}
-      {%- do run_query("drop view " ~ new_view) -%}
-    {%- endif -%}
-    {%- if same_view and marker == 'write' -%}
-      {#- a pipeline made by an older version of the package (or by this
-          project's model under another name): this project's now -#}
-      {%- do deferred.append(hwm._hwm_mark_sql(src)) -%}
-      {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
-                 ~ ("" if facts.comments[1] else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
-    {%- endif -%}
-    {%- if same_view -%}
-      {#- Replaced only when its SQL changed: replacing it waits for
-          nothing, but keeps pg_proc quiet when nothing changed. -#}
-      {%- if facts.fn_body != hwm._hwm_fn_body() -%}
-        {%- do deferred.append(hwm._hwm_fn_sql(fn, model_cols, true)) -%}
-      {%- endif -%}
-    {%- endif -%}
-    {%- if not same_view or not same_config -%}
-      {%- set alter = [] -%}
-      {%- if not same_view -%}
-        {%- do run_query(hwm._hwm_fn_sql(fn2, model_cols, false)) -%}
-        {%- do run_query("create view " ~ new_view ~ " as select * from " ~ fn2 ~ "();\n" ~ hwm._hwm_mark_sql(new_view)) -%}
-        {%- do alter.append("source => " ~ hwm._hwm_regclass(new_view)) -%}
-      {%- endif -%}
-      {%- do run_query(hwm._hwm_alter_pipeline_sql(c, state, alter)) -%}
-      {%- if not same_view -%}
-        {%- do run_query("drop view if exists " ~ src ~ ";\n"
-                         ~ "drop function if exists " ~ fn ~ "();\n"
-                         ~ "alter view " ~ new_view ~ " rename to " ~ adapter.quote(src.identifier) ~ ";\n"
-                         ~ "alter function " ~ fn2 ~ "() rename to " ~ adapter.quote(fn.identifier)) -%}
-      {%- endif -%}
-      {%- do log("hwm " ~ c.pipeline ~ ": changed in place, watermark " ~ (state.watermark or 'none') ~ " kept (" ~ ("the model's columns changed" if not same_view else "its configuration changed") ~ ")", info=true) -%}
-      {%- if c.history and state.history_columns != c.history_columns -%}
-        {%- do log("hwm " ~ c.pipeline ~ ": the history now tracks " ~ (c.history_columns | join(', ') if c.history_columns is not none else "every column but the key, the watermark column and the delete marker (config history_columns unset)")
-                   ~ " (was " ~ (state.history_columns | join(', ') if state.history_columns is not none else "the default") ~ "): later runs open a version when those change; the versions kept stay as they are", info=true) -%}
-      {%- endif -%}
-    {%- endif -%}
-    {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
-    {%- set loaded = hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c) -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists but no hwm pipeline \"" ~ c.pipeline ~ "\" loads it (it was built by another materialization, or its pipeline was dropped): rebuild it as an hwm model with `dbt run --full-refresh --select " ~ model.name ~ "`, which keeps the table's OID and grants") }}
   {%- endif -%}
-
-  {%- if mode not in ['full refresh', 'sampled'] -%}
-    {%- do hwm._hwm_report(c.pipeline, after_run, loaded, mode) -%}
-  {%- endif -%}
-  {#- config reconcile=true (reconcile.sql): delete the rows whose key the
-      model no longer returns, after an incremental run's load. -#}
-  {%- if reconcile_after and mode == 'incremental' -%}
-    {%- do hwm._hwm_reconcile_after_run(c.pipeline) -%}
-  {%- endif -%}
-
-  {#- (the report's 'main' statement opened the last transaction, for
-      create and incremental runs) -#}
-  {%- if mode in ['full refresh', 'sampled'] or (reconcile_after and mode == 'incremental') -%}
-    {%- do hwm._hwm_begin() -%}
-  {%- endif -%}
-  {%- if mode != 'sampled' -%}
-    {%- do hwm._hwm_sync_schedule(c, none if mode != 'incremental' or redeclared.flag else state) -%}
-  {%- endif -%}
-  {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
-  {%- do persist_docs(target_relation, model) -%}
-  {%- do adapter.commit() -%}
-  {{ run_hooks(post_hooks, inside_transaction=False) }}
-
-  {{ return({'relations': [target_relation]}) }}
-{%- endmaterialization %}
+  {{- return({'mode': mode, 'loaded': loaded, 'existing': existing_relation}) -}}
+{%- endmacro %}
 
 
 {#-

@@ -66,13 +66,9 @@
   {{- return(v) -}}
 {%- endmacro %}
 
-{#-
-  The model's configuration, checked (everything that can be checked
-  without the database).  flavour: 'hwm' or 'hwm_interval'.
--#}
 {% macro _hwm_model_config(flavour) -%}
   {%- set c = {'flavour': flavour} -%}
-  {%- set pipeline = config.get('pipeline') or hwm._hwm_where() -%}
+  {%- set pipeline = config.get('pipeline') or this.schema ~ '.' ~ this.identifier -%}
   {%- if pipeline is not string or pipeline | length > 63 -%}
     {{ hwm._hwm_config_error('pipeline', "must be a pipeline name of at most 63 characters (the default is schema.model), got " ~ pipeline) }}
   {%- endif -%}
@@ -80,74 +76,94 @@
   {%- if this.identifier | length > 54 -%}
     {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the relation name is longer than 54 characters; hwm's helper relations add 9 (name__hwm_src): set a shorter alias") }}
   {%- endif -%}
-  {%- do c.update({'unique_key': hwm._hwm_name_list('unique_key', config.get('unique_key'))}) -%}
+  {%- set uk = config.get('unique_key') -%}
+  {%- do c.update({'unique_key': [uk] if uk is string else hwm._hwm_name_list('unique_key', uk)}) -%}
   {#- dbt gives every model on_schema_change='ignore' unless set: hwm's
       default is 'fail', so only a value the user wrote counts. -#}
-  {%- set osc = hwm._hwm_user_config('on_schema_change') or 'fail' -%}
+  {%- set user_set = model.unrendered_config or {} -%}
+  {%- set osc = (config.get('on_schema_change') if 'on_schema_change' in user_set else none) or 'fail' -%}
   {%- if osc not in ['fail', 'append_new_columns', 'sync_all_columns', 'ignore'] -%}
     {{ hwm._hwm_config_error('on_schema_change', "must be fail (the default for hwm models), append_new_columns, sync_all_columns or ignore, got " ~ osc) }}
   {%- endif -%}
   {%- do c.update({'on_schema_change': osc}) -%}
-  {%- do c.update({'schedule': hwm._hwm_opt_string('schedule'), 'delay': hwm._hwm_opt_string('delay')}) -%}
+  {%- for key in ['schedule', 'delay'] + (['partition_column', 'initial_watermark', 'delete_column'] if flavour == 'hwm' else ['time_source', 'anchor', 'start_at']) -%}
+    {%- set v = config.get(key) -%}
+    {%- do c.update({key: v if v is none or v is string else hwm._hwm_opt_string(key)}) -%}
+  {%- endfor -%}
   {#- schedule_after_refs: the pipeline runs after those of the hwm models
       it ref()s (hwm.schedule_after), instead of every so often. -#}
-  {%- do c.update({'schedule_after_refs': hwm._hwm_opt_bool('schedule_after_refs', false), 'after': none}) -%}
+  {%- set v = config.get('schedule_after_refs', false) -%}
+  {%- do c.update({'schedule_after_refs': v if v is boolean else hwm._hwm_opt_bool('schedule_after_refs', false), 'after': none}) -%}
   {%- if c.schedule_after_refs -%}
-    {%- if c.schedule is not none -%}
-      {{ hwm._hwm_config_error('schedule_after_refs', "is true and config 'schedule' is set too (" ~ c.schedule ~ "): a pipeline runs either every so often (schedule) or whenever the hwm models it ref()s load rows (schedule_after_refs), not both. Drop one of them") }}
-    {%- endif -%}
-    {%- set ups = hwm._hwm_ref_pipelines() -%}
-    {%- if not ups -%}
-      {{ hwm._hwm_config_error('schedule_after_refs', "is true, but the model ref()s no hwm or hwm_interval model (directly or through view and ephemeral models; it reads " ~ ((model.depends_on.nodes or []) | join(', ') or 'nothing') ~ "), so nothing would ever run it: ref() an hwm model, or set schedule='...' instead") }}
-    {%- endif -%}
-    {%- do c.update({'after': ups}) -%}
+    {%- do c.update({'after': hwm._hwm_after_refs(c)}) -%}
   {%- endif -%}
   {%- if config.get('incremental_predicates') -%}
     {{ hwm._hwm_config_error('incremental_predicates', "is not supported by hwm models: hwm reads the source from its watermark and upserts on unique_key, so a predicate on the target's rows would not change what is loaded. Filter the source in the model's SQL, or use partition_column and lookback to overwrite the newest partitions") }}
   {%- endif -%}
-  {%- if flavour == 'hwm' -%}
-    {%- if c.unique_key is none -%}
-      {{ hwm._hwm_config_error('unique_key', "is required: the business key hwm upserts on, e.g. unique_key='id' or unique_key=['id', 'day']") }}
-    {%- endif -%}
-    {%- set wm = config.get('watermark_column') -%}
-    {%- if wm is none or wm is not string or wm == '' -%}
-      {{ hwm._hwm_config_error('watermark_column', "is required: the column whose new values say which rows are new, e.g. watermark_column='updated_at'") }}
-    {%- endif -%}
-    {%- set lookback = hwm._hwm_opt_int('lookback', 0) or 0 -%}
-    {%- set part = hwm._hwm_opt_string('partition_column') -%}
-    {%- if lookback > 0 and part is none -%}
-      {{ hwm._hwm_config_error('lookback', "needs partition_column: the lookback re-overwrites the newest partitions of that column") }}
-    {%- endif -%}
-    {%- do c.update({'watermark_column': wm, 'partition_column': part, 'lookback': lookback,
-                     'batch_size': hwm._hwm_opt_int('batch_size', 1),
-                     'initial_watermark': hwm._hwm_opt_string('initial_watermark'),
-                     'delete_column': hwm._hwm_opt_string('delete_column')}) -%}
-    {%- if c.delete_column is not none and c.delete_column in c.unique_key -%}
-      {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which is part of unique_key: name the column that marks a deleted row, e.g. delete_column='deleted_at'") }}
-    {%- endif -%}
-    {%- do c.update(hwm._hwm_history_config(c)) -%}
-  {%- else -%}
-    {%- for key in ['delete_column', 'history', 'history_columns', 'valid_from_column', 'valid_to_column'] if config.get(key) not in [none, false] -%}
-      {{ hwm._hwm_config_error(key, "is only for materialized='hwm' models: an interval model recomputes whole intervals") }}
-    {%- endfor -%}
+  {%- if flavour != 'hwm' -%}
+    {%- do hwm._hwm_interval_config(c) -%}
+    {{- return(c) -}}
+  {%- endif -%}
+  {%- if c.unique_key is none -%}
+    {{ hwm._hwm_config_error('unique_key', "is required: the business key hwm upserts on, e.g. unique_key='id' or unique_key=['id', 'day']") }}
+  {%- endif -%}
+  {%- set wm = config.get('watermark_column') -%}
+  {%- if wm is none or wm is not string or wm == '' -%}
+    {{ hwm._hwm_config_error('watermark_column', "is required: the column whose new values say which rows are new, e.g. watermark_column='updated_at'") }}
+  {%- endif -%}
+  {%- do c.update({'watermark_column': wm}) -%}
+  {#- (lookback and batch_size: only values the user set, as for on_schema_change) -#}
+  {%- for key, minimum in [('lookback', 0), ('batch_size', 1)] -%}
+    {%- set v = config.get(key) if key in user_set else none -%}
+    {%- do c.update({key: none if v is none else v | int if v is number and v is not boolean and v == (v | int) and v >= minimum else hwm._hwm_opt_int(key, minimum)}) -%}
+  {%- endfor -%}
+  {%- do c.update({'lookback': c.lookback or 0}) -%}
+  {%- if c.lookback > 0 and c.partition_column is none -%}
+    {{ hwm._hwm_config_error('lookback', "needs partition_column: the lookback re-overwrites the newest partitions of that column") }}
+  {%- endif -%}
+  {%- if c.delete_column is not none and c.delete_column in c.unique_key -%}
+    {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which is part of unique_key: name the column that marks a deleted row, e.g. delete_column='deleted_at'") }}
+  {%- endif -%}
+  {%- if config.get('history', false) is sameas false and config.get('history_columns') is none
+         and config.get('valid_from_column') is none and config.get('valid_to_column') is none -%}
     {%- do c.update({'history': false, 'history_columns': none, 'valid_from_column': none, 'valid_to_column': none}) -%}
-    {%- set tc = config.get('time_column') -%}
-    {%- if tc is none or tc is not string or tc == '' -%}
-      {{ hwm._hwm_config_error('time_column', "is required: the time column of the source whose finished intervals the model computes, e.g. time_column='created_at'") }}
-    {%- endif -%}
-    {%- set ti = config.get('time_interval') -%}
-    {%- if ti is none or ti is not string or ti == '' -%}
-      {{ hwm._hwm_config_error('time_interval', "is required: the length of one interval, e.g. time_interval='1 hour'") }}
-    {%- endif -%}
-    {%- do c.update({'time_column': tc, 'time_interval': ti,
-                     'target_time_column': config.get('target_time_column') or tc,
-                     'time_source': hwm._hwm_opt_string('time_source'),
-                     'anchor': hwm._hwm_opt_string('anchor'),
-                     'start_at': hwm._hwm_opt_string('start_at'),
-                     'batched': hwm._hwm_opt_bool('batched', false),
-                     'skip_empty': hwm._hwm_opt_bool('skip_empty', false)}) -%}
+  {%- else -%}
+    {%- do c.update(hwm._hwm_history_config(c)) -%}
   {%- endif -%}
   {{- return(c) -}}
+{%- endmacro %}
+
+{#- schedule_after_refs=true: not with a schedule, and the pipelines of the
+    hwm models the model ref()s, which it needs. -#}
+{% macro _hwm_after_refs(c) -%}
+  {%- if c.schedule is not none -%}
+    {{ hwm._hwm_config_error('schedule_after_refs', "is true and config 'schedule' is set too (" ~ c.schedule ~ "): a pipeline runs either every so often (schedule) or whenever the hwm models it ref()s load rows (schedule_after_refs), not both. Drop one of them") }}
+  {%- endif -%}
+  {%- set ups = hwm._hwm_ref_pipelines() -%}
+  {%- if not ups -%}
+    {{ hwm._hwm_config_error('schedule_after_refs', "is true, but the model ref()s no hwm or hwm_interval model (directly or through view and ephemeral models; it reads " ~ ((model.depends_on.nodes or []) | join(', ') or 'nothing') ~ "), so nothing would ever run it: ref() an hwm model, or set schedule='...' instead") }}
+  {%- endif -%}
+  {{- return(ups) -}}
+{%- endmacro %}
+
+{#- An hwm_interval model's configuration, into c. -#}
+{% macro _hwm_interval_config(c) -%}
+  {%- for key in ['delete_column', 'history', 'history_columns', 'valid_from_column', 'valid_to_column'] if config.get(key) not in [none, false] -%}
+    {{ hwm._hwm_config_error(key, "is only for materialized='hwm' models: an interval model recomputes whole intervals") }}
+  {%- endfor -%}
+  {%- do c.update({'history': false, 'history_columns': none, 'valid_from_column': none, 'valid_to_column': none}) -%}
+  {%- set tc = config.get('time_column') -%}
+  {%- if tc is none or tc is not string or tc == '' -%}
+    {{ hwm._hwm_config_error('time_column', "is required: the time column of the source whose finished intervals the model computes, e.g. time_column='created_at'") }}
+  {%- endif -%}
+  {%- set ti = config.get('time_interval') -%}
+  {%- if ti is none or ti is not string or ti == '' -%}
+    {{ hwm._hwm_config_error('time_interval', "is required: the length of one interval, e.g. time_interval='1 hour'") }}
+  {%- endif -%}
+  {%- do c.update({'time_column': tc, 'time_interval': ti,
+                   'target_time_column': config.get('target_time_column') or tc,
+                   'batched': hwm._hwm_opt_bool('batched', false),
+                   'skip_empty': hwm._hwm_opt_bool('skip_empty', false)}) -%}
 {%- endmacro %}
 
 {#-
@@ -289,12 +305,30 @@
 
 {#-
   Checks that need the database but create nothing: the model's columns
-  (from the model's query, LIMIT 0), the keys that must name them, the
-  values that must parse, a scheduled model owned by a superuser.
-  Returns the model's column names.
+  (cols, or else from the model's query probe_sql, LIMIT 0), the keys that
+  must name them, the values that must parse, a scheduled model owned by a
+  superuser.  Returns the model's column names.  (What only a failing
+  check, a history, an interval model or a scheduled one needs is in
+  macros of their own: each macro a run calls is compiled in every dbt
+  process.)
 -#}
-{% macro _hwm_check_config(c, probe_sql) -%}
-  {%- set cols = get_columns_in_query(probe_sql) -%}
+{% macro _hwm_check_config(c, probe_sql, cols=none) -%}
+  {%- set cols = get_columns_in_query(probe_sql) if cols is none else cols -%}
+  {%- if c.flavour != 'hwm' or c.history
+         or (c.unique_key + [c.watermark_column, c.partition_column, c.delete_column]) | reject('none') | reject('in', cols) | list -%}
+    {%- do hwm._hwm_check_columns(c, cols) -%}
+  {%- endif -%}
+  {%- for id in model.depends_on.nodes or [] if id.startswith('model.') and c.delay is none -%}
+    {%- if loop.first -%}{%- do hwm._hwm_warn_rebuilt_upstreams(c) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if c.schedule is not none or c.delay is not none or c.schedule_after_refs -%}
+    {%- do hwm._hwm_check_scheduled(c) -%}
+  {%- endif -%}
+  {{- return(cols) -}}
+{%- endmacro %}
+
+{#- The columns the configuration names, against the model's (cols). -#}
+{% macro _hwm_check_columns(c, cols) -%}
   {%- if c.flavour == 'hwm' -%}
     {%- for k in c.unique_key if k not in cols -%}
       {{ hwm._hwm_config_error('unique_key', "names column " ~ k ~ ", which the model does not return (it returns " ~ cols | join(', ') ~ ")") }}
@@ -331,21 +365,24 @@
     {%- endif -%}
     {{ hwm._hwm_check_cast('time_interval', c.time_interval, 'interval') }}
   {%- endif -%}
+{%- endmacro %}
+
+{#- A model with a schedule, schedule_after_refs or a delay: the intervals
+    must parse; a scheduled one not as a superuser, and schedule_after_refs
+    needs hwm 1.3. -#}
+{% macro _hwm_check_scheduled(c) -%}
   {{ hwm._hwm_check_cast('schedule', c.schedule, 'interval') }}
   {{ hwm._hwm_check_cast('delay', c.delay, 'interval') }}
-  {%- do hwm._hwm_warn_rebuilt_upstreams(c) -%}
-  {%- if c.schedule is not none or c.schedule_after_refs -%}
-    {%- set key = 'schedule' if c.schedule is not none else 'schedule_after_refs' -%}
-    {%- set r = run_query("select (select rolsuper from pg_catalog.pg_roles where rolname = current_user),
-                                  pg_catalog.to_regprocedure('hwm.schedule_after(text,text[])') is not null").rows[0] -%}
-    {%- if r[0] -%}
-      {{ hwm._hwm_config_error(key, "needs dbt to connect as an ordinary role: " ~ target.user ~ " is a superuser, and hwm's background worker runs a pipeline as its owner, so it would run this model with unlimited rights. Connect as a role that owns the model, or drop " ~ key) }}
-    {%- endif -%}
-    {%- if c.schedule_after_refs and not r[1] -%}
-      {{ hwm._hwm_config_error(key, "needs hwm 1.3 or later (hwm.schedule_after): update the extension with ALTER EXTENSION hwm UPDATE, or set schedule='...' instead") }}
-    {%- endif -%}
+  {%- if c.schedule is none and not c.schedule_after_refs -%}{{- return(none) -}}{%- endif -%}
+  {%- set key = 'schedule' if c.schedule is not none else 'schedule_after_refs' -%}
+  {%- set r = run_query("select (select rolsuper from pg_catalog.pg_roles where rolname = current_user),
+                                pg_catalog.to_regprocedure('hwm.schedule_after(text,text[])') is not null").rows[0] -%}
+  {%- if r[0] -%}
+    {{ hwm._hwm_config_error(key, "needs dbt to connect as an ordinary role: " ~ target.user ~ " is a superuser, and hwm's background worker runs a pipeline as its owner, so it would run this model with unlimited rights. Connect as a role that owns the model, or drop " ~ key) }}
   {%- endif -%}
-  {{- return(cols) -}}
+  {%- if c.schedule_after_refs and not r[1] -%}
+    {{ hwm._hwm_config_error(key, "needs hwm 1.3 or later (hwm.schedule_after): update the extension with ALTER EXTENSION hwm UPDATE, or set schedule='...' instead") }}
+  {%- endif -%}
 {%- endmacro %}
 
 {#- The helper relations of a model, next to it: the source view, the new
@@ -423,17 +460,18 @@
     not exist), and the body of the function fn() (fn_body; none when fn
     is none or does not exist). -#}
 {% macro _hwm_facts(pipeline, relations, fn=none) -%}
-  {%- set oids = [] -%}
-  {%- for r in relations -%}
-    {%- do oids.append("pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ ")::oid::text") -%}
-  {%- endfor -%}
-  {%- for r in relations -%}
-    {%- do oids.append("pg_catalog.obj_description(pg_catalog.to_regclass(" ~ hwm._hwm_regclass(r) ~ "), 'pg_class')") -%}
-  {%- endfor -%}
-  {%- do oids.append("(select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn | string ~ "()") ~ "))"
-                     if fn is not none else "null::text") -%}
-  {%- set r = hwm._hwm_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text"
-                        ~ ", " ~ oids | join(', ') ~ "
+  {%- set names = [] -%}
+  {%- for r in relations -%}{%- do names.append(hwm._hwm_regclass(r)) -%}{%- endfor -%}
+  {#- (the lists built by the query, as JSON: what a macro computes is
+      compiled from Jinja in every dbt process, a query's text is not;
+      OIDs as text: dbt's result tables turn numbers into decimals) -#}
+  {%- set row = hwm._hwm_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text,
+                                  (select pg_catalog.json_build_array(pg_catalog.json_agg(c.oid::text order by n.i),
+                                                                      pg_catalog.json_agg(pg_catalog.obj_description(c.oid, 'pg_class') order by n.i))
+                                     from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
+                                     left join pg_catalog.pg_class c on c.oid = pg_catalog.to_regclass(n.name))::text,
+                                  " ~ ("(select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn | string ~ "()") ~ "))"
+                                       if fn is not none else "null::text") ~ "
                            from (select 1) as one left join (select pipeline, target::text as target, source::text as source,
                                  unique_key::text[] as unique_key, watermark_column::text as watermark_column,
                                  partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
@@ -444,14 +482,9 @@
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'valid_from_column' as valid_from_column,
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->>) 'valid_to_column' as valid_to_column,
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after' as after
-                            from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true") -%}
-  {%- set row = r.rows[0] -%}
-  {%- set out = [] -%}{%- set comments = [] -%}
-  {#- (as text: dbt's result tables turn numbers into decimals) -#}
-  {%- for i in range(relations | length) -%}{%- do out.append(none if row[2 + i] is none else row[2 + i] | string) -%}{%- endfor -%}
-  {%- for i in range(relations | length) -%}{%- do comments.append(row[2 + (relations | length) + i]) -%}{%- endfor -%}
-  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': out, 'comments': comments,
-              'fn_body': row[2 + 2 * (relations | length)]}) -}}
+                            from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true").rows[0] -%}
+  {%- set lists = fromjson(row[2]) -%}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': lists[0], 'comments': lists[1], 'fn_body': row[3]}) -}}
 {%- endmacro %}
 
 {#- Whether two interval texts mean the same interval (none = none). -#}
@@ -677,42 +710,16 @@
   Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
 -#}
 {% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none) -%}
-  {#- (the caller has committed: no transaction is open) -#}
+  {#- (the caller has committed: no transaction is open; dbt's sandbox
+      caps a range at 100000: up to 10^10 runs) -#}
   {%- set ids = [] -%}
-  {%- set ns = namespace(done=false) -%}
-  {#- (dbt's sandbox caps a range at 100000: up to 10^10 runs) -#}
-  {%- for i in range(100000) -%}
-    {%- if ns.done -%}{%- break -%}{%- endif -%}
-    {%- for j in range(100000) -%}
-      {%- set r = hwm._hwm_run_once(pipeline, scheduled and i == 0 and j == 0) -%}
-      {%- if r.busy -%}
-        {{- return({'loaded': false, 'run_ids': []}) -}}
-      {%- elif r.error is not none -%}
-        {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
-      {%- endif -%}
-      {%- do ids.append(r.run_id) -%}
-      {#- without batch_size one run loads everything up to the safe
-          watermark: a second would only find what committed meanwhile,
-          which the next dbt run loads (as dbt's own models would) -#}
-      {%- if not r.moved or (c is not none and c.batch_size is none) -%}
-        {%- set ns.done = true -%}
-        {%- break -%}
-      {%- endif -%}
-    {%- endfor -%}
-  {%- endfor -%}
-  {{- return({'loaded': true, 'run_ids': ids}) -}}
-{%- endmacro %}
-
-{#-
-  One hwm.run of a pipeline, committed: {run_id, moved (the watermark),
-  busy (nowait found a run in progress), error (none, or {sqlstate,
-  message, detail, hint}: the run's error, caught so that it can be told
-  in the model's terms)}.
--#}
-{% macro _hwm_run_once(pipeline, nowait) -%}
-  {#- (one round trip: the DO block, then its outcome; in a transaction
-      committed right after) -#}
-  {%- set res = hwm._hwm_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
+  {%- for i in range(100000) -%}{%- for j in range(100000) -%}
+    {%- set nowait = scheduled and ids | length == 0 -%}
+    {#- One hwm.run, committed, in one round trip: the DO block, then its
+        outcome, {run_id, moved (the watermark)}, {busy} (nowait found a run
+        in progress) or {error: {sqlstate, message, detail, hint}} (the run's
+        error, caught so that it can be told in the model's terms). -#}
+    {%- set r = fromjson(hwm._hwm_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
                       PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
                       SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
                         INTO x FROM hwm.run(" ~ hwm._hwm_literal(pipeline) ~ ", nowait => " ~ ('true' if nowait else 'false') ~ ") AS r;
@@ -725,14 +732,24 @@
                         PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
                           pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
                     END $hwm$;
-                    select pg_catalog.current_setting('hwm_dbt.run', true)") -%}
-  {%- set out = fromjson(res.rows[0][0]) -%}
-  {%- do adapter.commit() -%}
-  {%- if out.get('busy') and not nowait -%}
-    {%- do out.update({'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}) -%}
-  {%- endif -%}
-  {{- return({'run_id': out.get('run_id'), 'moved': out.get('moved', false), 'busy': out.get('busy', false) and nowait,
-              'error': out.get('error')}) -}}
+                    select pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+    {%- do adapter.commit() -%}
+    {%- if r.busy and nowait -%}
+      {{- return({'loaded': false, 'run_ids': []}) -}}
+    {%- elif r.busy -%}
+      {%- do hwm._hwm_load_failed(pipeline, c, {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
+    {%- elif r.error is defined -%}
+      {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
+    {%- endif -%}
+    {%- do ids.append(r.run_id) -%}
+    {#- without batch_size one run loads everything up to the safe
+        watermark: a second would only find what committed meanwhile,
+        which the next dbt run loads (as dbt's own models would) -#}
+    {%- if not r.moved or (c is not none and c.batch_size is none) -%}
+      {{- return({'loaded': true, 'run_ids': ids}) -}}
+    {%- endif -%}
+  {%- endfor -%}{%- endfor -%}
+  {{- return({'loaded': true, 'run_ids': ids}) -}}
 {%- endmacro %}
 
 {#-
@@ -776,54 +793,42 @@
   NULL watermark are a dbt warning.
 -#}
 {% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
-  {%- set run_ids = none -%}
-  {%- if loaded is mapping -%}
-    {%- set run_ids = loaded.run_ids -%}
-    {%- set loaded = loaded.loaded -%}
-  {%- endif -%}
+  {%- set run_ids = loaded.run_ids if loaded is mapping else none -%}
+  {%- set loaded = loaded.loaded if loaded is mapping else loaded -%}
+  {#- (the message is written by the query: what a macro computes is
+      compiled from Jinja in every dbt process, a query's text is not) -#}
   {%- call statement('main', fetch_result=True) -%}
-    select count(*),
-           coalesce(sum(r.rows_upserted), 0),
-           coalesce(sum(r.partitions_overwritten), 0),
-           coalesce(sum(r.rows_deleted), 0),
-           coalesce(sum(r.rows_inserted), 0),
-           (pg_catalog.array_agg(r.watermark_before order by r.run_id))[1],
-           (pg_catalog.array_agg(r.watermark_after order by r.run_id desc))[1],
-           s.watermark, s.held_by_pid, s.held_by_application,
-           pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text,
-           s.null_watermarks,
-           pg_catalog.string_agg(distinct r.from_partition || ' .. ' || r.to_partition, ', ')
+    select case when not {{ 'true' if loaded else 'false' }}
+                then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
+                else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted
+                     || case when {{ hwm._hwm_literal(label) }} = 'interval' then ' rows processed'
+                             else ' rows upserted' || case when r.partitions <> 0 then ', ' || r.partitions || ' partitions overwritten ('
+                                                              || r.deleted || ' rows deleted, ' || r.inserted || ' inserted or updated)' else '' end end
+                     || ', watermark ' || coalesce(nullif(case when r.n > 0 then r.wm_before else s.watermark end, ''), 'none')
+                     || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
+           || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
+                       || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
+           r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text
       from hwm.state s
-      left join hwm.runs r on r.pipeline = s.pipeline and r.kind = 'load'
-                          and {% if run_ids is not none %}r.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}r.run_id > {{ after_run_id }}{% endif %}
+      cross join lateral (
+        select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
+               coalesce(sum(x.rows_deleted), 0) as deleted, coalesce(sum(x.rows_inserted), 0) as inserted,
+               (pg_catalog.array_agg(x.watermark_before order by x.run_id))[1] as wm_before,
+               (pg_catalog.array_agg(x.watermark_after order by x.run_id desc))[1] as wm_after
+          from hwm.runs x
+         where x.pipeline = s.pipeline and x.kind = 'load'
+           and {% if run_ids is not none %}x.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}x.run_id > {{ after_run_id }}{% endif %}) as r
      where s.pipeline = {{ hwm._hwm_literal(pipeline) }}
-     group by s.watermark, s.held_by_pid, s.held_by_application, s.held_since, s.null_watermarks
   {%- endcall -%}
-  {%- set rows = load_result('main').table.rows -%}
-  {%- if rows | length == 0 -%}{{ return('') }}{%- endif -%}
-  {%- set row = rows[0] -%}
-  {%- if not loaded -%}
-    {%- set msg = "a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark " ~ (row[7] or 'none') -%}
-  {%- elif label == 'interval' -%}
-    {%- set msg = row[0] ~ " run" ~ ("s" if row[0] != 1 else "") ~ ", " ~ row[1] ~ " rows processed"
-                  ~ ", watermark " ~ ((row[5] if row[0] > 0 else row[7]) or 'none') ~ " -> " ~ ((row[6] if row[0] > 0 else row[7]) or 'none') -%}
-  {%- else -%}
-    {%- set msg = row[0] ~ " run" ~ ("s" if row[0] != 1 else "") ~ ", " ~ row[1] ~ " rows upserted"
-                  ~ (", " ~ row[2] ~ " partitions overwritten (" ~ row[3] ~ " rows deleted, " ~ row[4] ~ " inserted or updated)" if row[2] else "")
-                  ~ ", watermark " ~ ((row[5] if row[0] > 0 else row[7]) or 'none') ~ " -> " ~ ((row[6] if row[0] > 0 else row[7]) or 'none') -%}
+  {%- set table = load_result('main').table -%}
+  {%- if table.rows | length == 0 -%}{{ return('') }}{%- endif -%}
+  {%- set row = table.rows[0] -%}
+  {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
+  {%- if row[2] -%}
+    {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ row[2] ~ " source rows have a NULL " ~ row[3] ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
   {%- endif -%}
-  {%- if row[8] is not none -%}
-    {%- set msg = msg ~ "; held back by pid " ~ row[8] ~ (" (" ~ row[9] ~ ")" if row[9] else "") ~ ", in a transaction open for " ~ row[10] -%}
-  {%- endif -%}
-  {%- do log("hwm " ~ pipeline ~ ": " ~ msg, info=true) -%}
-  {%- if row[11] -%}
-    {%- set wmcol = run_query("select watermark_column::text from hwm.state where pipeline = " ~ hwm._hwm_literal(pipeline)).rows[0][0] -%}
-    {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ row[11] ~ " source rows have a NULL " ~ wmcol ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
-  {%- endif -%}
-  {%- set written = (row[1] | int) + (row[4] | int) -%}
-  {%- do store_raw_result('main', message='HWM ' ~ written, code='HWM', rows_affected=written,
-                          agate_table=load_result('main').table) -%}
-  {{- return(msg) -}}
+  {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
+  {{- return(row[0]) -}}
 {%- endmacro %}
 
 {#-
