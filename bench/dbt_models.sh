@@ -9,9 +9,11 @@
 # First, REPS first runs of three models over the N source rows (kind
 # `first`: each model dropped, then `dbt run --select` it; rotating order):
 # the hwm model (its first run: create the table with its key, the
-# pipeline, load), dbt's `table` model (tbl: CREATE TABLE AS, no key) and
-# its incremental merge model (its first run is CREATE TABLE AS too).
-# Then REPS `dbt run --full-refresh --select` of the same three models
+# pipeline, load), dbt's `table` model (tbl: CREATE TABLE AS, no key), the
+# same with the key hwm's table has (tbl_key: a unique index on id, which
+# dbt-postgres builds after the CREATE TABLE AS) and dbt's incremental
+# merge model (its first run is CREATE TABLE AS too).
+# Then REPS `dbt run --full-refresh --select` of the same four models
 # (kind `refresh`: hwm's rebuilds aside and swaps in; dbt's table and
 # incremental models are CREATE TABLE AS again).
 # Then two kinds of slice, each repetition loading one of each into all three
@@ -108,7 +110,7 @@ drop_model() {
     fi
     hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS dw.$1" -c "CHECKPOINT"
 }
-first_models=(hwm tbl inc_merge)
+first_models=(hwm tbl tbl_key inc_merge)
 models=(hwm inc_merge inc_delete_insert)
 next_id=$((N + 1))
 # slice REP KIND: insert the slice into bench.src (updated_at in the past,
@@ -151,17 +153,17 @@ timed() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$rep" "$m" "$(((t1 - t0) / 1000000))" "$model_ms" "$((written1 - written0))" >>"$RAW"
     hwm_log "rep $rep $kind $m: $(((t1 - t0) / 1000000)) ms wall, $model_ms ms model, $((written1 - written0)) row versions written"
 }
-hwm_log "first runs of hwm, tbl and inc_merge ($N rows), then inc_delete_insert's (untimed)"
+hwm_log "first runs of ${first_models[*]} ($N rows), then inc_delete_insert's (untimed)"
 for ((rep = 1; rep <= REPS; rep++)); do
-    for ((i = 0; i < 3; i++)); do
-        m=${first_models[$(((i + rep) % 3))]}
+    for ((i = 0; i < ${#first_models[@]}; i++)); do
+        m=${first_models[$(((i + rep) % ${#first_models[@]}))]}
         drop_model "$m"
         timed "$rep" first "$m"
     done
 done
-hwm_log "--full-refresh of hwm, tbl and inc_merge"
+hwm_log "--full-refresh of ${first_models[*]}"
 for ((rep = 1; rep <= REPS; rep++)); do
-    for ((i = 0; i < 3; i++)); do timed "$rep" refresh "${first_models[$(((i + rep) % 3))]}"; done
+    for ((i = 0; i < ${#first_models[@]}; i++)); do timed "$rep" refresh "${first_models[$(((i + rep) % ${#first_models[@]}))]}"; done
 done
 dbt_cmd run --select inc_delete_insert
 # dbt's models get what a user would give them: an index for their max()
@@ -191,8 +193,9 @@ def med(kind, model, col):
 lines = ["# materialized='hwm' against dbt's incremental models", "",
          f"Command: `{command}` ({datetime.date.today()}, {pg}, {machine}, dbt-core 1.10.15, dbt-postgres 1.9.1).", "",
          "`first`: the first run of each model over the whole source (each dropped before), hwm's with its",
-         "primary key, dbt's `table` (tbl) and incremental merge models as CREATE TABLE AS without one.",
-         "`refresh`: `dbt run --full-refresh` of the same three (hwm's rebuilt aside and swapped in).", "",
+         "primary key, dbt's `table` (tbl) and incremental merge models as CREATE TABLE AS without one, and",
+         "the table model with the key hwm's table has (tbl_key: a unique index on id, built after the CREATE TABLE AS).",
+         "`refresh`: `dbt run --full-refresh` of the same four (hwm's rebuilt aside and swapped in).", "",
          "Each repetition loads two slices into three models of the same source: `fresh` (new rows only) and",
          "`resent` (half of the slice already in every target: dbt's models re-read a day below their newest row,",
          "hwm reads from its watermark, so both read the whole slice). Medians of the repetitions; a ratio above 1",
@@ -201,7 +204,7 @@ lines = ["# materialized='hwm' against dbt's incremental models", "",
          "|---|---|---|---|---|---|---|"]
 for kind in ("first", "refresh", "fresh", "resent"):
     hw, hm = med(kind, "hwm", 3), med(kind, "hwm", 4)
-    for m in (("hwm", "tbl", "inc_merge") if kind in ("first", "refresh") else ("hwm", "inc_merge", "inc_delete_insert")):
+    for m in (("hwm", "tbl", "tbl_key", "inc_merge") if kind in ("first", "refresh") else ("hwm", "inc_merge", "inc_delete_insert")):
         w, mm, wr = med(kind, m, 3), med(kind, m, 4), med(kind, m, 5)
         lines.append(f"| {kind} | {m} | {w:.0f} | {mm:.0f} | {wr:.0f} | {w / hw:.2f} | {mm / hm:.2f} |")
 lines += ["", f"Rows of the source missing from each model at the end: {check}.", "",

@@ -263,13 +263,15 @@
   Every run of an hwm model but an incremental one: a first run (or one
   that adopts an empty table without a pipeline, as dbt run --empty leaves
   it), a --full-refresh, dbt run --empty or --sample; and the error of a
-  table that exists without its pipeline.  Checks the configuration first
-  (the model's columns from its query, LIMIT 0).  Returns {mode, loaded,
+  table that exists without its pipeline.  The model's view is made and
+  read first, in the setup's transaction: everything that can be wrong
+  with the configuration is checked against its columns before anything is
+  committed (an error rolls the setup back).  Returns {mode, loaded,
   existing (the existing relation, none when it was a view, dropped)}.
 -#}
 {% macro _hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
-  {#- Everything that can be wrong with the configuration, before anything is created. -#}
-  {%- do hwm._hwm_check_config(c, sql) -%}
+  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view, leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n")) -%}
+  {%- do hwm._hwm_check_config(c, none, model_cols | map(attribute='name') | list) -%}
   {%- do hwm._hwm_check_contract(sql, c) -%}
   {%- set state = facts.state -%}
   {%- do hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
@@ -299,14 +301,13 @@
         source() to read no rows (or a sample); the live pipeline, its
         source, watermark and schedule are left alone. -#}
     {%- set mode = 'sampled' -%}
-    {%- do run_query(leftovers) -%}
     {%- do hwm._hwm_sampled_run(c, existing_relation, target_relation, new_view, state) -%}
   {%- elif existing_relation is none or adopt -%}
     {#- First run. -#}
     {%- set mode = 'create' -%}
-    {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view, leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n")) -%}
-    {%- do hwm._hwm_make_source(src, fn, model_cols, "drop view if exists " ~ src ~ ";\n" ~ "drop function if exists " ~ fn ~ "();\n") -%}
+    {%- set source_sql = hwm._hwm_source_sql(src, fn, model_cols, "drop view if exists " ~ src ~ ";\n" ~ "drop function if exists " ~ fn ~ "();\n") -%}
     {%- if adopt -%}
+      {%- do run_query(source_sql) -%}
       {%- set ch = hwm._hwm_column_changes(model_cols, hwm._hwm_model_side(c, hwm._hwm_live(hwm._hwm_attributes(target_relation)))) -%}
       {%- if ch.any or hwm._hwm_primary_key(target_relation) != hwm._hwm_table_key(c) -%}
         {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists, empty, without a pipeline, and differs from the model (" ~ (hwm._hwm_describe_changes(ch) or "its primary key is not " ~ hwm._hwm_table_key(c) | join(', ')) ~ "): rebuild it with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
@@ -315,7 +316,7 @@
     {%- else -%}
       {#- (from the model's view: a function's result columns have no type
           modifiers, numeric(10,2) would be numeric) -#}
-      {%- do hwm._hwm_create_target(c, target_relation, new_view) -%}
+      {%- do hwm._hwm_create_target(c, target_relation, new_view, source_sql) -%}
     {%- endif -%}
     {%- do hwm._hwm_commit("drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
     {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
@@ -324,7 +325,7 @@
     {%- set loaded = hwm._hwm_load_copy(c.pipeline, false, c, cleanup) -%}
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
-    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, leftovers) -%}
+    {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, model_cols) -%}
   {%- else -%}
     {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the table exists but no hwm pipeline \"" ~ c.pipeline ~ "\" loads it (it was built by another materialization, or its pipeline was dropped): rebuild it as an hwm model with `dbt run --full-refresh --select " ~ model.name ~ "`, which keeps the table's OID and grants") }}
   {%- endif -%}
@@ -371,10 +372,10 @@
   the unique index of the current versions (_hwm_current_index_sql).  Then
   the model's indexes.
 -#}
-{% macro _hwm_create_target(c, target_relation, new_view) -%}
+{% macro _hwm_create_target(c, target_relation, new_view, prefix='') -%}
   {%- set contract_config = config.get('contract') -%}
   {%- if contract_config and contract_config.enforced -%}
-    {%- do run_query("create table " ~ target_relation ~ " " ~ get_table_columns_and_constraints()) -%}
+    {%- do run_query(prefix ~ "create table " ~ target_relation ~ " " ~ get_table_columns_and_constraints()) -%}
     {#- dbt's parser warned "Constraint types are not supported for hwm
         materializations": dbt-core fixes that list to table and
         incremental (ModelNode.materialization_enforces_constraints), and a
@@ -401,12 +402,12 @@
     {%- endif -%}
   {%- elif c.history -%}
     {%- set wm = "hwm_model." ~ adapter.quote(c.watermark_column) -%}
-    {%- do run_query("create table " ~ target_relation ~ " as select hwm_model.*, " ~ wm ~ " as " ~ adapter.quote(c.valid_from_column) ~ ", " ~ wm ~ " as " ~ adapter.quote(c.valid_to_column)
+    {%- do run_query(prefix ~ "create table " ~ target_relation ~ " as select hwm_model.*, " ~ wm ~ " as " ~ adapter.quote(c.valid_from_column) ~ ", " ~ wm ~ " as " ~ adapter.quote(c.valid_to_column)
                      ~ " from " ~ new_view ~ " as hwm_model with no data;\n"
                      ~ "alter table " ~ target_relation ~ " alter column " ~ adapter.quote(c.valid_from_column) ~ " set not null;\n"
                      ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(hwm._hwm_table_key(c)) ~ ")") -%}
   {%- else -%}
-    {%- do run_query("create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
+    {%- do run_query(prefix ~ "create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
                      ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
   {%- endif -%}
   {%- if c.history -%}
@@ -431,7 +432,6 @@
 -#}
 {% macro _hwm_sampled_run(c, existing_relation, target_relation, new_view, state) -%}
   {%- set how = "--empty" if flags.EMPTY else "--sample" -%}
-  {%- do run_query("create view " ~ new_view ~ " as (\n" ~ sql ~ "\n)") -%}
   {%- if existing_relation is none -%}
     {%- do hwm._hwm_create_target(c, target_relation, new_view) -%}
   {%- endif -%}
@@ -523,12 +523,12 @@
              ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$") -}}
 {%- endmacro %}
 
-{#- The model's function and its source view, from the model's columns; the
-    view records the project and model that made it (projects.sql).  One
-    round trip, after the statements in prefix. -#}
-{% macro _hwm_make_source(src, fn, cols, prefix='') -%}
-  {%- do run_query(prefix ~ hwm._hwm_fn_sql(fn, cols, false) ~ ";\n"
-                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src)) -%}
+{#- The statements that make the model's function and its source view, from
+    the model's columns, after those in prefix; the view records the project
+    and model that made it (projects.sql). -#}
+{% macro _hwm_source_sql(src, fn, cols, prefix='') -%}
+  {{- return(prefix ~ hwm._hwm_fn_sql(fn, cols, false) ~ ";\n"
+             ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src) ~ ";\n") -}}
 {%- endmacro %}
 
 {#- SELECT hwm.alter_pipeline(...) bringing a copy pipeline's settings to the
@@ -584,11 +584,10 @@
      staging pipeline's watermark (safe: no transaction in flight can still
      commit a row at or below it); drop the staging table (the old rows).
 -#}
-{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, prefix='') -%}
+{% macro _hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, model_cols) -%}
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
   {#- (the model's pipeline stays until the new rows are in: a load that
       fails leaves the model as it was) -#}
-  {%- set model_cols = hwm._hwm_live(hwm._hwm_attributes(new_view, prefix ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n")) -%}
   {%- set key_changed = hwm._hwm_prepare_rebuild(c, target_relation, model_cols) -%}
   {%- do hwm._hwm_create_staging(c, stg, target_relation, not key_changed) -%}
   {%- do create_indexes(stg) -%}
@@ -608,13 +607,21 @@
                                        where (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') operator(pg_catalog.?) " ~ hwm._hwm_literal(c.pipeline) ~ ")::text").rows[0] -%}
   {%- set wm = r[0] -%}
   {%- set downstreams = fromjson(r[1]) if r[1] and state is not none else [] -%}
-  {%- do run_query(("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ");\n" if state is not none else "")
-                   ~ "select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")") -%}
-  {%- do hwm._hwm_swap_in(c, target_relation, stg, key_changed) -%}
-  {%- do hwm._hwm_make_source(src, fn, model_cols, "drop view if exists " ~ src ~ ";\n"
-                                                   ~ "drop view " ~ new_view ~ ";\n"
-                                                   ~ "drop function if exists " ~ fn ~ "();\n") -%}
-  {%- set declare = hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) -%}
+  {#- (the rest in as few round trips as it takes: one, unless the key
+      changed or pipelines run after the model's) -#}
+  {%- set drops = ("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ");\n" if state is not none else "")
+                  ~ "select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ");\n" -%}
+  {%- if key_changed -%}
+    {%- do run_query(drops) -%}
+    {%- do hwm._hwm_swap_in(c, target_relation, stg, key_changed) -%}
+    {%- set drops = "" -%}
+  {%- else -%}
+    {%- set drops = drops ~ "CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ");\n" -%}
+  {%- endif -%}
+  {%- set declare = hwm._hwm_source_sql(src, fn, model_cols, drops ~ "drop view if exists " ~ src ~ ";\n"
+                                                          ~ "drop view " ~ new_view ~ ";\n"
+                                                          ~ "drop function if exists " ~ fn ~ "();\n")
+                    ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) -%}
   {%- if downstreams -%}
     {%- do run_query(declare) -%}
     {%- do hwm._hwm_reschedule_downstreams(c.pipeline, downstreams) -%}

@@ -631,14 +631,18 @@
       {%- do defs.append(adapter.quote(a.name) ~ " " ~ a.type ~ (" not null" if a.notnull else "")) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- do run_query("create table " ~ stg ~ " (" ~ defs | join(', ') ~ ")") -%}
+  {#- (the table, its dropped columns and its primary key in one round trip) -#}
+  {%- set stmts = ["create table " ~ stg ~ " (" ~ defs | join(', ') ~ ")"] -%}
   {%- for s in standins -%}
-    {%- do run_query("alter table " ~ stg ~ " drop column " ~ adapter.quote(s)) -%}
+    {%- do stmts.append("alter table " ~ stg ~ " drop column " ~ adapter.quote(s)) -%}
   {%- endfor -%}
   {%- set key = hwm._hwm_table_key(c) -%}
+  {%- if c.unique_key and with_pk -%}
+    {%- do stmts.append("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(key) ~ ")") -%}
+  {%- endif -%}
+  {%- do run_query(stmts | join(";\n")) -%}
   {%- if not c.unique_key -%}
   {%- elif with_pk -%}
-    {%- do run_query("alter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(key) ~ ")") -%}
     {#- a history's index of the current versions, when the target has
         one (hwm.swap wants the same indexes on both) -#}
     {%- if c.history and hwm._hwm_current_indexes(c, target_relation) -%}
