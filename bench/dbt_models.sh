@@ -38,7 +38,9 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$BENCH/../scripts/lib.sh"
 
 N=${N:-500000} SLICE=${SLICE:-50000} REPS=${REPS:-3}
-COMMAND="${HWM_PG:+HWM_PG=$HWM_PG }N=$N SLICE=$SLICE REPS=$REPS bash bench/dbt_models.sh"
+# (the server: HWM_PGBIN when given, else HWM_PG, which scripts/lib.sh defaults to 15)
+if [[ -n ${HWM_PGBIN:-} ]]; then server="HWM_PGBIN=$HWM_PGBIN "; else server="HWM_PG=$HWM_PG "; fi
+COMMAND="${server}N=$N SLICE=$SLICE REPS=$REPS bash bench/dbt_models.sh"
 DBT_CORE_VERSION=1.10.15 DBT_POSTGRES_VERSION=1.9.1
 WORK=$BENCH/work/dbt_models
 rm -rf "$WORK"

@@ -170,8 +170,10 @@ bad_config() {
     shift 2
     mdbt_fails "bad configuration $cfg: an error naming config '$key'" "config '$key'" \
         run --select bad --vars "{bad_cfg: $cfg}" "$@"
-    check "... raised before anything was created" "||0" \
-        "$(q "SELECT to_regclass('dw.bad')")|$(q "SELECT to_regclass('dw.bad__hwm_src')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.bad'")"
+    # (the checks read the model's view, made in the setup's transaction,
+    # which the error rolls back)
+    check "... raised before anything was created" "|||0" \
+        "$(q "SELECT to_regclass('dw.bad')")|$(q "SELECT to_regclass('dw.bad__hwm_src')")|$(q "SELECT to_regclass('dw.bad__hwm_new')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.bad'")"
 }
 bad_config unique_key "{watermark_column: updated_at}"
 bad_config unique_key "{unique_key: [id, nope], watermark_column: updated_at}"
@@ -186,6 +188,12 @@ bad_config time_interval "{materialized: hwm_interval, time_column: updated_at}"
 bad_config time_column "{materialized: hwm_interval, time_column: nope, time_interval: '1 hour'}"
 bad_config incremental_predicates "{unique_key: id, watermark_column: updated_at, incremental_predicates: ['id > 0']}"
 bad_config reconcile "{unique_key: id, watermark_column: updated_at, reconcile: 'yes'}"
+bad_config pipeline "{unique_key: id, watermark_column: updated_at, pipeline: dw.evolving}"
+mlogged "... saying that the pipeline named loads another table" 'config .pipeline. names pipeline "dw.evolving", which loads dw.evolving, not this model'
+q "SET ROLE dbt; SELECT hwm.create_command_pipeline('dw.bad_cmd', 'shop.evolving', 'updated_at', 'SELECT 1')" >/dev/null
+bad_config pipeline "{unique_key: id, watermark_column: updated_at, pipeline: dw.bad_cmd}"
+mlogged "... or is an interval or command pipeline" 'config .pipeline. names pipeline "dw.bad_cmd", an interval or command pipeline'
+q "SET ROLE dbt; SELECT hwm.drop_pipeline('dw.bad_cmd')" >/dev/null
 bad_config schedule_after_refs "{unique_key: id, watermark_column: updated_at, schedule_after_refs: true}"
 mlogged "... saying the model ref()s no hwm model" "config 'schedule_after_refs' is true, but the model ref\(\)s no hwm or hwm_interval model"
 bad_config schedule_after_refs "{materialized: hwm_interval, time_column: updated_at, time_interval: '1 hour', schedule: '1 hour', schedule_after_refs: true}"

@@ -204,12 +204,7 @@
   history bounds (each needs a rebuild).
 -#}
 {% macro _hwm_refuse_incremental(c, state, facts) -%}
-  {%- if state.target_oid != facts.oids[0] -%}
-    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which loads " ~ state.target ~ ", not this model: choose another pipeline name (or drop that pipeline)") }}
-  {%- endif -%}
-  {%- if state.command is not none -%}
-    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
-  {%- endif -%}
+  {%- do hwm._hwm_refuse_pipeline(c, state, facts.oids[0]) -%}
   {%- set refresh = "`dbt run --full-refresh --select " ~ model.name ~ "`" -%}
   {%- if state.unique_key != c.unique_key -%}
     {{ hwm._hwm_config_error('unique_key', "changed from " ~ state.unique_key | join(', ') ~ " to " ~ c.unique_key | join(', ') ~ ": the table's key and the rows loaded on it change, so rebuild it with " ~ refresh) }}
@@ -228,6 +223,19 @@
     {{ hwm._hwm_config_error('valid_from_column' if state.valid_from_column != c.valid_from_column else 'valid_to_column',
          "changed: the history's bounds are " ~ state.valid_from_column ~ " and " ~ state.valid_to_column ~ ", the config's " ~ c.valid_from_column ~ " and " ~ c.valid_to_column
          ~ ". Rebuild the model with " ~ refresh ~ ", or set them back") }}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- The model's pipeline (state) is another table's (target_oid: the
+    model's table, none when there is none), or an interval or command
+    pipeline: an error. -#}
+{% macro _hwm_refuse_pipeline(c, state, target_oid) -%}
+  {#- (an interval or command pipeline first: it has no target to name) -#}
+  {%- if state.command is not none -%}
+    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+  {%- endif -%}
+  {%- if target_oid is none or state.target_oid != target_oid -%}
+    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which loads " ~ state.target ~ ", not this model: choose another pipeline name (or drop that pipeline)") }}
   {%- endif -%}
 {%- endmacro %}
 
@@ -282,12 +290,8 @@
     {%- set existing_relation = none -%}
     {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src], fn) -%}
   {%- endif -%}
-  {%- set target_oid = facts.oids[0] -%}
-  {%- if state is not none and (target_oid is none or state.target_oid != target_oid) -%}
-    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", which loads " ~ state.target ~ ", not this model: choose another pipeline name (or drop that pipeline)") }}
-  {%- endif -%}
-  {%- if state is not none and state.command is not none -%}
-    {{ hwm._hwm_config_error('pipeline', "names pipeline \"" ~ c.pipeline ~ "\", an interval or command pipeline: rebuild the model with `dbt run --full-refresh --select " ~ model.name ~ "`") }}
+  {%- if state is not none -%}
+    {%- do hwm._hwm_refuse_pipeline(c, state, facts.oids[0]) -%}
   {%- endif -%}
 
   {#- An empty table without a pipeline (made by `dbt run --empty`, or left
