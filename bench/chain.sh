@@ -18,7 +18,11 @@
 #          (not run by default: MODES="after clock clock_rev").  The due
 #          runs of one owner are queued by next_run_at, so stages whose
 #          anchors are in the chain's order mostly run back to back in
-#          one worker, and in the reverse order each hop waits a slot.
+#          one worker, and in the reverse order each hop waits a slot;
+#   clock_phase  each stage on hwm.schedule(..., '1 second') with its own
+#          anchor, at a random point of the second (PHASE_SEED, default 1):
+#          one-second schedules made at different moments, as independent
+#          jobs get them (not run by default).
 #
 # Each mode lasts HWM_BENCH_MINUTES (default 10): writers for all but the
 # last HWM_BENCH_IDLE_MINUTES (default 3), then nothing is written.  Per mode:
@@ -62,12 +66,15 @@ if ((WRITE_S < 10 || IDLE_S < 10)); then
     exit 2
 fi
 for mode in "${MODES[@]}"; do
-    [[ $mode == after || $mode == clock || $mode == clock_rev ]] || {
-        echo "chain.sh: unknown mode $mode (after, clock, clock_rev)" >&2
+    [[ $mode == after || $mode == clock || $mode == clock_rev || $mode == clock_phase ]] || {
+        echo "chain.sh: unknown mode $mode (after, clock, clock_rev, clock_phase)" >&2
         exit 2
     }
 done
 TSV=$WORK/chain.tsv
+# clock_phase: each stage's anchor, ms into the second (seeded, so a run can be repeated)
+RANDOM=${PHASE_SEED:-1}
+PHASES=($((RANDOM % 1000)) $((RANDOM % 1000)) $((RANDOM % 1000)))
 
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 hwm_log "chain benchmark: build $BENCH_COMMIT, modes ${MODES[*]}, ${MINUTES} min each (${WRITE_S} s of $WRITERS writers at $RATE rows/s, then ${IDLE_S} s idle) (log: $WORK/chain.log)"
@@ -103,6 +110,11 @@ run_mode() {
         q -c "SELECT hwm.schedule('clock_1', '1 second')" \
             -c "SELECT hwm.schedule('clock_2', '1 second')" \
             -c "SELECT hwm.schedule('clock_3', '1 second')" >/dev/null
+    elif [[ $mode == clock_phase ]]; then
+        # (anchors in the next whole second, plus each stage's phase)
+        q -c "SELECT hwm.schedule('clock_phase_1', '1 second', date_trunc('second', now()) + interval '1 second' + interval '${PHASES[0]} ms')" \
+            -c "SELECT hwm.schedule('clock_phase_2', '1 second', date_trunc('second', now()) + interval '1 second' + interval '${PHASES[1]} ms')" \
+            -c "SELECT hwm.schedule('clock_phase_3', '1 second', date_trunc('second', now()) + interval '1 second' + interval '${PHASES[2]} ms')" >/dev/null
     else
         q -c "SELECT hwm.schedule('clock_rev_3', '1 second')" \
             -c "SELECT hwm.schedule('clock_rev_2', '1 second')" \
@@ -236,9 +248,15 @@ if [[ -n ${R[after.p50]:-} && -n ${R[clock_rev.p50]:-} ]]; then
     VERDICT+=$(awk -v a50="${R[after.p50]}" -v c50="${R[clock_rev.p50]}" -v a99="${R[after.p99]}" -v c99="${R[clock_rev.p99]}" 'BEGIN {
         printf " Against `clock_rev`: latency %.2f (median) and %.2f (p99).", a50 / c50, a99 / c99 }')
 fi
+if [[ -n ${R[after.p50]:-} && -n ${R[clock_phase.p50]:-} ]]; then
+    VERDICT+=$(awk -v a50="${R[after.p50]}" -v c50="${R[clock_phase.p50]}" -v a99="${R[after.p99]}" -v c99="${R[clock_phase.p99]}" 'BEGIN {
+        printf " Against `clock_phase`: latency %.2f (median) and %.2f (p99).", a50 / c50, a99 / c99 }')
+fi
 REV=""
+[[ " ${MODES[*]} " == *" clock_phase "* ]] &&
+    REV+=" \`clock_phase\`: each stage on \`hwm.schedule(..., '1 second')\` anchored at its own point of the second, ${PHASES[0]}, ${PHASES[1]} and ${PHASES[2]} ms (PHASE_SEED=${PHASE_SEED:-1}), as one-second schedules made at different moments are."
 [[ " ${MODES[*]} " == *" clock_rev "* ]] &&
-    REV=" \`clock_rev\`: the same as \`clock\`, scheduled in the reverse order, stage 3 first (the due runs of one owner are queued by \`next_run_at\`, then name, so in \`clock\` the three stages mostly run back to back in one worker, in the chain's order, as its hop medians show; here each hop waits for the next slot)."
+    REV+=" \`clock_rev\`: the same as \`clock\`, scheduled in the reverse order, stage 3 first (the due runs of one owner are queued by \`next_run_at\`, then name, so in \`clock\` the three stages mostly run back to back in one worker, in the chain's order, as its hop medians show; here each hop waits for the next slot)."
 
 cmd="bash bench/chain.sh"
 [[ $MINUTES != 10 ]] && cmd="HWM_BENCH_MINUTES=$MINUTES $cmd"
