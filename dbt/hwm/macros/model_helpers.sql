@@ -68,7 +68,7 @@
 
 {% macro _hwm_model_config(flavour) -%}
   {%- set c = {'flavour': flavour} -%}
-  {%- set pipeline = config.get('pipeline') or this.schema ~ '.' ~ this.identifier -%}
+  {%- set pipeline = config.get('pipeline') or hwm._hwm_where() -%}
   {%- if pipeline is not string or pipeline | length > 63 -%}
     {{ hwm._hwm_config_error('pipeline', "must be a pipeline name of at most 63 characters (the default is schema.model), got " ~ pipeline) }}
   {%- endif -%}
@@ -415,12 +415,11 @@
   {{- return(out) -}}
 {%- endmacro %}
 
-{#- _hwm_attributes of several relations, in one query: a list of lists.
-    (prefix, in both: statements to run first, in the same round trip.) -#}
-{% macro _hwm_attributes_of(relations, prefix='') -%}
+{#- _hwm_attributes of several relations, in one query: a list of lists. -#}
+{% macro _hwm_attributes_of(relations) -%}
   {%- set names = [] -%}
   {%- for r in relations -%}{%- do names.append(hwm._hwm_literal(r.include(database=False) | string)) -%}{%- endfor -%}
-  {%- set r = run_query(prefix ~ "select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
+  {%- set r = run_query("select n.i::int, a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), a.attisdropped, a.attlen::int, a.attalign::text, a.attnotnull,
                                 pg_catalog.format_type(a.atttypid, null)
                            from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
                            join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0
