@@ -37,13 +37,16 @@ CREATE TEMP TABLE theirs_before AS
 SELECT (SELECT s::text FROM hwm.state AS s WHERE s.pipeline = 'fz_theirs') AS state,
        (SELECT string_agg(t::text, '|' ORDER BY t.id) FROM fz_other.tgt AS t) AS target;
 
--- the fuzzer's tables: every row any of them may ever hold is in universe
-SET ROLE regress_hwm_fuzz;
+-- the fuzzer's tables: every row any of them may ever hold is in universe,
+-- which the fuzzer may read and not write (it is among the relations it
+-- passes: an overwrite of it by its owner would be no fault of hwm's)
 CREATE TABLE fz.universe (id int, ts timestamptz, day date, n int, code text COLLATE "C");
 INSERT INTO fz.universe
 SELECT g, TIMESTAMPTZ '2026-03-01 00:00+00' + g * INTERVAL '1 hour', DATE '2026-03-01' + g % 4,
        g % 7, 'c' || g
   FROM generate_series(1, 40) g;
+GRANT SELECT ON fz.universe TO regress_hwm_fuzz;
+SET ROLE regress_hwm_fuzz;
 CREATE TABLE fz.s1 AS SELECT * FROM fz.universe WHERE id <= 30;
 CREATE TABLE fz.s2 AS SELECT * FROM fz.universe WHERE id > 10;
 CREATE TABLE fz.t1 (id int PRIMARY KEY, ts timestamptz, day date, n int, code text COLLATE "C");
