@@ -17,7 +17,7 @@ REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up typ
 	overwrite_partition backfill swap swap_more bad_input partition_exchange \
 	privileges injection planted bad_input_more fuzz schedule dependencies reread command \
 	grid owners plans typed_bounds run_owns alter_pipeline reconcile reconcile_schedule load_fast load_aside tombstones plan_cache \
-	keys chains freshness intervals intervals_infinite schedule_after history
+	keys chains freshness intervals intervals_infinite schedule_after schedule_on_commit history
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 # sql/grid.sql declares its probe from the tests' own module: without it, say so
 # before the run rather than in grid's diff

@@ -111,6 +111,9 @@ CREATE TABLE hwm.state (
     history_columns       name[],
     valid_from_column     name,
     valid_to_column       name,
+    -- scheduled on its source's commits (src/watch.c): the least time
+    -- between two runs' starts
+    on_commit             interval,
     CONSTRAINT state_history_bounds
         CHECK ((valid_from_column IS NULL) OPERATOR(pg_catalog.=) (valid_to_column IS NULL)),
     CONSTRAINT state_target_or_command
@@ -194,6 +197,8 @@ COMMENT ON COLUMN hwm.state.valid_from_column IS
 'History pipelines: the target column holding the watermark value a version is valid from (inclusive); with the key, the identity of a version. NULL: not a history pipeline.';
 COMMENT ON COLUMN hwm.state.valid_to_column IS
 'History pipelines: the target column holding the watermark value a version is valid to (exclusive): the next version''s valid_from, or the tombstone''s value; NULL on the current version.';
+COMMENT ON COLUMN hwm.state.on_commit IS
+'Scheduled on its source''s commits (hwm.schedule_on_commit): the least time between the starts of two of its runs; the scheduler runs it when a transaction that wrote its source''s tables commits. NULL: not scheduled so.';
 
 -- pg_dump keeps the pipelines and their watermarks.
 SELECT pg_catalog.pg_extension_config_dump('hwm.state', '');
@@ -394,7 +399,8 @@ SELECT s.pipeline,
             WHEN s.command IS NOT NULL THEN 'command'
             WHEN s.valid_from_column IS NOT NULL THEN 'history'
             ELSE 'copy' END AS kind,
-       CASE WHEN s.schedule IS NULL AND s.after IS NULL AND s.target_lag IS NULL THEN s.schedule_ended
+       CASE WHEN s.schedule IS NULL AND s.after IS NULL AND s.on_commit IS NULL AND s.target_lag IS NULL
+            THEN s.schedule_ended
             WHEN EXISTS (SELECT FROM hwm.homes AS h
                           WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline
                             AND h.dboid OPERATOR(pg_catalog.<>)
@@ -424,7 +430,8 @@ SELECT s.pipeline,
        s.reconcile_schedule,
        s.reconcile_next_run_at AS next_reconcile_at,
        s.after AS upstreams,
-       s.watermark_caveat
+       s.watermark_caveat,
+       s.on_commit
   FROM hwm.state AS s
   -- the default_transaction_read_only its scheduled runs get: the most
   -- specific of the owner's in this database, the owner's, the database's,
@@ -452,7 +459,7 @@ SELECT s.pipeline,
         LIMIT 1) AS rc ON true;
 
 COMMENT ON VIEW hwm.status IS
-'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, history, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), and what its watermark cannot be made safe against (watermark_caveat, as declared).';
+'One line per pipeline for people: watermark, lag behind now() for time-typed watermarks, last run and its outcome, next scheduled run, the transaction that held the watermark back at the last run and for how long, the source rows with a NULL watermark that no run loads, the pipeline''s kind (copy, history, command or interval), and why a scheduled pipeline is not being run by the scheduler, or not successfully (paused, copied from another database, an owner that cannot log in or connect, a read-only default of the database or the owner, a claim that failed, an upstream dropped), the last reconcile (when it finished, its status, the rows it deleted), the upstream pipelines it runs after (hwm.schedule_after), what its watermark cannot be made safe against (watermark_caveat, as declared), and, run on its source''s commits, the least time between its runs (on_commit: hwm.schedule_on_commit).';
 
 GRANT SELECT ON hwm.status TO PUBLIC;
 
@@ -987,13 +994,21 @@ AS 'MODULE_PATHNAME', 'hwm_schedule_after';
 COMMENT ON FUNCTION hwm.schedule_after(text, text[]) IS
 'Run the pipeline after its upstream pipelines instead of every so often: a run of any of them that commits rows or moves its watermark makes it due at once; any number of such commits while it waits, and any while it runs, give one run each time, not one each; it never runs twice at once, and never while nothing upstream changed. Replaces a schedule of hwm.schedule, which replaces this in turn; hwm.unschedule clears it, hwm.pause and hwm.resume work as for schedules; a dropped upstream unschedules it, saying so in hwm.status. Refused: an unknown upstream, one of another owner whose target the pipeline''s owner may not read, a cycle.';
 
+CREATE FUNCTION hwm.schedule_on_commit(pipeline text, min_interval interval DEFAULT '1 second')
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'hwm_schedule_on_commit';
+
+COMMENT ON FUNCTION hwm.schedule_on_commit(text, interval) IS
+'Run the pipeline when a transaction that inserts, updates, deletes or copies into its source''s tables (the table, its partitions, a view''s tables) commits, at most once per min_interval (counted between the starts of runs; 0: after every commit), instead of every so often: once at once, then never while nothing is written. Any number of commits while it waits or runs give one run, not one each; it never runs twice at once. Only commits of this server are seen, through shared_preload_libraries = ''hwm'': not a logical replication apply, a foreign table, a materialized view''s refresh. Replaces a schedule of hwm.schedule or hwm.schedule_after, which replace this in turn; hwm.unschedule clears it, hwm.pause and hwm.resume work as for schedules.';
+
 CREATE FUNCTION hwm.unschedule(pipeline text)
 RETURNS void
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'hwm_unschedule';
 
 COMMENT ON FUNCTION hwm.unschedule(text) IS
-'Stop running the pipeline on a schedule, after its upstreams (hwm.schedule_after), or to stay under its target lag (which it clears: hwm.set_target_lag); it still runs on demand with hwm.run. A run in progress finishes.';
+'Stop running the pipeline on a schedule, after its upstreams (hwm.schedule_after), on its source''s commits (hwm.schedule_on_commit), or to stay under its target lag (which it clears: hwm.set_target_lag); it still runs on demand with hwm.run. A run in progress finishes.';
 
 CREATE FUNCTION hwm.pause(pipeline text)
 RETURNS void

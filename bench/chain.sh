@@ -6,11 +6,16 @@
 # pipelines on the key id and the watermark updated_at (now() of the
 # writer's transaction), copied through.  Writers: pgbench, WRITERS clients
 # (default 3) inserting one row per transaction into raw, RATE rows a second
-# in all (default 30).  Two modes, one after the other on one throwaway
+# in all (default 30).  Modes (default: commit, clock), one after the other on one throwaway
 # cluster, each on its own tables and pipelines:
 #
+#   commit  stage 1 on hwm.schedule_on_commit(..., COMMIT_SPACING, default
+#          '750 milliseconds'): run after the writers' commits, at most
+#          once per COMMIT_SPACING; stages 2 and 3 on hwm.schedule_after
+#          the stage before: no clock anywhere;
 #   after  stage 1 on hwm.schedule(..., '1 second'), stages 2 and 3 on
-#          hwm.schedule_after(stage, ARRAY[the stage before]);
+#          hwm.schedule_after(stage, ARRAY[the stage before]) (not run by
+#          default: MODES="commit after clock");
 #   clock  each stage on hwm.schedule(..., '1 second') (the default
 #          start_at, as a user would call it: anchors a few ms apart),
 #          scheduled in the chain's order, stage 1 first;
@@ -57,7 +62,8 @@ MINUTES=${HWM_BENCH_MINUTES:-10}
 IDLE_MINUTES=${HWM_BENCH_IDLE_MINUTES:-3}
 RATE=${RATE:-30}
 WRITERS=${WRITERS:-3}
-read -r -a MODES <<<"${MODES:-after clock}"
+read -r -a MODES <<<"${MODES:-commit clock}"
+COMMIT_SPACING=${COMMIT_SPACING:-750 milliseconds}
 TOTAL_S=$(awk -v m="$MINUTES" 'BEGIN {printf "%d", m * 60}')
 IDLE_S=$(awk -v m="$IDLE_MINUTES" 'BEGIN {printf "%d", m * 60}')
 WRITE_S=$((TOTAL_S - IDLE_S))
@@ -66,8 +72,8 @@ if ((WRITE_S < 10 || IDLE_S < 10)); then
     exit 2
 fi
 for mode in "${MODES[@]}"; do
-    [[ $mode == after || $mode == clock || $mode == clock_rev || $mode == clock_phase ]] || {
-        echo "chain.sh: unknown mode $mode (after, clock, clock_rev, clock_phase)" >&2
+    [[ $mode == commit || $mode == after || $mode == clock || $mode == clock_rev || $mode == clock_phase ]] || {
+        echo "chain.sh: unknown mode $mode (commit, after, clock, clock_rev, clock_phase)" >&2
         exit 2
     }
 done
@@ -102,7 +108,11 @@ run_mode() {
     q -v mode="$mode" -f "$BENCH/sql/chain.sql" >>"$LOG"
     seed=$(q -c "SELECT max(id) FROM $s.raw")
     R[$mode.load_before]=$(cut -d' ' -f1-3 /proc/loadavg)
-    if [[ $mode == after ]]; then
+    if [[ $mode == commit ]]; then
+        q -c "SELECT hwm.schedule_on_commit('commit_1', '$COMMIT_SPACING')" \
+            -c "SELECT hwm.schedule_after('commit_2', '{commit_1}')" \
+            -c "SELECT hwm.schedule_after('commit_3', '{commit_2}')" >/dev/null
+    elif [[ $mode == after ]]; then
         q -c "SELECT hwm.schedule('after_1', '1 second')" \
             -c "SELECT hwm.schedule_after('after_2', '{after_1}')" \
             -c "SELECT hwm.schedule_after('after_3', '{after_2}')" >/dev/null
@@ -227,30 +237,44 @@ for mode in "${MODES[@]}"; do
     ROWS+=("| \`$mode\` | ${R[$mode.written]} (${R[$mode.measured]} measured) | **${R[$mode.p50]} s** | **${R[$mode.p99]} s** | ${R[$mode.max]} s | ${R[$mode.h1]} / ${R[$mode.h2]} / ${R[$mode.h3]} s | ${R[$mode.all.1]} / ${R[$mode.all.2]} / ${R[$mode.all.3]} = **$(sum3 "${R[$mode.all.1]}" "${R[$mode.all.2]}" "${R[$mode.all.3]}")** | ${R[$mode.writing.1]} / ${R[$mode.writing.2]} / ${R[$mode.writing.3]} | ${R[$mode.drain_s]} s: ${R[$mode.drain.1]} / ${R[$mode.drain.2]} / ${R[$mode.drain.3]} | ${R[$mode.idle_s]} s: **${R[$mode.idle.1]} / ${R[$mode.idle.2]} / ${R[$mode.idle.3]}** | $bad | ${R[$mode.lost]} | ${R[$mode.updates]} |")
 done
 
+# The goal is the chain's (commit when it ran, else after) against clock:
+# lower latency at the median and the 99th percentile, fewer runs, no run
+# while idle (of any stage for commit; of stages 2 and 3 for after, whose
+# stage 1 has a clock), nothing lost.
 VERDICT=""
-if [[ -n ${R[after.p50]:-} && -n ${R[clock.p50]:-} ]]; then
+CM=
+[[ -n ${R[after.p50]:-} ]] && CM=after
+[[ -n ${R[commit.p50]:-} ]] && CM=commit
+if [[ -n $CM && -n ${R[clock.p50]:-} ]]; then
     verdict() {
-        awk -v a50="${R[after.p50]}" -v c50="${R[clock.p50]}" -v a99="${R[after.p99]}" -v c99="${R[clock.p99]}" \
-            -v aruns="$(sum3 "${R[after.all.1]}" "${R[after.all.2]}" "${R[after.all.3]}")" \
+        awk -v cm="$CM" -v a50="${R[$CM.p50]}" -v c50="${R[clock.p50]}" -v a99="${R[$CM.p99]}" -v c99="${R[clock.p99]}" \
+            -v aruns="$(sum3 "${R[$CM.all.1]}" "${R[$CM.all.2]}" "${R[$CM.all.3]}")" \
             -v cruns="$(sum3 "${R[clock.all.1]}" "${R[clock.all.2]}" "${R[clock.all.3]}")" \
-            -v i2="${R[after.idle.2]}" -v i3="${R[after.idle.3]}" -v lost="$(sum3 "${R[after.lost]}" "${R[clock.lost]}" 0)" 'BEGIN {
-            lat = (a50 < c50 && a99 < c99); runs = (aruns < cruns); idle = (i2 == "0" && i3 == "0")
-            printf "%s: latency `after` / `clock` %.2f (median) and %.2f (p99): %s; runs %d / %d = %.2f: %s; runs of the stages after their upstreams while idle: %s / %s: %s; rows lost: %d.",
+            -v i1="${R[$CM.idle.1]}" -v i2="${R[$CM.idle.2]}" -v i3="${R[$CM.idle.3]}" \
+            -v lost="$(sum3 "${R[$CM.lost]}" "${R[clock.lost]}" 0)" 'BEGIN {
+            lat = (a50 < c50 && a99 < c99); runs = (aruns < cruns)
+            idle = (i2 == "0" && i3 == "0" && (cm != "commit" || i1 == "0"))
+            printf "%s: latency `%s` / `clock` %.2f (median) and %.2f (p99): %s; runs %d / %d = %.2f: %s; runs while idle (%s): %s: %s; rows lost: %d.",
                 (lat && runs && idle && lost == 0) ? "**Goal met**" : "**Goal not met**",
-                a50 / c50, a99 / c99, lat ? "lower" : "NOT lower",
+                cm, a50 / c50, a99 / c99, lat ? "lower" : "NOT lower",
                 aruns, cruns, aruns / cruns, runs ? "fewer" : "NOT fewer",
-                i2, i3, idle ? "none" : "NOT zero", lost
+                cm == "commit" ? "stages 1 / 2 / 3" : "stages 2 / 3",
+                cm == "commit" ? i1 " / " i2 " / " i3 : i2 " / " i3, idle ? "none" : "NOT zero", lost
         }'
     }
     VERDICT=$(verdict)
 fi
-if [[ -n ${R[after.p50]:-} && -n ${R[clock_rev.p50]:-} ]]; then
-    VERDICT+=$(awk -v a50="${R[after.p50]}" -v c50="${R[clock_rev.p50]}" -v a99="${R[after.p99]}" -v c99="${R[clock_rev.p99]}" 'BEGIN {
-        printf " Against `clock_rev`: latency %.2f (median) and %.2f (p99).", a50 / c50, a99 / c99 }')
+if [[ -n $CM && -n ${R[clock_rev.p50]:-} ]]; then
+    VERDICT+=$(awk -v cm="$CM" -v a50="${R[$CM.p50]}" -v c50="${R[clock_rev.p50]}" -v a99="${R[$CM.p99]}" -v c99="${R[clock_rev.p99]}" 'BEGIN {
+        printf " `%s` against `clock_rev`: latency %.2f (median) and %.2f (p99).", cm, a50 / c50, a99 / c99 }')
 fi
-if [[ -n ${R[after.p50]:-} && -n ${R[clock_phase.p50]:-} ]]; then
-    VERDICT+=$(awk -v a50="${R[after.p50]}" -v c50="${R[clock_phase.p50]}" -v a99="${R[after.p99]}" -v c99="${R[clock_phase.p99]}" 'BEGIN {
-        printf " Against `clock_phase`: latency %.2f (median) and %.2f (p99).", a50 / c50, a99 / c99 }')
+if [[ -n $CM && -n ${R[clock_phase.p50]:-} ]]; then
+    VERDICT+=$(awk -v cm="$CM" -v a50="${R[$CM.p50]}" -v c50="${R[clock_phase.p50]}" -v a99="${R[$CM.p99]}" -v c99="${R[clock_phase.p99]}" 'BEGIN {
+        printf " `%s` against `clock_phase`: latency %.2f (median) and %.2f (p99).", cm, a50 / c50, a99 / c99 }')
+fi
+if [[ $CM == commit && -n ${R[after.p50]:-} ]]; then
+    VERDICT+=$(awk -v a50="${R[after.p50]}" -v c50="${R[clock.p50]}" -v a99="${R[after.p99]}" -v c99="${R[clock.p99]}" 'BEGIN {
+        printf " `after` against `clock`: latency %.2f (median) and %.2f (p99).", a50 / c50, a99 / c99 }')
 fi
 REV=""
 [[ " ${MODES[*]} " == *" clock_phase "* ]] &&
@@ -263,7 +287,8 @@ cmd="bash bench/chain.sh"
 [[ $IDLE_MINUTES != 3 ]] && cmd="HWM_BENCH_IDLE_MINUTES=$IDLE_MINUTES $cmd"
 [[ $RATE != 30 ]] && cmd="RATE=$RATE $cmd"
 [[ $WRITERS != 3 ]] && cmd="WRITERS=$WRITERS $cmd"
-[[ ${MODES[*]} != "after clock" ]] && cmd="MODES=\"${MODES[*]}\" $cmd"
+[[ ${MODES[*]} != "commit clock" ]] && cmd="MODES=\"${MODES[*]}\" $cmd"
+[[ $COMMIT_SPACING != "750 milliseconds" && " ${MODES[*]} " == *" commit "* ]] && cmd="COMMIT_SPACING='$COMMIT_SPACING' $cmd"
 [[ -n ${HWM_BENCH_SRC:-} ]] && cmd="HWM_BENCH_SRC=<checkout of $BENCH_COMMIT> $cmd"
 [[ -n ${HWM_BENCH_PGBIN:-} ]] && cmd="HWM_BENCH_PGBIN=<copy of $(sed -E 's/^PostgreSQL ([0-9]+).*/\1/' <<<"$("$PG_CONFIG" --version)") bin> $cmd"
 
@@ -276,7 +301,7 @@ SECTION=$(
 <!-- chain:start -->
 ## A chain scheduled after its upstreams (issue 41)
 
-\`bench/chain.sh\`: a three-stage chain of copy pipelines, raw -> t1 -> t2 -> t3 (\`bench/sql/chain.sql\`: key \`id\`, watermark \`updated_at\`, the \`now()\` of the writer's transaction, copied through), under steady writers: pgbench, $WRITERS clients, one row per transaction, $RATE rows/s in all. Modes \`${MODES[*]}\`, one after the other on one throwaway cluster, each on its own tables and pipelines, each for $MINUTES min: writers for $WRITE_S s, then $IDLE_S s with nothing written. \`after\`: stage 1 on \`hwm.schedule(..., '1 second')\`, stages 2 and 3 on \`hwm.schedule_after\` the stage before. \`clock\`: each stage on \`hwm.schedule(..., '1 second')\`, with the default \`start_at\` (now(): the three anchors a few ms apart, as a user scheduling them one after the other gets).$REV Latency of a row: the commit time of the run that wrote it into t3 minus that of the writer's transaction (\`track_commit_timestamp = on\`, \`pg_xact_commit_timestamp(xmin)\`), over every row written; per hop, the median of the same difference between consecutive tables. Runs: each stage's runs in \`hwm.runs\` that started in the mode's window, as stage 1 / 2 / 3; *drain* runs from the writers' end to the run of stage 3 whose watermark reached the last row's (every row then in t3, every stage's watermark at the last row's), *idle* runs from there to the end of the window. Scheduler settings: the defaults (\`hwm.max_workers = 2\`, \`hwm.queue_budget = 1s\`); \`hwm.max_runs_per_pipeline = 0\` keeps every run for the counts. "Lost": rows of raw not in t3 at the end; "updates": row updates in t1..t3 (\`pg_stat_user_tables\`; 0 means no row was rewritten after it arrived, so its commit time is its arrival).
+\`bench/chain.sh\`: a three-stage chain of copy pipelines, raw -> t1 -> t2 -> t3 (\`bench/sql/chain.sql\`: key \`id\`, watermark \`updated_at\`, the \`now()\` of the writer's transaction, copied through), under steady writers: pgbench, $WRITERS clients, one row per transaction, $RATE rows/s in all. Modes \`${MODES[*]}\`, one after the other on one throwaway cluster, each on its own tables and pipelines, each for $MINUTES min: writers for $WRITE_S s, then $IDLE_S s with nothing written. \`commit\`: stage 1 on \`hwm.schedule_on_commit(..., '$COMMIT_SPACING')\` (run after the writers' commits, at most once per $COMMIT_SPACING between run starts), stages 2 and 3 on \`hwm.schedule_after\` the stage before: no clock anywhere. \`after\`: stage 1 on \`hwm.schedule(..., '1 second')\`, stages 2 and 3 on \`hwm.schedule_after\` the stage before. \`clock\`: each stage on \`hwm.schedule(..., '1 second')\`, with the default \`start_at\` (now(): the three anchors a few ms apart, as a user scheduling them one after the other gets).$REV Latency of a row: the commit time of the run that wrote it into t3 minus that of the writer's transaction (\`track_commit_timestamp = on\`, \`pg_xact_commit_timestamp(xmin)\`), over every row written; per hop, the median of the same difference between consecutive tables. Runs: each stage's runs in \`hwm.runs\` that started in the mode's window, as stage 1 / 2 / 3; *drain* runs from the writers' end to the run of stage 3 whose watermark reached the last row's (every row then in t3, every stage's watermark at the last row's), *idle* runs from there to the end of the window. Scheduler settings: the defaults (\`hwm.max_workers = 2\`, \`hwm.queue_budget = 1s\`); \`hwm.max_runs_per_pipeline = 0\` keeps every run for the counts. "Lost": rows of raw not in t3 at the end; "updates": row updates in t1..t3 (\`pg_stat_user_tables\`; 0 means no row was rewritten after it arrived, so its commit time is its arrival).
 
 Command: \`$cmd\`, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $BENCH_COMMIT, PostgreSQL $VERSION, $(nproc) cores. The machine was shared with another engineer's builds and tests throughout; load average before the run $LOAD_BEFORE, per mode: ${LOADS%; }; after $LOAD_AFTER.
 

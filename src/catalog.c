@@ -196,7 +196,7 @@ static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
  * to hwm.state last and moves the mark to it.
  */
 #define CATALOG_VERSION			"1.3"
-#define CATALOG_NEWEST_COLUMN	"valid_to_column"
+#define CATALOG_NEWEST_COLUMN	"on_commit"
 
 /* hwm.state, or InvalidOid when the schema or the table is missing */
 static Oid
@@ -1146,7 +1146,8 @@ wake_downstreams(const char *upstream, Oid target, bool changed)
 	hwm_catalog_exec("INSERT INTO hwm.wakes (upstream, target, changed)"
 					 " SELECT $1, $2, $3 WHERE EXISTS (SELECT FROM hwm.state AS d"
 					 "  WHERE ($3 AND $1 OPERATOR(pg_catalog.=) ANY (d.after))"
-					 "   OR ($2 IS NOT NULL AND d.target_lag IS NOT NULL AND d.schedule IS NULL AND d.after IS NULL))",
+					 "   OR ($2 IS NOT NULL AND d.target_lag IS NOT NULL AND d.schedule IS NULL AND d.after IS NULL"
+					 "    AND d.on_commit IS NULL))",
 					 3, argtypes, values, nulls, SPI_OK_INSERT);
 	if (SPI_processed > 0)
 	{
@@ -1235,7 +1236,8 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
  * neither, to stay under its target lag (hwm.set_target_lag).
  */
 #define SQL_SCHEDULED(a) \
-	" (" a "schedule IS NOT NULL OR " a "after IS NOT NULL OR " a "target_lag IS NOT NULL) "
+	" (" a "schedule IS NOT NULL OR " a "after IS NOT NULL OR " a "on_commit IS NOT NULL" \
+	"  OR " a "target_lag IS NOT NULL) "
 
 /*
  * How often it runs (NULL: after its upstreams alone): its schedule, or
@@ -1244,7 +1246,7 @@ hwm_update_state_after_run(const HwmPipeline *p, int64 run_id,
  * other half to finish in.
  */
 #define SQL_EVERY(a) \
-	" COALESCE(" a "schedule, CASE WHEN " a "after IS NULL" \
+	" COALESCE(" a "schedule, CASE WHEN " a "after IS NULL AND " a "on_commit IS NULL" \
 	"  THEN " a "target_lag OPERATOR(pg_catalog./) 2::pg_catalog.float8 END) "
 
 /*
@@ -1332,7 +1334,7 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 	 */
 	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
 					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
-					 " (s.schedule IS NULL AND s.after IS NULL)"
+					 " (s.schedule IS NULL AND s.after IS NULL AND s.on_commit IS NULL)"
 					 " FROM (SELECT s.pipeline, s.owner,"
 					 "        pg_catalog.row_number() OVER"
 					 "         (PARTITION BY s.owner ORDER BY s.next_run_at, s.pipeline) AS turn"
@@ -1382,7 +1384,7 @@ hwm_state_select_woken(Datum pipelines, Oid owner, int limit, TimestampTz now,
 	values[4] = pipelines;
 	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
 					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
-					 " (s.schedule IS NULL AND s.after IS NULL),"
+					 " (s.schedule IS NULL AND s.after IS NULL AND s.on_commit IS NULL),"
 					 " CASE WHEN s.last_run_finished_at OPERATOR(pg_catalog.>=) s.last_run_started_at"
 					 "  THEN (pg_catalog.date_part('epoch', s.last_run_finished_at"
 					 "   OPERATOR(pg_catalog.-) s.last_run_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
@@ -1607,7 +1609,7 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	values[0] = CStringGetTextDatum(pipeline);
 	values[1] = TimestampTzGetDatum(at);
 	hwm_catalog_exec("UPDATE hwm.state SET next_run_at = $2 WHERE pipeline OPERATOR(pg_catalog.=) $1"
-					 " AND after IS NOT NULL"
+					 " AND (after IS NOT NULL OR on_commit IS NOT NULL)"
 					 " AND (next_run_at IS NULL OR next_run_at OPERATOR(pg_catalog.>) $2)",
 					 2, argtypes, values, NULL, SPI_OK_UPDATE);
 }
@@ -1663,7 +1665,8 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	" readers (upstream, relid) AS (" \
 	"  SELECT w.upstream, w.target FROM w WHERE w.target IS NOT NULL" \
 	"   AND EXISTS (SELECT FROM hwm.state AS l" \
-	"    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL)" \
+	"    WHERE l.target_lag IS NOT NULL AND l.schedule IS NULL AND l.after IS NULL" \
+	"     AND l.on_commit IS NULL)" \
 	"  UNION" \
 	"  SELECT r.upstream, n.relid FROM readers AS r CROSS JOIN LATERAL (" \
 	"   SELECT v.ev_class FROM pg_catalog.pg_depend AS d" \
@@ -1683,7 +1686,7 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 #define APPLY_WAKES_REST \
 	" woken AS (SELECT s.pipeline FROM hwm.state AS s" \
 	"  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))" \
-	"    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL" \
+	"    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL AND s.on_commit IS NULL" \
 	"     AND EXISTS (SELECT FROM readers AS r" \
 	"      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid" \
 	"       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))" \
@@ -1712,7 +1715,7 @@ hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream, bool *all_app
 	bool		lag_driven;
 
 	hwm_catalog_exec("SELECT EXISTS (SELECT FROM hwm.state"
-					 " WHERE target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL)",
+					 " WHERE target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL AND on_commit IS NULL)",
 					 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	lag_driven = DatumGetBool(first_not_null(1));
 	if (lag_driven)
@@ -1814,7 +1817,7 @@ hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n)
 					 "  last_run_finished_at = pg_catalog.clock_timestamp(), last_status = " SQL_STATUS(INTERRUPTED) ","
 					 "  last_rows = NULL, last_error = r.error,"
 					 /* after its upstreams: what it was woken for is still to load */
-					 "  next_run_at = CASE WHEN s.after IS NOT NULL"
+					 "  next_run_at = CASE WHEN s.after IS NOT NULL OR s.on_commit IS NOT NULL"
 					 "   THEN COALESCE(s.next_run_at, pg_catalog.now()) ELSE s.next_run_at END"
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 					 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
@@ -2166,7 +2169,7 @@ hwm_state_set_schedule(const char *pipeline, const Interval *every,
 	values[2] = TimestampTzGetDatum(anchor);
 	values[3] = TimestampTzGetDatum(next);
 	hwm_catalog_exec("UPDATE hwm.state SET schedule = $2, schedule_anchor = $3, next_run_at = $4,"
-					 " after = NULL, schedule_ended = NULL,"
+					 " after = NULL, on_commit = NULL, schedule_ended = NULL,"
 					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 }
@@ -2182,7 +2185,7 @@ hwm_state_clear_schedule(const char *pipeline)
 	Datum		values[1] = {PIPELINE_ARG(pipeline)};
 
 	hwm_catalog_exec("UPDATE hwm.state SET schedule = NULL, schedule_anchor = NULL, next_run_at = NULL,"
-					 " after = NULL, schedule_ended = NULL, target_lag = NULL, late_since = NULL,"
+					 " after = NULL, on_commit = NULL, schedule_ended = NULL, target_lag = NULL, late_since = NULL,"
 					 " claimed_run_id = NULL WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_UPDATE);
 }
@@ -2198,10 +2201,106 @@ hwm_state_set_after(const char *pipeline, Datum upstreams)
 	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
 	Datum		values[2] = {PIPELINE_ARG(pipeline), upstreams};
 
-	hwm_catalog_exec("UPDATE hwm.state SET after = $2, schedule = NULL, schedule_anchor = NULL,"
+	hwm_catalog_exec("UPDATE hwm.state SET after = $2, on_commit = NULL, schedule = NULL, schedule_anchor = NULL,"
 					 " next_run_at = NULL, schedule_ended = NULL, claimed_run_id = NULL"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A pipeline scheduled on its source's commits, at most once per
+ * min_interval, instead of every so often or after upstreams: due at now,
+ * so that its first run arms the watches of its source's tables (watch.c);
+ * then due again each time a commit writes them.  A run claimed before is
+ * not run.
+ */
+void
+hwm_state_set_on_commit(const char *pipeline, const Interval *min_interval, TimestampTz now)
+{
+	Oid			argtypes[3] = {TEXTOID, INTERVALOID, TIMESTAMPTZOID};
+	Datum		values[3] = {PIPELINE_ARG(pipeline), IntervalPGetDatum(min_interval),
+	TimestampTzGetDatum(now)};
+
+	hwm_catalog_exec("UPDATE hwm.state SET on_commit = $2, after = NULL, schedule = NULL, schedule_anchor = NULL,"
+					 " next_run_at = $3, schedule_ended = NULL, claimed_run_id = NULL"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 3, argtypes, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The pipelines at home in this database that wait for a commit to their
+ * source's tables: scheduled on commit, enabled, not due, no run of the
+ * scheduler's in progress (that run armed the watches, or is about to).
+ */
+char	  **
+hwm_state_commit_waiters(int *n, Oid **sources)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(MyDatabaseId)};
+	char	  **names;
+
+	hwm_catalog_exec("SELECT s.pipeline, s.source::pg_catalog.oid FROM hwm.state AS s"
+					 " WHERE s.enabled AND s.on_commit IS NOT NULL AND s.next_run_at IS NULL"
+					 " AND NOT EXISTS (SELECT FROM hwm.runs AS r"
+					 "  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+					 "   AND r.status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING)
+					 "   AND r.kind OPERATOR(pg_catalog.=) 'load')"
+					 " AND NOT EXISTS (SELECT FROM hwm.homes AS h"
+					 "  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
+					 "   AND h.dboid OPERATOR(pg_catalog.<>) $1)"
+					 " ORDER BY s.pipeline",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	*n = (int) SPI_processed;
+	names = palloc(sizeof(char *) * (*n + 1));
+	*sources = palloc(sizeof(Oid) * (*n + 1));
+	for (int i = 0; i < *n; i++)
+	{
+		names[i] = TextDatumGetCString(col_not_null(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		(*sources)[i] = DatumGetObjectId(col_not_null(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+	}
+	return names;
+}
+
+/*
+ * The waiting pipelines (a text[]) whose source's tables a commit wrote are
+ * due at now, or min_interval after their last run began.  A row another
+ * transaction holds (a run by hand) is skipped, never waited for, and the
+ * conditions are stated on the rows locked, so that one paused,
+ * rescheduled or made due since is left as it is.
+ */
+int
+hwm_state_commit_due(Datum pipelines, int n, TimestampTz now)
+{
+	Oid			argtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
+	Datum		values[2] = {pipelines, TimestampTzGetDatum(now)};
+
+	if (n == 0)
+		return 0;
+	hwm_catalog_exec("WITH f AS (SELECT x.pipeline FROM hwm.state AS x"
+					 "  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY ($1) AND x.enabled"
+					 "   AND x.on_commit IS NOT NULL AND x.next_run_at IS NULL"
+					 "  FOR UPDATE SKIP LOCKED)"
+					 " UPDATE hwm.state AS s"
+					 " SET next_run_at = GREATEST($2, s.last_run_started_at OPERATOR(pg_catalog.+) s.on_commit)"
+					 " FROM f WHERE s.pipeline OPERATOR(pg_catalog.=) f.pipeline",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+	return (int) SPI_processed;
+}
+
+/* The source of a pipeline scheduled on commit; false: it is not */
+bool
+hwm_state_on_commit_source(const char *pipeline, Oid *source)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	hwm_catalog_exec("SELECT source::pg_catalog.oid FROM hwm.state"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 AND on_commit IS NOT NULL",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	*source = DatumGetObjectId(first_not_null(1));
+	return true;
 }
 
 /*
@@ -2424,13 +2523,15 @@ hwm_state_set_target_lag(const char *pipeline, const Interval *target_lag)
 	 * Lateness starts afresh.
 	 */
 	hwm_catalog_exec("UPDATE hwm.state SET target_lag = $2, late_since = NULL,"
-					 " schedule_anchor = CASE WHEN schedule IS NULL AND after IS NULL AND $2 IS NOT NULL"
+					 " schedule_anchor = CASE WHEN schedule IS NULL AND after IS NULL AND on_commit IS NULL"
+					 "   AND $2 IS NOT NULL"
 					 "  THEN pg_catalog.now()"
 					 "  ELSE schedule_anchor END,"
-					 " next_run_at = CASE WHEN schedule IS NOT NULL OR after IS NOT NULL THEN next_run_at"
+					 " next_run_at = CASE WHEN schedule IS NOT NULL OR after IS NOT NULL OR on_commit IS NOT NULL"
+					 "  THEN next_run_at"
 					 "  WHEN $2 IS NULL THEN NULL"
 					 "  ELSE pg_catalog.now() END,"
-					 " claimed_run_id = CASE WHEN schedule IS NULL AND after IS NULL THEN NULL"
+					 " claimed_run_id = CASE WHEN schedule IS NULL AND after IS NULL AND on_commit IS NULL THEN NULL"
 					 "  ELSE claimed_run_id END"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 2, argtypes, values, nulls, SPI_OK_UPDATE);

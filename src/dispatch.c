@@ -25,6 +25,9 @@
  *	   pipelines that follow them become due (catalog.c); but not those of
  *	   a run whose worker applies them itself (below), from just before
  *	   its commit until it has (slots.c's applies_wakes);
+ *	2c. makes due the pipelines scheduled on their source's commits whose
+ *	   source's tables a commit wrote since their last run armed them
+ *	   (watch.c), min_interval after that run began;
  *	3. reads the due pipelines at home here (enabled, scheduled,
  *	   next_run_at <= now(), no run of theirs in progress), in turns between
  *	   owners; for each, in a subtransaction of its own, inserts a 'running'
@@ -85,6 +88,8 @@
 #include "slots.h"
 #include "util.h"
 #include "wakeup.h"
+#include "watch.h"
+#include "watermark.h"
 
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
@@ -888,6 +893,69 @@ apply_wakes(void)
 }
 
 /*
+ * Step 2c: the pipelines scheduled on their source's commits
+ * (hwm.schedule_on_commit) that wait for one, each made due when a watch
+ * of its source's tables is no longer armed (watch.c: a commit wrote the
+ * table since the pipeline's last run armed it, or nothing armed it since
+ * the server started, or it could not be watched), at its min_interval
+ * after its last run began.  In a subtransaction: whatever fails there is
+ * logged.  The result is when to look again: soon when a pipeline to make
+ * due was not (its row held by a run by hand, or the step failed), since no
+ * commit rings again for a watch that is no longer armed; else never.
+ */
+typedef struct CommitStep
+{
+	TimestampTz now;
+	bool		again;			/* a pipeline written was not made due */
+} CommitStep;
+
+static void
+commit_wakes_step(void *arg)
+{
+	CommitStep *c = arg;
+	Oid		   *sources;
+	int			n;
+	char	  **names = hwm_state_commit_waiters(&n, &sources);
+	Datum	   *written = palloc(sizeof(Datum) * (n + 1));
+	int			nwritten = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		ListCell   *lc;
+
+		foreach(lc, hwm_source_relations(sources[i]))
+		{
+			if (hwm_watch_written(lfirst_oid(lc)))
+			{
+				written[nwritten++] = CStringGetTextDatum(names[i]);
+				break;
+			}
+		}
+	}
+	if (nwritten > 0 &&
+		hwm_state_commit_due(PointerGetDatum(construct_array(written, nwritten, TEXTOID, -1,
+															 false, TYPALIGN_INT)),
+							 nwritten, c->now) < nwritten)
+		c->again = true;
+}
+
+static TimestampTz
+commit_wakes(TimestampTz now)
+{
+	CommitStep	c = {.now = now, .again = false};
+	ErrorData  *edata = hwm_try_subxact(commit_wakes_step, &c, CurrentMemoryContext);
+
+	if (edata != NULL)
+	{
+		ereport(LOG,
+				(errmsg("hwm: could not check the commits to the sources of pipelines scheduled on commit: %s",
+						edata->message)));
+		c.again = true;
+	}
+	return c.again ? TimestampTzPlusMilliseconds(now, HOLD_RETRY_MS) : DT_NOEND;
+}
+
+/*
  * A worker's run of upstream woke pipelines (worker.c calls this right
  * after that run committed, in a transaction of its own): the wakes of
  * upstream are applied here and now, as step 2b applies them (those of
@@ -1014,6 +1082,7 @@ static bool
 dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 {
 	bool		present;
+	TimestampTz again;
 
 	hwm_bgw_begin();
 	present = OidIsValid(get_extension_oid("hwm", true));
@@ -1043,8 +1112,10 @@ dispatch(const HwmDispatchArgs *args, TimestampTz *next_due)
 		sweep_interrupted();
 		prune_history();
 	}
+	again = commit_wakes(hwm_now());
 	*next_due = claim_due_runs(args);
 	*next_due = Min(*next_due, note_late());
+	*next_due = Min(*next_due, again);
 	hwm_bgw_commit();
 	return true;
 }

@@ -4,7 +4,8 @@
  *		module owns its variables; see their headers), registers the
  *		background scheduler, and installs hwm's one ProcessUtility hook
  *		and its one shared-memory set-up, each of which calls the modules
- *		it serves in turn.  Nothing calls into this file.
+ *		it serves in turn, and, with the scheduler, watch.c's executor hook
+ *		and commit callback.  Nothing calls into this file.
  *
  * hwm works without shared_preload_libraries: every SQL function loads the
  * module on first use.  Preloading it defines the settings, and reserves the
@@ -22,6 +23,7 @@
 #include "launcher.h"
 #include "slots.h"
 #include "wakeup.h"
+#include "watch.h"
 #include "watermark.h"
 #include "compat.h"
 
@@ -74,6 +76,8 @@ hwm_process_utility(PlannedStmt *pstmt, const char *queryString,
 			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 									params, queryEnv, dest, qc);
 		hwm_owners_after_utility(stmt, owners);
+		if (scheduler)
+			hwm_watch_after_utility(stmt);
 	}
 	PG_FINALLY();
 	{
@@ -83,7 +87,10 @@ hwm_process_utility(PlannedStmt *pstmt, const char *queryString,
 	PG_END_TRY();
 }
 
-/* The scheduler's shared memory: the run slots (slots.c), the doorbell (wakeup.c) */
+/*
+ * The scheduler's shared memory: the run slots (slots.c), the doorbell
+ * (wakeup.c), the watched tables (watch.c)
+ */
 static void
 hwm_shmem_request(void)
 {
@@ -91,6 +98,7 @@ hwm_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(hwm_slots_shmem_size());
 	RequestAddinShmemSpace(hwm_wakeup_shmem_size());
+	RequestAddinShmemSpace(hwm_watch_shmem_size());
 }
 
 static void
@@ -101,6 +109,7 @@ hwm_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	hwm_wakeup_shmem_init();
 	hwm_slots_shmem_init();
+	hwm_watch_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -220,6 +229,7 @@ _PG_init(void)
 		shmem_request_hook = hwm_shmem_request;
 		prev_shmem_startup_hook = shmem_startup_hook;
 		shmem_startup_hook = hwm_shmem_startup;
+		hwm_watch_init();
 	}
 	prev_process_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = hwm_process_utility;

@@ -1,8 +1,9 @@
 /*
  * schedule.c
  *		Declaring when a pipeline runs: hwm.schedule, hwm.schedule_after,
- *		hwm.unschedule, hwm.pause, hwm.resume and hwm.set_timeout; the
- *		anchored arithmetic that turns a schedule into run times is grid.c's.
+ *		hwm.schedule_on_commit, hwm.unschedule, hwm.pause, hwm.resume and
+ *		hwm.set_timeout; the anchored arithmetic that turns a schedule into
+ *		run times is grid.c's.
  *
  * A schedule is an interval and an anchor: runs are due at anchor + k *
  * every (k = 0, 1, 2, ...).  hwm.state.next_run_at holds the next slot; the
@@ -22,8 +23,15 @@
  * grid: next_run_at stays NULL until a run of an upstream commits rows or
  * moves its watermark, which sets it to now in the same transaction
  * (catalog.c, wake_downstreams); the dispatcher claims it as any due
- * pipeline and leaves next_run_at NULL again.  A pipeline has one kind of
- * schedule: hwm.schedule and hwm.schedule_after each replace the other.
+ * pipeline and leaves next_run_at NULL again.
+ *
+ * A pipeline scheduled on its source's commits (hwm.schedule_on_commit) has
+ * no grid either: due at once when scheduled, then each time a commit
+ * writes the tables its source reads, min_interval after its last run began
+ * at the earliest (watch.c says which tables were written; the dispatcher
+ * sets next_run_at, dispatch.c's step 2c).  A pipeline has one kind of
+ * schedule: hwm.schedule, hwm.schedule_after and hwm.schedule_on_commit each
+ * replace the others.
  */
 #include "postgres.h"
 
@@ -34,8 +42,11 @@
 #include "schedule.h"
 #include "util.h"
 #include "wakeup.h"
+#include "watch.h"
+#include "watermark.h"
 
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
@@ -45,6 +56,7 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -305,6 +317,76 @@ hwm_schedule_after(PG_FUNCTION_ARGS)
 				 errdetail("It is among the upstreams named, or among theirs: the pipelines would start each other forever."),
 				 errhint("Leave out the upstream that runs after \"%s\", or call hwm.unschedule on it first.", name)));
 	hwm_state_set_after(name, PointerGetDatum(upstreams));
+	warn_if_not_served(name);
+	warn_if_owner_cannot_connect(name);
+	hwm_wakeup_at_commit();
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * The tables whose commits wake a pipeline scheduled on commit: have their
+ * writers look for them from now on (watch.c), and warn of a source whose
+ * rows change without a commit here that writes them (a foreign table, a
+ * materialized view, refreshed by a utility statement).
+ */
+static void
+watch_source(const HwmPipeline *p)
+{
+	ListCell   *lc;
+
+	foreach(lc, hwm_source_relations(p->source))
+	{
+		Oid			relid = lfirst_oid(lc);
+		char		kind = get_rel_relkind(relid);
+
+		if (kind == RELKIND_FOREIGN_TABLE || kind == RELKIND_MATVIEW)
+			ereport(WARNING,
+					(errmsg("pipeline \"%s\" is scheduled on commit, but its source reads %s \"%s\", whose changes no commit here announces",
+							p->name, kind == RELKIND_MATVIEW ? "materialized view" : "foreign table",
+							get_rel_name(relid)),
+					 errdetail("A run is woken only by transactions of this server that insert, update, delete or copy into the source's tables."),
+					 errhint("Schedule it every so often instead (hwm.schedule), or after the pipeline that loads that table (hwm.schedule_after).")));
+		else if (kind == RELKIND_RELATION || kind == RELKIND_PARTITIONED_TABLE)
+			(void) hwm_watch_register(relid);
+	}
+}
+
+PG_FUNCTION_INFO_V1(hwm_schedule_on_commit);
+
+/*
+ * hwm.schedule_on_commit(pipeline, min_interval): run the pipeline when a
+ * transaction that wrote its source's tables commits, at most once per
+ * min_interval, instead of every so often; once at once, to begin.
+ */
+Datum
+hwm_schedule_on_commit(PG_FUNCTION_ARGS)
+{
+	char	   *name = hwm_text_arg(fcinfo, 0, "pipeline");
+	Interval   *min_interval;
+	HwmPipeline *p;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("min_interval must not be null"),
+				 errhint("Pass for example '1 second', or '0' to run after every commit (never two runs at once).")));
+	min_interval = PG_GETARG_INTERVAL_P(1);
+	if (hwm_interval_has_negative_part(min_interval))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_interval must not have negative parts"),
+				 errdetail("Interval %s has a negative part.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(min_interval)))),
+				 errhint("Pass for example '1 second', or '0' to run after every commit (never two runs at once).")));
+	hwm_check_timer_interval(min_interval, "min_interval",
+							 "Pass for example '1 second' or '1 hour'; to run less often than that, use hwm.schedule.");
+
+	SPI_connect();
+	p = hwm_pipeline_fetch(name, false, false);
+	hwm_state_set_on_commit(name, min_interval, GetCurrentTransactionStartTimestamp());
+	watch_source(p);
 	warn_if_not_served(name);
 	warn_if_owner_cannot_connect(name);
 	hwm_wakeup_at_commit();

@@ -445,10 +445,11 @@ add_sql_body(Reads *r, Oid fn)
  * table its partitions and the tables it is a partition of.  A view has no
  * writers of its own: its tables' are the writers of a sequence watermark
  * read through it, and its tables are what other pipelines may load (a
- * chain).
+ * chain).  Also the tables whose commits wake a pipeline scheduled on commit
+ * (watch.c, through worker.c and dispatch.c).
  */
-static List *
-source_relations(Oid source)
+List *
+hwm_source_relations(Oid source)
 {
 	Reads		r = {list_make1_oid(source), NIL};
 	int			nfns = 0;
@@ -698,7 +699,7 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 {
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													   hwm_wait_timeout);
-	List	   *rels = source_relations(source);
+	List	   *rels = hwm_source_relations(source);
 
 	memset(b, 0, sizeof(*b));
 	if (hwm_is_time_type(plan->wm.type))
@@ -724,7 +725,7 @@ hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 char *
 hwm_watermark_caveat(const HwmPlan *plan, Oid source, bool has_delay)
 {
-	List	   *rels = source_relations(source);
+	List	   *rels = hwm_source_relations(source);
 	Oid		   *relids = palloc(sizeof(Oid) * list_length(rels));
 	int			n = 0;
 	ListCell   *lc;

@@ -54,4 +54,10 @@ extern TimestampTz hwm_memory_epoch(void);
 
 extern char *hwm_watermark_caveat(const HwmPlan *plan, Oid source, bool has_delay);
 
+/*
+ * The relations a source reads: itself, a view's relations (through views
+ * and SQL functions), each table's partitions and ancestors
+ */
+extern List *hwm_source_relations(Oid source);
+
 #endif							/* HWM_WATERMARK_H */

@@ -61,6 +61,8 @@
 #include "slots.h"
 #include "util.h"
 #include "wakeup.h"
+#include "watch.h"
+#include "watermark.h"
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -232,6 +234,27 @@ read_run_pipeline(MemoryContext cxt)
 	char	   *pipeline = hwm_runs_running_pipeline(my_run_ids[my_current]);
 
 	return pipeline ? MemoryContextStrdup(cxt, pipeline) : NULL;
+}
+
+/*
+ * A pipeline scheduled on its source's commits (hwm.schedule_on_commit):
+ * the watches of the tables its source reads are armed (watch.c) before the
+ * run reads the source (a statement of its own, with a snapshot of its own:
+ * hwm.run refuses REPEATABLE READ), so that every commit the
+ * run does not see comes after the arming and wakes the pipeline again.
+ * A table that cannot be watched stays unarmed: the pipeline is then due at
+ * every look, min_interval after each run.
+ */
+static void
+arm_watches(const char *pipeline)
+{
+	Oid			source;
+	ListCell   *lc;
+
+	if (!hwm_state_on_commit_source(pipeline, &source))
+		return;
+	foreach(lc, hwm_source_relations(source))
+		(void) hwm_watch_arm(lfirst_oid(lc));
 }
 
 /*
@@ -433,8 +456,11 @@ static void
 serve_claim(const char *pipeline)
 {
 	TimestampTz checked_at;
-	const char *why = hwm_state_claim_check(pipeline, my_run_ids[my_current], my_args.owner,
-											&checked_at);
+	const char *why;
+
+	/* (before the run reads the source: hwm.run is READ COMMITTED only) */
+	arm_watches(pipeline);
+	why = hwm_state_claim_check(pipeline, my_run_ids[my_current], my_args.owner, &checked_at);
 
 	if (why == NULL)
 	{

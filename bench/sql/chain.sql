@@ -1,5 +1,5 @@
 -- bench/sql/chain.sql: the three-stage chain of bench/chain.sh (issue 41),
--- one per mode.  psql variable: mode (after or clock).  Schema m_<mode>,
+-- one per mode.  psql variable: mode (commit, after, clock...).  Schema m_<mode>,
 -- owned by the role bench (pipelines of superusers are refused): raw is
 -- written by the writers, t1, t2 and t3 are the stages' targets; pipelines
 -- <mode>_1 (raw -> t1), <mode>_2 (t1 -> t2) and <mode>_3 (t2 -> t3), each
