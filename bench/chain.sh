@@ -186,6 +186,16 @@ SELECT count(e2e),
 SQL
 )
     read -r R[$mode.measured] R[$mode.p50] R[$mode.p99] R[$mode.max] R[$mode.h1] R[$mode.h2] R[$mode.h3] <<<"$lat"
+    # (the log: the five slowest rows, for a look at what they waited for)
+    q <<SQL >>"$LOG"
+SELECT r.id, pg_xact_commit_timestamp(r.xmin) AS raw_commit,
+       round(extract(epoch FROM pg_xact_commit_timestamp(a.xmin) - pg_xact_commit_timestamp(r.xmin))::numeric, 3) AS h1,
+       round(extract(epoch FROM pg_xact_commit_timestamp(b.xmin) - pg_xact_commit_timestamp(a.xmin))::numeric, 3) AS h2,
+       round(extract(epoch FROM pg_xact_commit_timestamp(c.xmin) - pg_xact_commit_timestamp(b.xmin))::numeric, 3) AS h3
+  FROM $s.raw AS r JOIN $s.t1 AS a USING (id) JOIN $s.t2 AS b USING (id) JOIN $s.t3 AS c USING (id)
+ WHERE r.id > $seed
+ ORDER BY pg_xact_commit_timestamp(c.xmin) - pg_xact_commit_timestamp(r.xmin) DESC LIMIT 5
+SQL
     R[$mode.written]=$(q -c "SELECT count(*) FROM $s.raw WHERE id > $seed")
     R[$mode.lost]=$(q -c "SELECT count(*) FROM $s.raw AS r WHERE NOT EXISTS
                             (SELECT FROM $s.t3 AS c WHERE c.id = r.id AND c.updated_at = r.updated_at AND c.payload = r.payload)")

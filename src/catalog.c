@@ -2230,16 +2230,21 @@ hwm_state_set_on_commit(const char *pipeline, const Interval *min_interval, Time
 /*
  * The pipelines at home in this database that wait for a commit to their
  * source's tables: scheduled on commit, enabled, not due, no run of the
- * scheduler's in progress (that run armed the watches, or is about to).
+ * scheduler's in progress (that run armed the watches, or is about to);
+ * *settle[i]: its last run succeeded and loaded rows, so that one more run
+ * may find more complete than that run could (see hwm_state_commit_due).
  */
 char	  **
-hwm_state_commit_waiters(int *n, Oid **sources)
+hwm_state_commit_waiters(int *n, Oid **sources, bool **settle)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(MyDatabaseId)};
 	char	  **names;
 
-	hwm_catalog_exec("SELECT s.pipeline, s.source::pg_catalog.oid FROM hwm.state AS s"
+	hwm_catalog_exec("SELECT s.pipeline, s.source::pg_catalog.oid,"
+					 " COALESCE(s.last_status OPERATOR(pg_catalog.=) " SQL_STATUS(SUCCEEDED)
+					 "  AND s.last_rows OPERATOR(pg_catalog.>) 0, false)"
+					 " FROM hwm.state AS s"
 					 " WHERE s.enabled AND s.on_commit IS NOT NULL AND s.next_run_at IS NULL"
 					 " AND NOT EXISTS (SELECT FROM hwm.runs AS r"
 					 "  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
@@ -2253,37 +2258,49 @@ hwm_state_commit_waiters(int *n, Oid **sources)
 	*n = (int) SPI_processed;
 	names = palloc(sizeof(char *) * (*n + 1));
 	*sources = palloc(sizeof(Oid) * (*n + 1));
+	*settle = palloc(sizeof(bool) * (*n + 1));
 	for (int i = 0; i < *n; i++)
 	{
 		names[i] = TextDatumGetCString(col_not_null(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
 		(*sources)[i] = DatumGetObjectId(col_not_null(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+		(*settle)[i] = DatumGetBool(col_not_null(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3));
 	}
 	return names;
 }
 
 /*
  * The waiting pipelines (a text[]) whose source's tables a commit wrote are
- * due at now, or min_interval after their last run began.  A row another
- * transaction holds (a run by hand) is skipped, never waited for, and the
- * conditions are stated on the rows locked, so that one paused,
+ * due at now, or min_interval after their last run began.  Those of
+ * settling (a text[]), whose last run loaded rows and no commit wrote
+ * since, are due once more when a run would find everything that run saw
+ * complete: min_interval after it began, and at least settle_ms (the
+ * watermark's start margin) and its delay, since a time watermark stays that
+ * far behind its run's start (the run that then loads nothing settles it).
+ * A row another transaction holds (a run by hand) is skipped, never waited
+ * for, and the conditions are stated on the rows locked, so that one paused,
  * rescheduled or made due since is left as it is.
  */
 int
-hwm_state_commit_due(Datum pipelines, int n, TimestampTz now)
+hwm_state_commit_due(Datum pipelines, int n, Datum settling, int nsettling,
+					 int32 settle_ms, TimestampTz now)
 {
-	Oid			argtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
-	Datum		values[2] = {pipelines, TimestampTzGetDatum(now)};
+	Oid			argtypes[4] = {TEXTARRAYOID, TIMESTAMPTZOID, TEXTARRAYOID, INT4OID};
+	Datum		values[4] = {pipelines, TimestampTzGetDatum(now), settling, Int32GetDatum(settle_ms)};
 
-	if (n == 0)
+	if (n + nsettling == 0)
 		return 0;
-	hwm_catalog_exec("WITH f AS (SELECT x.pipeline FROM hwm.state AS x"
-					 "  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY ($1) AND x.enabled"
-					 "   AND x.on_commit IS NOT NULL AND x.next_run_at IS NULL"
+	hwm_catalog_exec("WITH f AS (SELECT x.pipeline, x.pipeline OPERATOR(pg_catalog.=) ANY ($1) AS written"
+					 "  FROM hwm.state AS x"
+					 "  WHERE (x.pipeline OPERATOR(pg_catalog.=) ANY ($1) OR x.pipeline OPERATOR(pg_catalog.=) ANY ($3))"
+					 "   AND x.enabled AND x.on_commit IS NOT NULL AND x.next_run_at IS NULL"
 					 "  FOR UPDATE SKIP LOCKED)"
 					 " UPDATE hwm.state AS s"
-					 " SET next_run_at = GREATEST($2, s.last_run_started_at OPERATOR(pg_catalog.+) s.on_commit)"
+					 " SET next_run_at = GREATEST($2, s.last_run_started_at OPERATOR(pg_catalog.+) CASE WHEN f.written"
+					 "  THEN s.on_commit"
+					 "  ELSE GREATEST(s.on_commit, pg_catalog.make_interval(secs => $4 OPERATOR(pg_catalog./) 1000.0)"
+					 "   OPERATOR(pg_catalog.+) COALESCE(s.delay, '0'::pg_catalog.interval)) END)"
 					 " FROM f WHERE s.pipeline OPERATOR(pg_catalog.=) f.pipeline",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE);
+					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 	return (int) SPI_processed;
 }
 

@@ -264,15 +264,17 @@ extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
 /*
  * Scheduled on its source's commits (hwm.schedule_on_commit, watch.c): set
  * (due at now); the pipelines of this database waiting for a commit (their
- * sources in *sources); those of them a commit wrote made due at now, or
- * min_interval after their last run began (returns how many: fewer when a
- * row was locked, or changed since); a pipeline's source when it is
- * scheduled so (false: it is not).
+ * sources in *sources, whether their last run loaded rows in *settle);
+ * those of them a commit wrote made due at now, or min_interval after their
+ * last run began, and those settling once more a little later (returns how
+ * many: fewer when a row was locked, or changed since); a pipeline's
+ * source when it is scheduled so (false: it is not).
  */
 extern void hwm_state_set_on_commit(const char *pipeline, const Interval *min_interval,
 									TimestampTz now);
-extern char **hwm_state_commit_waiters(int *n, Oid **sources);
-extern int	hwm_state_commit_due(Datum pipelines, int n, TimestampTz now);
+extern char **hwm_state_commit_waiters(int *n, Oid **sources, bool **settle);
+extern int	hwm_state_commit_due(Datum pipelines, int n, Datum settling, int nsettling,
+								 int32 settle_ms, TimestampTz now);
 extern bool hwm_state_on_commit_source(const char *pipeline, Oid *source);
 extern HwmLate *hwm_state_note_late(int *n, TimestampTz *next);
 extern Datum hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream,

@@ -898,8 +898,13 @@ apply_wakes(void)
  * of its source's tables is no longer armed (watch.c: a commit wrote the
  * table since the pipeline's last run armed it, or nothing armed it since
  * the server started, or it could not be watched), at its min_interval
- * after its last run began.  In a subtransaction: whatever fails there is
- * logged.  The result is when to look again: soon when a pipeline to make
+ * after its last run began.  One whose last run loaded rows, and whose
+ * tables no commit wrote since, runs once more, when a run can find
+ * complete what that run loaded: a time watermark stays hwm.start_margin
+ * (and its delay) behind its run's start, so the last run of a burst of
+ * commits leaves it there, and hwm.freshness with it; the run after, which
+ * loads nothing, settles it (and stops this).  In a subtransaction:
+ * whatever fails there is logged.  The result is when to look again: soon when a pipeline to make
  * due was not (its row held by a run by hand, or the step failed), since no
  * commit rings again for a watch that is no longer armed; else never.
  */
@@ -914,28 +919,38 @@ commit_wakes_step(void *arg)
 {
 	CommitStep *c = arg;
 	Oid		   *sources;
+	bool	   *settle;
 	int			n;
-	char	  **names = hwm_state_commit_waiters(&n, &sources);
+	char	  **names = hwm_state_commit_waiters(&n, &sources, &settle);
 	Datum	   *written = palloc(sizeof(Datum) * (n + 1));
+	Datum	   *settling = palloc(sizeof(Datum) * (n + 1));
 	int			nwritten = 0;
+	int			nsettling = 0;
 
 	for (int i = 0; i < n; i++)
 	{
 		ListCell   *lc;
+		bool		was_written = false;
 
 		foreach(lc, hwm_source_relations(sources[i]))
 		{
 			if (hwm_watch_written(lfirst_oid(lc)))
 			{
-				written[nwritten++] = CStringGetTextDatum(names[i]);
+				was_written = true;
 				break;
 			}
 		}
+		if (was_written)
+			written[nwritten++] = CStringGetTextDatum(names[i]);
+		else if (settle[i])
+			settling[nsettling++] = CStringGetTextDatum(names[i]);
 	}
-	if (nwritten > 0 &&
+	if (nwritten + nsettling > 0 &&
 		hwm_state_commit_due(PointerGetDatum(construct_array(written, nwritten, TEXTOID, -1,
-															 false, TYPALIGN_INT)),
-							 nwritten, c->now) < nwritten)
+															 false, TYPALIGN_INT)), nwritten,
+							 PointerGetDatum(construct_array(settling, nsettling, TEXTOID, -1,
+															 false, TYPALIGN_INT)), nsettling,
+							 hwm_start_margin, c->now) < nwritten + nsettling)
 		c->again = true;
 }
 

@@ -1,8 +1,9 @@
 # Pipelines run on their source's commits (hwm.schedule_on_commit, issue
 # 41): a pipeline runs once when scheduled so, then after each commit that
 # writes its source's tables (an INSERT, COPY, a write to a view's table),
-# at most once per min_interval, never while nothing is written, and once
-# after a restart (its watches are in shared memory).  A chain whose first
+# at most once per min_interval, and once more a start margin after a run
+# that loaded rows (which settles its watermark), never while nothing is
+# written, and once after a restart (its watches are in shared memory).  A chain whose first
 # stage runs on commit and whose next stages run after it (schedule_after)
 # has no clock at all.  A "did not run" is checked once a pipeline on a
 # one-second schedule (tick) has run twice after the mark, so that the
@@ -48,6 +49,15 @@ sub runs
 		"SELECT count(*) FROM hwm.runs WHERE pipeline = '$p' AND kind = 'load' AND status = 'succeeded'");
 }
 
+# wait until pipeline p has had n succeeded load runs
+sub wait_runs
+{
+	my ($p, $n, $what) = @_;
+	wait_for($node, 'postgres',
+		"SELECT count(*) FROM hwm.runs WHERE pipeline = '$p' AND kind = 'load' AND status = 'succeeded'",
+		$n, $what);
+}
+
 # wait until tick has run twice after now: the scheduler had its chances
 sub scheduler_went_round
 {
@@ -67,21 +77,31 @@ scheduler_went_round('nothing written');
 scheduler_went_round('nothing written, again');
 is(runs('a') . '/' . runs('q') . '/' . runs('b'), '1/1/0', 'nothing written: no more runs, and none downstream');
 
-# 2. a commit to the source runs it, and the chain after it
+# 2. a commit to the source runs it, and the chain after it; a run that
+#    loaded rows is followed by one that settles the watermark, then none
 sql($node, 'postgres', q{INSERT INTO o.raw SELECT g, 'v' || g FROM generate_series(1, 100) g});
 wait_for($node, 'postgres', 'SELECT count(*) FROM o.a', '100', 'a commit to raw runs a');
 wait_for($node, 'postgres', 'SELECT count(*) FROM o.b', '100', '... and b after it');
+wait_runs('a', 3, 'the run that loaded rows is followed by one more');
+is(sql($node, 'postgres', q{SELECT string_agg(rows_upserted::text, ',' ORDER BY run_id) FROM hwm.runs WHERE pipeline = 'a'}),
+	'0,100,0', '... which loads nothing');
 scheduler_went_round('after one commit');
-is(runs('a') . '/' . runs('b'), '2/1', 'one commit: one run of each stage');
+my $b0 = runs('b');
+scheduler_went_round('after one commit, again');
+is(runs('a') . '/' . runs('b'), "3/$b0", 'one commit: one run and one settling run, then none');
+ok($b0 >= 1 && $b0 <= 2, "b ran after each run of a that loaded rows or moved its watermark ($b0)");
+is(sql($node, 'postgres', q{SELECT watermark FROM hwm.state WHERE pipeline = 'a'}), '100',
+	"a's watermark is settled at the last row");
 is(runs('q'), '1', "a commit to another table does not run q");
 
 # 3. rolled back: nothing runs; COPY runs it; a write to a view's table runs
 #    the pipeline reading the view
 sql($node, 'postgres', q{BEGIN; INSERT INTO o.raw VALUES (500, 'x'); ROLLBACK;});
 scheduler_went_round('after a rollback');
-is(runs('a'), '2', 'a rolled-back write runs nothing');
+is(runs('a'), '3', 'a rolled-back write runs nothing');
 sql($node, 'postgres', q{COPY o.raw FROM PROGRAM 'printf "101\tc\n102\tc\n"'});
 wait_for($node, 'postgres', 'SELECT count(*) FROM o.b', '102', 'COPY FROM runs the chain');
+wait_runs('a', 5, '... and a settling run follows');
 sql($node, 'postgres', q{INSERT INTO o.raw2 VALUES (1, 'q')});
 wait_for($node, 'postgres', q{SELECT v FROM o.q WHERE id = 1}, 'Q', "a write to a view's table runs its pipeline");
 
@@ -97,23 +117,23 @@ scheduler_went_round('while a is paused');
 is(runs('a'), $a1, 'a paused pipeline does not run');
 sql($node, 'postgres', q{SET ROLE dora; SELECT hwm.resume('a');});
 wait_for($node, 'postgres', 'SELECT count(*) FROM o.b', '105', 'at the resume the chain loads what came meanwhile');
+wait_runs('a', $a1 + 2, '... and settles');
 scheduler_went_round('after the resume');
-is(runs('a'), $a1 + 1, 'three commits while paused: one run at the resume');
+is(runs('a'), $a1 + 2, 'three commits while paused: one run at the resume (and its settling run)');
 
 # 5. a restart forgets the watches: each pipeline runs once, then waits again
 $node->restart;
-wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'a' AND status = 'succeeded'",
-	$a1 + 2, 'after a restart a pipeline scheduled on commit runs once');
+wait_runs('a', $a1 + 3, 'after a restart a pipeline scheduled on commit runs once');
 scheduler_went_round('after the restart');
 scheduler_went_round('after the restart, again');
-is(runs('a'), $a1 + 2, '... and then only when its source is written');
+is(runs('a'), $a1 + 3, '... and then only when its source is written');
 sql($node, 'postgres', q{INSERT INTO o.raw VALUES (300, 'r')});
 wait_for($node, 'postgres', 'SELECT count(*) FROM o.b', '106', 'a commit after the restart runs the chain');
+wait_runs('a', $a1 + 5, '... and a settling run follows');
 
 # 6. min_interval: the next run waits for it after the last run began
 sql($node, 'postgres', q{SET ROLE dora; SELECT hwm.schedule_on_commit('a', '1 hour');});
-wait_for($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'a' AND status = 'succeeded'",
-	$a1 + 4, 'scheduled again: one run at once');
+wait_runs('a', $a1 + 6, 'scheduled again: one run at once');
 sql($node, 'postgres', q{INSERT INTO o.raw VALUES (301, 'm')});
 wait_for($node, 'postgres',
 	q{SELECT next_run_at = last_run_started_at + interval '1 hour' FROM hwm.state WHERE pipeline = 'a'},
