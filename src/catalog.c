@@ -2229,23 +2229,27 @@ hwm_state_set_on_commit(const char *pipeline, const Interval *min_interval, Time
 
 /*
  * The pipelines at home in this database that wait for a commit to their
- * source's tables: scheduled on commit, enabled, not due, no run of the
- * scheduler's in progress (that run armed the watches, or is about to);
+ * source's tables: scheduled on commit, enabled, not due (or due later
+ * after a run that succeeded: its settling run, which a commit brings
+ * forward; not a failure's backoff), no run of the scheduler's in progress
+ * (that run armed the watches, or is about to);
  * *settle[i]: its last run succeeded and loaded rows, so that one more run
  * may find more complete than that run could (see hwm_state_commit_due).
  */
 char	  **
-hwm_state_commit_waiters(int *n, Oid **sources, bool **settle)
+hwm_state_commit_waiters(TimestampTz now, int *n, Oid **sources, bool **settle)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(MyDatabaseId)};
+	Oid			argtypes[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2] = {ObjectIdGetDatum(MyDatabaseId), TimestampTzGetDatum(now)};
 	char	  **names;
 
 	hwm_catalog_exec("SELECT s.pipeline, s.source::pg_catalog.oid,"
-					 " COALESCE(s.last_status OPERATOR(pg_catalog.=) " SQL_STATUS(SUCCEEDED)
+					 " COALESCE(s.next_run_at IS NULL AND s.last_status OPERATOR(pg_catalog.=) " SQL_STATUS(SUCCEEDED)
 					 "  AND s.last_rows OPERATOR(pg_catalog.>) 0, false)"
 					 " FROM hwm.state AS s"
-					 " WHERE s.enabled AND s.on_commit IS NOT NULL AND s.next_run_at IS NULL"
+					 " WHERE s.enabled AND s.on_commit IS NOT NULL"
+					 " AND (s.next_run_at IS NULL OR (s.next_run_at OPERATOR(pg_catalog.>) $2"
+					 "  AND s.last_status OPERATOR(pg_catalog.=) " SQL_STATUS(SUCCEEDED) "))"
 					 " AND NOT EXISTS (SELECT FROM hwm.runs AS r"
 					 "  WHERE r.pipeline OPERATOR(pg_catalog.=) s.pipeline"
 					 "   AND r.status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING)
@@ -2254,7 +2258,7 @@ hwm_state_commit_waiters(int *n, Oid **sources, bool **settle)
 					 "  WHERE h.pipeline OPERATOR(pg_catalog.=) s.pipeline"
 					 "   AND h.dboid OPERATOR(pg_catalog.<>) $1)"
 					 " ORDER BY s.pipeline",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
+					 2, argtypes, values, NULL, SPI_OK_SELECT);
 	*n = (int) SPI_processed;
 	names = palloc(sizeof(char *) * (*n + 1));
 	*sources = palloc(sizeof(Oid) * (*n + 1));
@@ -2270,7 +2274,8 @@ hwm_state_commit_waiters(int *n, Oid **sources, bool **settle)
 
 /*
  * The waiting pipelines (a text[]) whose source's tables a commit wrote are
- * due at now, or min_interval after their last run began.  Those of
+ * due at now, or min_interval after their last run began (sooner than a
+ * settling run set for them).  Those of
  * settling (a text[]), whose last run loaded rows and no commit wrote
  * since, are due once more when a run would find everything that run saw
  * complete: min_interval after it began, and at least settle_ms (the
@@ -2291,14 +2296,17 @@ hwm_state_commit_due(Datum pipelines, int n, Datum settling, int nsettling,
 		return 0;
 	hwm_catalog_exec("WITH f AS (SELECT x.pipeline, x.pipeline OPERATOR(pg_catalog.=) ANY ($1) AS written"
 					 "  FROM hwm.state AS x"
-					 "  WHERE (x.pipeline OPERATOR(pg_catalog.=) ANY ($1) OR x.pipeline OPERATOR(pg_catalog.=) ANY ($3))"
-					 "   AND x.enabled AND x.on_commit IS NOT NULL AND x.next_run_at IS NULL"
+					 "  WHERE ((x.pipeline OPERATOR(pg_catalog.=) ANY ($1)"
+					 "     AND (x.next_run_at IS NULL OR x.last_status OPERATOR(pg_catalog.=) " SQL_STATUS(SUCCEEDED) "))"
+					 "    OR (x.pipeline OPERATOR(pg_catalog.=) ANY ($3) AND x.next_run_at IS NULL))"
+					 "   AND x.enabled AND x.on_commit IS NOT NULL"
 					 "  FOR UPDATE SKIP LOCKED)"
 					 " UPDATE hwm.state AS s"
-					 " SET next_run_at = GREATEST($2, s.last_run_started_at OPERATOR(pg_catalog.+) CASE WHEN f.written"
-					 "  THEN s.on_commit"
-					 "  ELSE GREATEST(s.on_commit, pg_catalog.make_interval(secs => $4 OPERATOR(pg_catalog./) 1000.0)"
-					 "   OPERATOR(pg_catalog.+) COALESCE(s.delay, '0'::pg_catalog.interval)) END)"
+					 " SET next_run_at = CASE WHEN f.written"
+					 "  THEN LEAST(s.next_run_at, GREATEST($2, s.last_run_started_at OPERATOR(pg_catalog.+) s.on_commit))"
+					 "  ELSE GREATEST($2, s.last_run_started_at OPERATOR(pg_catalog.+)"
+					 "   GREATEST(s.on_commit, pg_catalog.make_interval(secs => $4 OPERATOR(pg_catalog./) 1000.0)"
+					 "    OPERATOR(pg_catalog.+) COALESCE(s.delay, '0'::pg_catalog.interval))) END"
 					 " FROM f WHERE s.pipeline OPERATOR(pg_catalog.=) f.pipeline",
 					 4, argtypes, values, NULL, SPI_OK_UPDATE);
 	return (int) SPI_processed;

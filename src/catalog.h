@@ -272,7 +272,7 @@ extern void hwm_state_rearm_after(const char *pipeline, TimestampTz at);
  */
 extern void hwm_state_set_on_commit(const char *pipeline, const Interval *min_interval,
 									TimestampTz now);
-extern char **hwm_state_commit_waiters(int *n, Oid **sources, bool **settle);
+extern char **hwm_state_commit_waiters(TimestampTz now, int *n, Oid **sources, bool **settle);
 extern int	hwm_state_commit_due(Datum pipelines, int n, Datum settling, int nsettling,
 								 int32 settle_ms, TimestampTz now);
 extern bool hwm_state_on_commit_source(const char *pipeline, Oid *source);

@@ -903,7 +903,8 @@ apply_wakes(void)
  * complete what that run loaded: a time watermark stays hwm.start_margin
  * (and its delay) behind its run's start, so the last run of a burst of
  * commits leaves it there, and hwm.freshness with it; the run after, which
- * loads nothing, settles it (and stops this).  In a subtransaction:
+ * loads nothing, settles it (and stops this); a commit before then brings
+ * the run forward to min_interval after the last.  In a subtransaction:
  * whatever fails there is logged.  The result is when to look again: soon when a pipeline to make
  * due was not (its row held by a run by hand, or the step failed), since no
  * commit rings again for a watch that is no longer armed; else never.
@@ -921,7 +922,7 @@ commit_wakes_step(void *arg)
 	Oid		   *sources;
 	bool	   *settle;
 	int			n;
-	char	  **names = hwm_state_commit_waiters(&n, &sources, &settle);
+	char	  **names = hwm_state_commit_waiters(c->now, &n, &sources, &settle);
 	Datum	   *written = palloc(sizeof(Datum) * (n + 1));
 	Datum	   *settling = palloc(sizeof(Datum) * (n + 1));
 	int			nwritten = 0;
