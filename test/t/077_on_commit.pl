@@ -148,5 +148,19 @@ sql($node, 'postgres', q{INSERT INTO o.raw2 VALUES (2, 'u')});
 scheduler_went_round('after q was unscheduled');
 is(runs('q'), $q1, 'an unscheduled pipeline runs no more');
 
+# 8. a commit does not wait behind a settling run: with a start margin of
+#    an hour, the settling run after each load is an hour away, and every
+#    commit still runs the pipeline at once
+sql($node, 'postgres', q{ALTER SYSTEM SET hwm.start_margin = '1h'; SELECT pg_reload_conf();});
+sql($node, 'postgres', q{SET ROLE dora; SELECT hwm.schedule_on_commit('a', '0');});
+wait_for($node, 'postgres', 'SELECT count(*) FROM o.a WHERE id = 301', '1', 'scheduled again with no min_interval: it runs at once');
+wait_for($node, 'postgres',
+	q{SELECT next_run_at > now() + interval '50 minutes' FROM hwm.state WHERE pipeline = 'a'},
+	't', 'its settling run is set a start margin after that run');
+sql($node, 'postgres', q{INSERT INTO o.raw VALUES (400, 's')});
+wait_for($node, 'postgres', 'SELECT count(*) FROM o.a WHERE id = 400', '1', 'a commit brings the run forward');
+sql($node, 'postgres', q{INSERT INTO o.raw VALUES (401, 's')});
+wait_for($node, 'postgres', 'SELECT count(*) FROM o.a WHERE id = 401', '1', '... every time');
+
 $node->stop;
 done_testing();
