@@ -27,7 +27,8 @@
  *	   its commit until it has (slots.c's applies_wakes);
  *	2c. makes due the pipelines scheduled on their source's commits whose
  *	   source's tables a commit wrote since their last run armed them
- *	   (watch.c), min_interval after that run began;
+ *	   (watch.c), min_interval after that run began, and once more a start
+ *	   margin after a run that loaded rows, to settle its watermark;
  *	3. reads the due pipelines at home here (enabled, scheduled,
  *	   next_run_at <= now(), no run of theirs in progress), in turns between
  *	   owners; for each, in a subtransaction of its own, inserts a 'running'
@@ -905,9 +906,10 @@ apply_wakes(void)
  * commits leaves it there, and hwm.freshness with it; the run after, which
  * loads nothing, settles it (and stops this); a commit before then brings
  * the run forward to min_interval after the last.  In a subtransaction:
- * whatever fails there is logged.  The result is when to look again: soon when a pipeline to make
- * due was not (its row held by a run by hand, or the step failed), since no
- * commit rings again for a watch that is no longer armed; else never.
+ * whatever fails there is logged.  The result is when to look again: soon
+ * when a pipeline to make due was not (its row held by a run by hand, or
+ * the step failed), since no commit rings again for a watch that is no
+ * longer armed; else never.
  */
 typedef struct CommitStep
 {
