@@ -16,7 +16,7 @@ PGFILEDESC = "hwm - high-water-mark incremental loads, partition overwrite and b
 REGRESS = install lesson_load lesson_overwrite lesson_backfill load catch_up types changed \
 	overwrite_partition backfill swap swap_more bad_input partition_exchange \
 	privileges injection planted bad_input_more fuzz schedule dependencies reread command \
-	grid owners plans typed_bounds run_owns alter_pipeline reconcile reconcile_schedule load_fast load_aside tombstones plan_cache \
+	grid owners plans typed_bounds run_owns alter_pipeline reconcile reconcile_schedule load_fast load_aside bulk_fill tombstones plan_cache \
 	keys chains freshness intervals intervals_infinite schedule_after schedule_on_commit history
 REGRESS_OPTS = --temp-instance=./tmp_check --temp-config=test/hwm.conf
 # sql/grid.sql declares its probe from the tests' own module: without it, say so

@@ -29,6 +29,7 @@
 #include "catalog/pg_database.h"
 #include "catalog/pg_namespace.h"
 #include "commands/defrem.h"
+#include "executor/executor.h"
 #include "pgstat.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
@@ -183,6 +184,15 @@ typedef BackendId ProcNumber;
 #else
 #define HWM_SWAP_RELALLFROZEN(f1, f2) ((void) 0)
 #define HWM_SET_RELALLFROZEN(form, value) ((void) 0)
+#endif
+
+/*
+ * 18: ExecutorRun lost execute_once (a plan run through ExecutorRun is
+ * run once; bulk.c's is).
+ */
+#if PG_VERSION_NUM < 180000
+#define ExecutorRun(queryDesc, direction, count) \
+	ExecutorRun((queryDesc), (direction), (count), true)
 #endif
 
 #endif							/* HWM_COMPAT_H */

@@ -47,6 +47,7 @@
  */
 #include "postgres.h"
 
+#include "bulk.h"
 #include "catalog.h"
 #include "citus.h"
 #include "exchange.h"
@@ -655,18 +656,17 @@ fill_aside(const HwmPlan *plan, const Partitioning *pt, CoveredLeaf *lf)
 		get_typlenbyvalalign(plan->part.type, &typlen, &typbyval, &typalign);
 		values[0] = PointerGetDatum(construct_array(lf->values, lf->nvalues, plan->part.type,
 													typlen, typbyval, typalign));
-		hwm_spi_exec(hwm_plan_fill_sql(plan, lf->newqual, true), 1, argtypes, values,
-					 NULL, SPI_OK_INSERT);
+		lf->new_rows = (int64) hwm_bulk_insert(hwm_plan_fill_sql(plan, lf->newqual, true),
+											   1, argtypes, values, NULL);
 	}
 	else
 	{
 		Oid			argtypes[2] = {plan->part.type, plan->part.type};
 		Datum		values[2] = {lf->lo, lf->hi};
 
-		hwm_spi_exec(hwm_plan_fill_sql(plan, lf->newqual, false), 2, argtypes, values,
-					 NULL, SPI_OK_INSERT);
+		lf->new_rows = (int64) hwm_bulk_insert(hwm_plan_fill_sql(plan, lf->newqual, false),
+											   2, argtypes, values, NULL);
 	}
-	lf->new_rows = (int64) SPI_processed;
 }
 
 /*

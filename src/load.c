@@ -274,8 +274,7 @@ fill_aside(const char *table, void *arg)
 
 	if (!hwm_plan_slice_fill(r->plan, table, r->upto, r->p->watermark != NULL, &fill))
 		elog(ERROR, "hwm: a first load aside without a plain insert");
-	hwm_statement_exec(&fill, &r->bind, SPI_OK_INSERT);
-	return (int64) SPI_processed;
+	return (int64) hwm_statement_fill(&fill, &r->bind);
 }
 
 /* The first load, built aside and traded in (see above) */

@@ -24,6 +24,7 @@
  */
 #include "postgres.h"
 
+#include "bulk.h"
 #include "catalog.h"
 #include "citus.h"
 #include "key.h"
@@ -2040,17 +2041,13 @@ hwm_bind(HwmBinding *binding, HwmParam param, Datum value, bool isnull)
 }
 
 /*
- * Run stmt through SPI with the values binding gives for its parameters,
- * insisting on the SPI_OK_* code expected; a parameter binding lacks is a
- * bug in the caller.
+ * The arguments of stmt's parameters, from the values binding gives them; a
+ * parameter binding lacks is a bug in the caller.
  */
-void
-hwm_statement_exec(const HwmStatement *stmt, const HwmBinding *binding, int expected)
+static void
+statement_args(const HwmStatement *stmt, const HwmBinding *binding, Oid *types,
+			   Datum *values, char *nulls)
 {
-	Oid			types[HWM_NPARAMS];
-	Datum		values[HWM_NPARAMS];
-	char		nulls[HWM_NPARAMS];
-
 	if (stmt->sql == NULL)
 		elog(ERROR, "hwm: a statement the plan does not have was run");
 	for (int i = 0; i < stmt->nparams; i++)
@@ -2063,7 +2060,33 @@ hwm_statement_exec(const HwmStatement *stmt, const HwmBinding *binding, int expe
 		values[i] = binding->value[param];
 		nulls[i] = binding->isnull[param] ? 'n' : ' ';
 	}
+}
+
+/*
+ * Run stmt through SPI with the values binding gives for its parameters,
+ * insisting on the SPI_OK_* code expected.
+ */
+void
+hwm_statement_exec(const HwmStatement *stmt, const HwmBinding *binding, int expected)
+{
+	Oid			types[HWM_NPARAMS];
+	Datum		values[HWM_NPARAMS];
+	char		nulls[HWM_NPARAMS];
+
+	statement_args(stmt, binding, types, values, nulls);
 	hwm_spi_exec(stmt->sql, stmt->nparams, types, values, nulls, expected);
+}
+
+/* See pipeline.h */
+uint64
+hwm_statement_fill(const HwmStatement *fill, const HwmBinding *binding)
+{
+	Oid			types[HWM_NPARAMS];
+	Datum		values[HWM_NPARAMS];
+	char		nulls[HWM_NPARAMS];
+
+	statement_args(fill, binding, types, values, nulls);
+	return hwm_bulk_insert(fill->sql, fill->nparams, types, values, nulls);
 }
 
 /*

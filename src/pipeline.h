@@ -231,6 +231,12 @@ extern bool hwm_plan_slice_fill(const HwmPlan *plan, const char *table, bool upt
 extern void hwm_bind(HwmBinding *binding, HwmParam param, Datum value, bool isnull);
 extern void hwm_statement_exec(const HwmStatement *stmt, const HwmBinding *binding,
 							   int expected);
+
+/*
+ * Run fill (from hwm_plan_slice_fill) as hwm_statement_exec would, its rows
+ * inserted a page at a time (bulk.c); returns the rows inserted.
+ */
+extern uint64 hwm_statement_fill(const HwmStatement *fill, const HwmBinding *binding);
 extern void hwm_value_type_init(HwmValueType *vt, Oid type, int32 typmod,
 								Oid collation, const char *colname,
 								const char *relname);
