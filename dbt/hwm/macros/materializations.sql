@@ -65,8 +65,14 @@
       each kind of run. -#}
   {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
 
-  {%- if existing_relation is none or not existing_relation.is_table or state is none or should_full_refresh() or hwm._hwm_sampled() -%}
-    {#- A first run, a rebuild, dbt run --empty or --sample (_hwm_build). -#}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if existing_relation is none and state is none and not c.history and not (contract_config and contract_config.enforced)
+         and not hwm._hwm_sampled() -%}
+    {#- The common first run (_hwm_first). -#}
+    {%- set mode = 'create' -%}
+    {%- set loaded = hwm._hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
+  {%- elif existing_relation is none or not existing_relation.is_table or state is none or should_full_refresh() or hwm._hwm_sampled() -%}
+    {#- Another first run, a rebuild, dbt run --empty or --sample (_hwm_build). -#}
     {%- set built = hwm._hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
     {%- set mode = built.mode -%}
     {%- set loaded = built.loaded -%}
@@ -186,6 +192,52 @@
   {{- return(hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c)) -}}
 {%- endmacro %}
 
+{#-
+  The common first run: no table, no pipeline, no enforced contract, not
+  a history, not dbt run --empty or --sample (everything else is
+  _hwm_build's).  Two round trips before the load, and one macro: the
+  first makes the model's view and reads what the run needs of it (its
+  columns as the function's result columns, and whether the configuration
+  names a column it does not return); the second makes the function, the
+  source view, the table with its primary key and the pipeline, and
+  commits.  The checks that need more (a missing column's error, a
+  schedule, a delay, models upstream) are _hwm_check_config's, called only
+  when they apply.  Returns what _hwm_load_copy returns.
+-#}
+{% macro _hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
+  {%- if '$hwm_model$' in sql -%}
+    {%- do hwm._hwm_fn_sql(fn, [], false) -%}
+  {%- endif -%}
+  {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
+  {%- set row = run_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
+      ~ "select pg_catalog.json_agg(a.attname::text order by a.attnum)::text,
+                pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' order by a.attnum),
+                not (" ~ hwm._hwm_text_array(named) ~ " operator(pg_catalog.<@) pg_catalog.array_agg(a.attname::text))
+           from pg_catalog.pg_attribute a
+          where a.attrelid = " ~ hwm._hwm_regclass(new_view) ~ "::pg_catalog.regclass and a.attnum > 0 and not a.attisdropped").rows[0] -%}
+  {%- set ns = namespace(check=row[2] or c.schedule is not none or c.delay is not none or c.schedule_after_refs) -%}
+  {%- for id in model.depends_on.nodes or [] if id.startswith('model.') -%}{%- set ns.check = true -%}{%- endfor -%}
+  {%- if ns.check -%}
+    {%- do hwm._hwm_check_config(c, none, fromjson(row[0])) -%}
+  {%- endif -%}
+  {%- if facts.comments[1] is not none -%}
+    {%- do hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
+  {%- endif -%}
+  {%- do run_query("drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n"
+                   ~ "create function " ~ fn ~ "()\nreturns table (" ~ row[1] ~ ")\nlanguage sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$;\n"
+                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src) ~ ";\n"
+                   ~ "create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
+                   ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- if config.get('indexes') -%}
+    {%- do create_indexes(target_relation) -%}
+  {%- endif -%}
+  {%- do hwm._hwm_commit("drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
+  {{- return(hwm._hwm_load_copy(c.pipeline, false, c,
+                                ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
+                                 "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()",
+                                 "drop table if exists " ~ target_relation])) -}}
+{%- endmacro %}
+
 {#- The model's columns are not the target's (less a history's bounds):
     on_schema_change (_hwm_apply_schema_changes). -#}
 {% macro _hwm_schema_changed(c, target_relation, new_view) -%}
@@ -268,9 +320,10 @@
 {%- endmacro %}
 
 {#-
-  Every run of an hwm model but an incremental one: a first run (or one
-  that adopts an empty table without a pipeline, as dbt run --empty leaves
-  it), a --full-refresh, dbt run --empty or --sample; and the error of a
+  Every run of an hwm model but an incremental one and the common first
+  run (_hwm_first): a first run with an enforced contract, of a history,
+  or one that adopts an empty table without a pipeline (as dbt run --empty
+  leaves it), a --full-refresh, dbt run --empty or --sample; and the error of a
   table that exists without its pipeline.  The model's view is made and
   read first, in the setup's transaction: everything that can be wrong
   with the configuration is checked against its columns before anything is
