@@ -71,6 +71,13 @@
     {#- The common first run (_hwm_first). -#}
     {%- set mode = 'create' -%}
     {%- set loaded = hwm._hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
+  {%- elif existing_relation is not none and existing_relation.is_table and state is not none and should_full_refresh()
+           and not c.history and not (contract_config and contract_config.enforced) and not hwm._hwm_sampled()
+           and hwm._hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
+    {#- The common --full-refresh, done by _hwm_refresh (false: not one,
+        left to _hwm_build). -#}
+    {%- set mode = 'full refresh' -%}
+    {%- set loaded = true -%}
   {%- elif existing_relation is none or not existing_relation.is_table or state is none or should_full_refresh() or hwm._hwm_sampled() -%}
     {#- Another first run, a rebuild, dbt run --empty or --sample (_hwm_build). -#}
     {%- set built = hwm._hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
@@ -82,7 +89,7 @@
     {%- set loaded = hwm._hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
   {%- endif -%}
 
-  {%- if mode not in ['full refresh', 'sampled'] -%}
+  {%- if mode not in ['full refresh', 'sampled'] and not loaded.reported -%}
     {%- do hwm._hwm_report(c.pipeline, after_run, loaded, mode) -%}
   {%- endif -%}
   {#- config reconcile=true (reconcile.sql): delete the rows whose key the
@@ -189,7 +196,7 @@
     {%- do hwm._hwm_change_in_place(c, state, same_view, model_cols, src, new_view, fn, fn2) -%}
   {%- endif -%}
   {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
-  {{- return(hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c)) -}}
+  {{- return(hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c, none, 'incremental')) -}}
 {%- endmacro %}
 
 {#-
@@ -215,11 +222,7 @@
                 not (" ~ hwm._hwm_text_array(named) ~ " operator(pg_catalog.<@) pg_catalog.array_agg(a.attname::text))
            from pg_catalog.pg_attribute a
           where a.attrelid = " ~ hwm._hwm_regclass(new_view) ~ "::pg_catalog.regclass and a.attnum > 0 and not a.attisdropped").rows[0] -%}
-  {%- set ns = namespace(check=row[2] or c.schedule is not none or c.delay is not none or c.schedule_after_refs) -%}
-  {%- for id in model.depends_on.nodes or [] if id.startswith('model.') -%}{%- set ns.check = true -%}{%- endfor -%}
-  {%- if ns.check -%}
-    {%- do hwm._hwm_check_config(c, none, fromjson(row[0])) -%}
-  {%- endif -%}
+  {%- do hwm._hwm_config_checks(c, fromjson(row[0]), row[2]) -%}
   {%- if facts.comments[1] is not none -%}
     {%- do hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
   {%- endif -%}
@@ -235,7 +238,68 @@
   {{- return(hwm._hwm_load_copy(c.pipeline, false, c,
                                 ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
                                  "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()",
-                                 "drop table if exists " ~ target_relation])) -}}
+                                 "drop table if exists " ~ target_relation], 'create')) -}}
+{%- endmacro %}
+
+{#-
+  The common --full-refresh: the model's columns and types are the
+  table's, which has no dropped column, its primary key is on unique_key,
+  the pipeline is the table's copy pipeline and no pipeline runs after it,
+  no history, no enforced contract, no config indexes (what
+  _hwm_full_refresh does in general, with fewer round trips and one
+  macro).  The first query makes the model's view and says whether the
+  run is one; false when it is not (the view is left for _hwm_build's
+  first statement to drop), true when done.  Then: the staging table
+  (the table's columns, NOT NULLs and key) and its pipeline, committed;
+  the load and its report in one round trip, which opens the swap's
+  transaction; the staging pipeline's watermark; the swap, the model's
+  function, source view and pipeline made again from that watermark, the
+  staging table dropped, committed.
+-#}
+{% macro _hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
+  {%- set state = facts.state -%}
+  {%- if state.target_oid != facts.oids[0] or state.command is not none or config.get('indexes')
+         or (facts.comments[1] is not none and facts.comments[1] != hwm._hwm_marker()) or '$hwm_model$' in sql -%}
+    {{- return(false) -}}
+  {%- endif -%}
+  {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
+  {%- set row = hwm._hwm_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
+      ~ "with a as (select n.i, a.attnum, a.attname::text as name, pg_catalog.format_type(a.atttypid, a.atttypmod) as type, a.attnotnull, a.attisdropped
+                      from pg_catalog.unnest(ARRAY[" ~ hwm._hwm_regclass(new_view) ~ ", " ~ hwm._hwm_regclass(target_relation) ~ "]::text[]) with ordinality as n(rel, i)
+                      join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.rel) and a.attnum > 0)
+       select (select pg_catalog.string_agg(pg_catalog.quote_ident(name) || ' ' || type, ', ' order by attnum) from a where i = 1),
+              (select pg_catalog.string_agg(pg_catalog.quote_ident(name) || ' ' || type || case when attnotnull then ' not null' else '' end, ', ' order by attnum) from a where i = 2),
+              (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a where i = 1)
+                = (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a where i = 2)
+              and not exists (select from a where i = 2 and attisdropped)
+              and " ~ hwm._hwm_text_array(named) ~ " operator(pg_catalog.<@) (select pg_catalog.array_agg(name) from a where i = 1)
+              and (select pg_catalog.array_agg(k.attname::text order by u.n)
+                     from pg_catalog.pg_constraint p, pg_catalog.unnest(p.conkey) with ordinality as u(attnum, n), pg_catalog.pg_attribute k
+                    where p.conrelid = pg_catalog.to_regclass(" ~ hwm._hwm_regclass(target_relation) ~ ") and p.contype = 'p'
+                      and k.attrelid = p.conrelid and k.attnum = u.attnum) = " ~ hwm._hwm_text_array(c.unique_key) ~ "
+              and not exists (select from hwm.state as s where (pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') operator(pg_catalog.?) " ~ hwm._hwm_literal(c.pipeline) ~ ")").rows[0] -%}
+  {%- if not row[2] -%}
+    {{- return(false) -}}
+  {%- endif -%}
+  {%- do hwm._hwm_config_checks(c, named, false) -%}
+  {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
+  {%- do hwm._hwm_commit("create table " ~ stg ~ " (" ~ row[1] ~ ");\nalter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n"
+                         ~ hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
+  {%- set loaded = hwm._hwm_load_copy(stg_pipeline, false, c, ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")",
+                                                              "drop table if exists " ~ stg, "drop view if exists " ~ new_view], 'full refresh') -%}
+  {%- if not loaded.reported -%}
+    {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
+  {%- endif -%}
+  {%- set wm = hwm._hwm_query("select watermark from hwm.state where pipeline = " ~ hwm._hwm_literal(stg_pipeline)).rows[0][0] -%}
+  {%- do hwm._hwm_commit("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ");\nselect hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ");\n"
+                         ~ "CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ");\n"
+                         ~ "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n"
+                         ~ "create function " ~ fn ~ "()\nreturns table (" ~ row[0] ~ ")\nlanguage sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$;\n"
+                         ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src) ~ ";\n"
+                         ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) ~ ";\n"
+                         ~ "drop view " ~ new_view ~ ";\ndrop table " ~ stg) -%}
+  {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
+  {{- return(true) -}}
 {%- endmacro %}
 
 {#- The model's columns are not the target's (less a history's bounds):
@@ -379,7 +443,7 @@
     {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
                        "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()"]
                       + ([] if adopt else ["drop table if exists " ~ target_relation]) -%}
-    {%- set loaded = hwm._hwm_load_copy(c.pipeline, false, c, cleanup) -%}
+    {%- set loaded = hwm._hwm_load_copy(c.pipeline, false, c, cleanup, 'create') -%}
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
     {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, model_cols) -%}
@@ -650,14 +714,18 @@
   {%- do create_indexes(stg) -%}
   {%- do hwm._hwm_commit(hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
 
-  {#- (the report counts the runs the load returns: no newest run id needed) -#}
+  {#- (the report counts the runs the load returns: no newest run id
+      needed; one run reports in its own round trip, which opens the
+      swap's transaction) -#}
   {%- set loaded = hwm._hwm_load_copy(stg_pipeline, false, c,
                     ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")",
-                     "drop table if exists " ~ stg, "drop view if exists " ~ new_view]) -%}
-  {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
+                     "drop table if exists " ~ stg, "drop view if exists " ~ new_view], 'full refresh') -%}
+  {%- if not loaded.reported -%}
+    {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
+  {%- endif -%}
   {#- The staging pipeline's watermark, and the pipelines scheduled after
       the model's (dropping it unschedules them: see _hwm_downstreams), in
-      one query, which opens the swap's transaction. -#}
+      one query, in the swap's transaction. -#}
   {%- set r = hwm._hwm_query("select (select watermark from hwm.state where pipeline = " ~ hwm._hwm_literal(stg_pipeline) ~ "),
                                      (select pg_catalog.json_agg(pg_catalog.json_build_object('pipeline', s.pipeline, 'after', pg_catalog.to_jsonb(s.*) operator(pg_catalog.->) 'after') order by s.pipeline)
                                         from hwm.state as s

@@ -66,64 +66,48 @@
   {{- return(v) -}}
 {%- endmacro %}
 
+{#-
+  The model's configuration, checked: a dict of hwm's keys.  (What is wrong
+  with it is found by the conditions here and told by
+  _hwm_model_config_error, compiled only when one holds: each macro a run
+  calls is compiled in every dbt process.)
+-#}
 {% macro _hwm_model_config(flavour) -%}
-  {%- set c = {'flavour': flavour} -%}
-  {%- set pipeline = config.get('pipeline') or hwm._hwm_where() -%}
-  {%- if pipeline is not string or pipeline | length > 63 -%}
-    {{ hwm._hwm_config_error('pipeline', "must be a pipeline name of at most 63 characters (the default is schema.model), got " ~ pipeline) }}
-  {%- endif -%}
-  {%- do c.update({'pipeline': pipeline}) -%}
-  {%- if this.identifier | length > 54 -%}
-    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the relation name is longer than 54 characters; hwm's helper relations add 9 (name__hwm_src): set a shorter alias") }}
-  {%- endif -%}
-  {%- set uk = config.get('unique_key') -%}
-  {%- do c.update({'unique_key': [uk] if uk is string else hwm._hwm_name_list('unique_key', uk)}) -%}
   {#- dbt gives every model on_schema_change='ignore' unless set: hwm's
-      default is 'fail', so only a value the user wrote counts. -#}
+      default is 'fail', so only a value the user wrote counts; the same
+      for lookback and batch_size. -#}
   {%- set user_set = model.unrendered_config or {} -%}
-  {%- set osc = (config.get('on_schema_change') if 'on_schema_change' in user_set else none) or 'fail' -%}
-  {%- if osc not in ['fail', 'append_new_columns', 'sync_all_columns', 'ignore'] -%}
-    {{ hwm._hwm_config_error('on_schema_change', "must be fail (the default for hwm models), append_new_columns, sync_all_columns or ignore, got " ~ osc) }}
-  {%- endif -%}
-  {%- do c.update({'on_schema_change': osc}) -%}
+  {%- set uk = config.get('unique_key') -%}
+  {%- set c = {'flavour': flavour, 'pipeline': config.get('pipeline') or hwm._hwm_where(),
+               'unique_key': [uk] if uk is string else hwm._hwm_name_list('unique_key', uk),
+               'on_schema_change': (config.get('on_schema_change') if 'on_schema_change' in user_set else none) or 'fail',
+               'watermark_column': config.get('watermark_column'), 'after': none} -%}
   {%- for key in ['schedule', 'delay'] + (['partition_column', 'initial_watermark', 'delete_column'] if flavour == 'hwm' else ['time_source', 'anchor', 'start_at']) -%}
     {%- set v = config.get(key) -%}
     {%- do c.update({key: v if v is none or v is string else hwm._hwm_opt_string(key)}) -%}
   {%- endfor -%}
+  {%- set v = config.get('schedule_after_refs', false) -%}
+  {%- do c.update({'schedule_after_refs': v if v is boolean else hwm._hwm_opt_bool('schedule_after_refs', false)}) -%}
+  {%- for key, minimum in [('lookback', 0), ('batch_size', 1)] if flavour == 'hwm' -%}
+    {%- set v = config.get(key) if key in user_set else none -%}
+    {%- do c.update({key: none if v is none else v | int if v is number and v is not boolean and v == (v | int) and v >= minimum else hwm._hwm_opt_int(key, minimum)}) -%}
+  {%- endfor -%}
+  {%- if c.pipeline is not string or c.pipeline | length > 63 or this.identifier | length > 54
+         or c.on_schema_change not in ['fail', 'append_new_columns', 'sync_all_columns', 'ignore'] or config.get('incremental_predicates')
+         or (flavour == 'hwm' and (c.unique_key is none or c.watermark_column is not string or c.watermark_column == ''
+                                   or (c.lookback and c.partition_column is none) or c.delete_column in c.unique_key)) -%}
+    {%- do hwm._hwm_model_config_error(c) -%}
+  {%- endif -%}
   {#- schedule_after_refs: the pipeline runs after those of the hwm models
       it ref()s (hwm.schedule_after), instead of every so often. -#}
-  {%- set v = config.get('schedule_after_refs', false) -%}
-  {%- do c.update({'schedule_after_refs': v if v is boolean else hwm._hwm_opt_bool('schedule_after_refs', false), 'after': none}) -%}
   {%- if c.schedule_after_refs -%}
     {%- do c.update({'after': hwm._hwm_after_refs(c)}) -%}
-  {%- endif -%}
-  {%- if config.get('incremental_predicates') -%}
-    {{ hwm._hwm_config_error('incremental_predicates', "is not supported by hwm models: hwm reads the source from its watermark and upserts on unique_key, so a predicate on the target's rows would not change what is loaded. Filter the source in the model's SQL, or use partition_column and lookback to overwrite the newest partitions") }}
   {%- endif -%}
   {%- if flavour != 'hwm' -%}
     {%- do hwm._hwm_interval_config(c) -%}
     {{- return(c) -}}
   {%- endif -%}
-  {%- if c.unique_key is none -%}
-    {{ hwm._hwm_config_error('unique_key', "is required: the business key hwm upserts on, e.g. unique_key='id' or unique_key=['id', 'day']") }}
-  {%- endif -%}
-  {%- set wm = config.get('watermark_column') -%}
-  {%- if wm is none or wm is not string or wm == '' -%}
-    {{ hwm._hwm_config_error('watermark_column', "is required: the column whose new values say which rows are new, e.g. watermark_column='updated_at'") }}
-  {%- endif -%}
-  {%- do c.update({'watermark_column': wm}) -%}
-  {#- (lookback and batch_size: only values the user set, as for on_schema_change) -#}
-  {%- for key, minimum in [('lookback', 0), ('batch_size', 1)] -%}
-    {%- set v = config.get(key) if key in user_set else none -%}
-    {%- do c.update({key: none if v is none else v | int if v is number and v is not boolean and v == (v | int) and v >= minimum else hwm._hwm_opt_int(key, minimum)}) -%}
-  {%- endfor -%}
   {%- do c.update({'lookback': c.lookback or 0}) -%}
-  {%- if c.lookback > 0 and c.partition_column is none -%}
-    {{ hwm._hwm_config_error('lookback', "needs partition_column: the lookback re-overwrites the newest partitions of that column") }}
-  {%- endif -%}
-  {%- if c.delete_column is not none and c.delete_column in c.unique_key -%}
-    {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which is part of unique_key: name the column that marks a deleted row, e.g. delete_column='deleted_at'") }}
-  {%- endif -%}
   {%- if config.get('history', false) is sameas false and config.get('history_columns') is none
          and config.get('valid_from_column') is none and config.get('valid_to_column') is none -%}
     {%- do c.update({'history': false, 'history_columns': none, 'valid_from_column': none, 'valid_to_column': none}) -%}
@@ -131,6 +115,33 @@
     {%- do c.update(hwm._hwm_history_config(c)) -%}
   {%- endif -%}
   {{- return(c) -}}
+{%- endmacro %}
+
+{#- What _hwm_model_config found wrong with the configuration c: the
+    error, in the order the keys are checked. -#}
+{% macro _hwm_model_config_error(c) -%}
+  {%- if c.pipeline is not string or c.pipeline | length > 63 -%}
+    {{ hwm._hwm_config_error('pipeline', "must be a pipeline name of at most 63 characters (the default is schema.model), got " ~ c.pipeline) }}
+  {%- endif -%}
+  {%- if this.identifier | length > 54 -%}
+    {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the relation name is longer than 54 characters; hwm's helper relations add 9 (name__hwm_src): set a shorter alias") }}
+  {%- endif -%}
+  {%- if c.on_schema_change not in ['fail', 'append_new_columns', 'sync_all_columns', 'ignore'] -%}
+    {{ hwm._hwm_config_error('on_schema_change', "must be fail (the default for hwm models), append_new_columns, sync_all_columns or ignore, got " ~ c.on_schema_change) }}
+  {%- endif -%}
+  {%- if config.get('incremental_predicates') -%}
+    {{ hwm._hwm_config_error('incremental_predicates', "is not supported by hwm models: hwm reads the source from its watermark and upserts on unique_key, so a predicate on the target's rows would not change what is loaded. Filter the source in the model's SQL, or use partition_column and lookback to overwrite the newest partitions") }}
+  {%- endif -%}
+  {%- if c.unique_key is none -%}
+    {{ hwm._hwm_config_error('unique_key', "is required: the business key hwm upserts on, e.g. unique_key='id' or unique_key=['id', 'day']") }}
+  {%- endif -%}
+  {%- if c.watermark_column is not string or c.watermark_column == '' -%}
+    {{ hwm._hwm_config_error('watermark_column', "is required: the column whose new values say which rows are new, e.g. watermark_column='updated_at'") }}
+  {%- endif -%}
+  {%- if c.lookback and c.partition_column is none -%}
+    {{ hwm._hwm_config_error('lookback', "needs partition_column: the lookback re-overwrites the newest partitions of that column") }}
+  {%- endif -%}
+  {{ hwm._hwm_config_error('delete_column', "names column " ~ c.delete_column ~ ", which is part of unique_key: name the column that marks a deleted row, e.g. delete_column='deleted_at'") }}
 {%- endmacro %}
 
 {#- schedule_after_refs=true: not with a schedule, and the pipelines of the
@@ -325,6 +336,17 @@
     {%- do hwm._hwm_check_scheduled(c) -%}
   {%- endif -%}
   {{- return(cols) -}}
+{%- endmacro %}
+
+{#- _hwm_check_config, when it has something to check: a column the
+    configuration names that the model does not return (missing), a
+    schedule, a delay, models upstream. -#}
+{% macro _hwm_config_checks(c, cols, missing) -%}
+  {%- set ns = namespace(check=missing or c.schedule is not none or c.delay is not none or c.schedule_after_refs) -%}
+  {%- for id in model.depends_on.nodes or [] if id.startswith('model.') -%}{%- set ns.check = true -%}{%- endfor -%}
+  {%- if ns.check -%}
+    {%- do hwm._hwm_check_config(c, none, cols) -%}
+  {%- endif -%}
 {%- endmacro %}
 
 {#- The columns the configuration names, against the model's (cols). -#}
@@ -711,8 +733,12 @@
   and loads what is left, so that models downstream in this dbt run read
   it loaded.)
   Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
+  report: the label of the run's report (_hwm_report), which a load of one
+  run (no batch_size) makes in the run's round trip, its commit and the
+  BEGIN of the last transaction (the model's 'main' statement); then the
+  result has 'reported': true and the last transaction is open.
 -#}
-{% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none) -%}
+{% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none, report=none) -%}
   {#- (the caller has committed: no transaction is open; dbt's sandbox
       caps a range at 100000: up to 10^10 runs) -#}
   {%- set ids = [] -%}
@@ -722,7 +748,7 @@
         outcome, {run_id, moved (the watermark)}, {busy} (nowait found a run
         in progress) or {error: {sqlstate, message, detail, hint}} (the run's
         error, caught so that it can be told in the model's terms). -#}
-    {%- set r = fromjson(hwm._hwm_query("DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
+    {%- set run = "DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
                       PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
                       SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
                         INTO x FROM hwm.run(" ~ hwm._hwm_literal(pipeline) ~ ", nowait => " ~ ('true' if nowait else 'false') ~ ") AS r;
@@ -734,11 +760,16 @@
                         GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
                         PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
                           pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
-                    END $hwm$;
-                    select pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
-    {%- do adapter.commit() -%}
+                    END $hwm$" -%}
+    {%- set reported = report is not none and c is not none and c.batch_size is none -%}
+    {%- if reported -%}
+      {%- set r = hwm._hwm_report(pipeline, none, nowait, report, run ~ ";\ncommit;\nbegin;\n") -%}
+    {%- else -%}
+      {%- set r = fromjson(hwm._hwm_query(run ~ ";\nselect pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+      {%- do adapter.commit() -%}
+    {%- endif -%}
     {%- if r.busy and nowait -%}
-      {{- return({'loaded': false, 'run_ids': []}) -}}
+      {{- return({'loaded': false, 'run_ids': [], 'reported': reported}) -}}
     {%- elif r.busy -%}
       {%- do hwm._hwm_load_failed(pipeline, c, {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
     {%- elif r.error is defined -%}
@@ -749,7 +780,7 @@
         watermark: a second would only find what committed meanwhile,
         which the next dbt run loads (as dbt's own models would) -#}
     {%- if not r.moved or (c is not none and c.batch_size is none) -%}
-      {{- return({'loaded': true, 'run_ids': ids}) -}}
+      {{- return({'loaded': true, 'run_ids': ids, 'reported': reported}) -}}
     {%- endif -%}
   {%- endfor -%}{%- endfor -%}
   {{- return({'loaded': true, 'run_ids': ids}) -}}
@@ -793,15 +824,21 @@
   inserted or updated by partition overwrites; for an hwm_interval model
   the rows its commands processed).  loaded: true/false, or what
   _hwm_load_copy returned (then only those runs count).  Source rows with a
-  NULL watermark are a dbt warning.
+  NULL watermark are a dbt warning.  run: the DO block of one hwm.run
+  (_hwm_load_copy) and what follows it, run before the report in its round
+  trip; the report is then of that run (loaded: whether it was a nowait
+  run, whose busy outcome is reported), and returns its outcome ({run_id},
+  {busy} or {error}; an error, or busy without nowait, is not reported).
 -#}
-{% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
+{% macro _hwm_report(pipeline, after_run_id, loaded, label, run=none) -%}
   {%- set run_ids = loaded.run_ids if loaded is mapping else none -%}
   {%- set loaded = loaded.loaded if loaded is mapping else loaded -%}
+  {%- set outcome = "nullif(pg_catalog.current_setting('hwm_dbt.run', true), '')::json" -%}
   {#- (the message is written by the query: what a macro computes is
       compiled from Jinja in every dbt process, a query's text is not) -#}
   {%- call statement('main', fetch_result=True) -%}
-    select case when not {{ 'true' if loaded else 'false' }}
+    {{ run or '' }}
+    select case when {{ "(" ~ outcome ~ " operator(pg_catalog.->>) 'busy') is not null" if run else 'not ' ~ ('true' if loaded else 'false') }}
                 then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
                 else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted
                      || case when {{ hwm._hwm_literal(label) }} = 'interval' then ' rows processed'
@@ -811,7 +848,7 @@
                      || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
            || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
                        || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
-           r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text
+           r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text{{ ", " ~ outcome ~ "::text" if run }}
       from hwm.state s
       cross join lateral (
         select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
@@ -820,18 +857,20 @@
                (pg_catalog.array_agg(x.watermark_after order by x.run_id desc))[1] as wm_after
           from hwm.runs x
          where x.pipeline = s.pipeline and x.kind = 'load'
-           and {% if run_ids is not none %}x.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}x.run_id > {{ after_run_id }}{% endif %}) as r
+           and {% if run %}x.run_id = ({{ outcome }} operator(pg_catalog.->>) 'run_id')::bigint{% elif run_ids is not none %}x.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}x.run_id > {{ after_run_id }}{% endif %}) as r
      where s.pipeline = {{ hwm._hwm_literal(pipeline) }}
   {%- endcall -%}
   {%- set table = load_result('main').table -%}
   {%- if table.rows | length == 0 -%}{{ return('') }}{%- endif -%}
   {%- set row = table.rows[0] -%}
+  {%- set r = fromjson(row[4]) if run else {} -%}
+  {%- if r.error is defined or (r.busy and not loaded) -%}{{ return(r) }}{%- endif -%}
   {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
   {%- if row[2] -%}
     {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ row[2] ~ " source rows have a NULL " ~ row[3] ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
   {%- endif -%}
   {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
-  {{- return(row[0]) -}}
+  {{- return(r if run else row[0]) -}}
 {%- endmacro %}
 
 {#-
