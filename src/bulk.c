@@ -23,8 +23,8 @@
  * method) and a statement that is not a plain INSERT ... SELECT take the
  * INSERT through SPI, as before.
  *
- * Portions of the buffering follow src/backend/commands/copyfrom.c's
- * (PostgreSQL), whose limits it keeps.
+ * A batch ends where COPY FROM's do (src/backend/commands/copyfrom.c):
+ * at 1000 rows or 64 kB of them.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,7 +48,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* COPY FROM's: a batch is at most this many rows, or this many bytes */
+/* a batch is at most this many rows, or this many bytes (COPY FROM's) */
 #define BULK_MAX_ROWS	1000
 #define BULK_MAX_BYTES	65535
 
