@@ -202,12 +202,12 @@
 {#-
   The common first run: no table, no pipeline, no enforced contract, not
   a history, not dbt run --empty or --sample (everything else is
-  _hwm_build's).  Two round trips before the load, and one macro: the
+  _hwm_build's).  One macro and three round trips before the load: the
   first makes the model's view and reads what the run needs of it (its
   columns as the function's result columns, and whether the configuration
   names a column it does not return); the second makes the function, the
-  source view, the table with its primary key and the pipeline, and
-  commits.  The checks that need more (a missing column's error, a
+  source view and the table with its primary key; the third the pipeline,
+  and commits.  The checks that need more (a missing column's error, a
   schedule, a delay, models upstream) are _hwm_check_config's, called only
   when they apply.  Returns what _hwm_load_copy returns.
 -#}
