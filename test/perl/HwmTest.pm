@@ -284,7 +284,11 @@ sub kill9
 	open my $fh, '>>', $marker or die "$marker: $!";
 	print $fh "9 $pid\n";
 	close $fh or die "$marker: $!";
-	return kill 'KILL', $pid;
+	# (where the log stood: wait_back waits for the restart after it)
+	my $offset = -s $node->logfile;
+	my $killed = kill 'KILL', $pid;
+	$node->{hwm_crash_offset} //= $offset if $killed;
+	return $killed;
 }
 
 # wait_back(node): true once the node accepts connections again after a
@@ -292,9 +296,21 @@ sub kill9
 # writes the query to psql's stdin, and a psql that exits at once because
 # the server is still restarting makes that write fail (EPIPE), which
 # IPC::Run raises as "ack Broken pipe" and which ended a test with exit 32.
+# After a kill9, it first waits for the postmaster to have begun the
+# restart: right after the kill the server still answered, and the next
+# query met it in crash recovery ("the database system is not yet
+# accepting connections"; 069 failed so on PostgreSQL 15, 30 ms after the
+# kill).
 sub wait_back
 {
 	my ($node) = @_;
+	if (defined(my $offset = delete $node->{hwm_crash_offset}))
+	{
+		return 0 unless eval {
+			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+			1;
+		};
+	}
 	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 	while (time() < $deadline)
 	{
