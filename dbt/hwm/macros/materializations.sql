@@ -212,9 +212,6 @@
   when they apply.  Returns what _hwm_load_copy returns.
 -#}
 {% macro _hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
-  {%- if '$hwm_model$' in sql -%}
-    {%- do hwm._hwm_fn_sql(fn, [], false) -%}
-  {%- endif -%}
   {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
   {%- set row = run_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
       ~ "select pg_catalog.json_agg(a.attname::text order by a.attnum)::text,
@@ -226,9 +223,7 @@
   {%- if facts.comments[1] is not none -%}
     {%- do hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
   {%- endif -%}
-  {%- do run_query("drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n"
-                   ~ "create function " ~ fn ~ "()\nreturns table (" ~ row[1] ~ ")\nlanguage sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$;\n"
-                   ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src) ~ ";\n"
+  {%- do run_query(hwm._hwm_source_sql(src, fn, row[1], "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n")
                    ~ "create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
                    ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
   {%- if config.get('indexes') -%}
@@ -259,7 +254,7 @@
 {% macro _hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
   {%- set state = facts.state -%}
   {%- if state.target_oid != facts.oids[0] or state.command is not none or config.get('indexes')
-         or (facts.comments[1] is not none and facts.comments[1] != hwm._hwm_marker()) or '$hwm_model$' in sql -%}
+         or (facts.comments[1] is not none and facts.comments[1] != hwm._hwm_marker()) -%}
     {{- return(false) -}}
   {%- endif -%}
   {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
@@ -282,6 +277,9 @@
     {{- return(false) -}}
   {%- endif -%}
   {%- do hwm._hwm_config_checks(c, named, false) -%}
+  {#- (the model's function and source view, made after the swap: built
+      now, so that what is wrong with them is said before anything is) -#}
+  {%- set source_sql = hwm._hwm_source_sql(src, fn, row[0], "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n") -%}
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
   {%- do hwm._hwm_commit("create table " ~ stg ~ " (" ~ row[1] ~ ");\nalter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n"
                          ~ hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
@@ -293,10 +291,7 @@
   {%- set wm = hwm._hwm_query("select watermark from hwm.state where pipeline = " ~ hwm._hwm_literal(stg_pipeline)).rows[0][0] -%}
   {%- do hwm._hwm_commit("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ");\nselect hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ");\n"
                          ~ "CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ");\n"
-                         ~ "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n"
-                         ~ "create function " ~ fn ~ "()\nreturns table (" ~ row[0] ~ ")\nlanguage sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$;\n"
-                         ~ "create view " ~ src ~ " as select * from " ~ fn ~ "();\n" ~ hwm._hwm_mark_sql(src) ~ ";\n"
-                         ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) ~ ";\n"
+                         ~ source_sql ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) ~ ";\n"
                          ~ "drop view " ~ new_view ~ ";\ndrop table " ~ stg) -%}
   {%- do log("hwm " ~ c.pipeline ~ ": full refresh: rebuilt in " ~ stg.identifier ~ " and swapped in (the table keeps its OID, grants and dependent views); watermark set to " ~ (wm or 'none'), info=true) -%}
   {{- return(true) -}}
@@ -632,15 +627,16 @@
   STRICT: what the planner needs to inline it into the run's queries.  Its
   body is parsed when it runs, with hwm's search_path (pg_catalog,
   pg_temp): dbt's ref() and source() are schema-qualified; qualify
-  functions of your own.
+  functions of your own.  cols: [{name, type}], or the column definitions
+  as a query wrote them ("name type, ...").
 -#}
 {% macro _hwm_fn_sql(fn, cols, replace) -%}
   {%- if '$hwm_model$' in sql -%}
     {{ exceptions.raise_compiler_error("hwm model " ~ hwm._hwm_where() ~ ": the model's SQL contains $hwm_model$, the quote hwm's function uses for it; write it otherwise") }}
   {%- endif -%}
   {%- set defs = [] -%}
-  {%- for col in cols -%}{%- do defs.append(adapter.quote(col.name) ~ " " ~ col.type) -%}{%- endfor -%}
-  {{- return("create " ~ ("or replace " if replace else "") ~ "function " ~ fn ~ "()\nreturns table (" ~ defs | join(', ') ~ ")\n"
+  {%- for col in ([] if cols is string else cols) -%}{%- do defs.append(adapter.quote(col.name) ~ " " ~ col.type) -%}{%- endfor -%}
+  {{- return("create " ~ ("or replace " if replace else "") ~ "function " ~ fn ~ "()\nreturns table (" ~ (cols if cols is string else defs | join(', ')) ~ ")\n"
              ~ "language sql stable\nas $hwm_model$" ~ hwm._hwm_fn_body() ~ "$hwm_model$") -}}
 {%- endmacro %}
 
