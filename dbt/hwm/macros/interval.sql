@@ -106,10 +106,7 @@
   {%- set c = hwm._hwm_model_config('hwm_interval') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
-  {%- set probe = hwm._hwm_helper(target_relation, '__hwm_new', 'view') -%}
-  {%- set stg = hwm._hwm_helper(target_relation, '__hwm_stg', 'table') -%}
-  {%- set src = hwm._hwm_helper(target_relation, '__hwm_src', 'view') -%}
-  {%- set fn = hwm._hwm_helper(target_relation, '__hwm_fn', none).include(database=False) -%}
+  {%- set src, probe, stg, fn, fn2 = hwm._hwm_helpers(target_relation) -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set refresh = "`dbt run --full-refresh --select " ~ model.name ~ "`" -%}
 

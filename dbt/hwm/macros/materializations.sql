@@ -23,19 +23,20 @@
                        (default "schema.model"), owned by dbt's role
 
   First run: create the function and view, the table (empty, columns from
-  the view) and the pipeline, then load with CALL hwm.catch_up.  Later
-  runs: replace the function's SQL, apply on_schema_change, change the
-  pipeline in place with hwm.alter_pipeline when its columns or
-  configuration changed (its watermark, history and schedule kept), then
-  CALL hwm.catch_up.  --full-refresh: load the
-  model from scratch into <model>__hwm_stg through a pipeline of its own,
-  CALL hwm.swap it in (the target keeps its OID, grants and dependent
-  views), and carry that pipeline's safe watermark over.
+  the view) and the pipeline, then load.  Later runs: replace the
+  function's SQL, apply on_schema_change, change the pipeline in place
+  with hwm.alter_pipeline when its columns or configuration changed (its
+  watermark, history and schedule kept), then load.  --full-refresh: load
+  the model from scratch into <model>__hwm_stg through a pipeline of its
+  own, CALL hwm.swap it in (the target keeps its OID, grants and dependent
+  views), and carry that pipeline's safe watermark over.  The load is one
+  hwm.run (_hwm_run_once), or with batch_size one per batch until the
+  watermark stops (_hwm_load_copy).
 
   Transactions: the setup runs in one transaction (pre-hooks inside it);
-  CALL hwm.catch_up runs outside any transaction block, so with batch_size
-  each batch commits with its watermark; post-hooks, grants and docs run in
-  a last transaction, after the load.
+  the load's runs are committed each on its own, so with batch_size each
+  batch commits with its watermark; post-hooks, grants and docs run in a
+  last transaction, after the load.
 -#}
 
 {% materialization hwm, adapter='postgres' -%}
@@ -46,12 +47,7 @@
   {%- set c = hwm._hwm_model_config('hwm') -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
-  {%- set src = hwm._hwm_helper(target_relation, '__hwm_src', 'view') -%}
-  {%- set new_view = hwm._hwm_helper(target_relation, '__hwm_new', 'view') -%}
-  {%- set stg = hwm._hwm_helper(target_relation, '__hwm_stg', 'table') -%}
-  {%- set fn = hwm._hwm_helper(target_relation, '__hwm_fn', none).include(database=False) -%}
-  {%- set fn2 = hwm._hwm_helper(target_relation, '__hwm_fn2', none).include(database=False) -%}
-  {%- set grant_config = config.get('grants') -%}
+  {%- set src, new_view, stg, fn, fn2 = hwm._hwm_helpers(target_relation) -%}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {#- (dbt's transaction: opened by the in-transaction pre-hooks, or else by
@@ -65,28 +61,16 @@
       each kind of run. -#}
   {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
 
-  {%- set contract_config = config.get('contract') -%}
-  {%- if existing_relation is none and state is none and not c.history and not (contract_config and contract_config.enforced)
+  {%- if existing_relation is not none and existing_relation.is_table and state is not none and not should_full_refresh()
          and not hwm._hwm_sampled() -%}
-    {#- The common first run (_hwm_first). -#}
-    {%- set mode = 'create' -%}
-    {%- set loaded = hwm._hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
-  {%- elif existing_relation is not none and existing_relation.is_table and state is not none and should_full_refresh()
-           and not c.history and not (contract_config and contract_config.enforced) and not hwm._hwm_sampled()
-           and hwm._hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
-    {#- The common --full-refresh, done by _hwm_refresh (false: not one,
-        left to _hwm_build). -#}
-    {%- set mode = 'full refresh' -%}
-    {%- set loaded = true -%}
-  {%- elif existing_relation is none or not existing_relation.is_table or state is none or should_full_refresh() or hwm._hwm_sampled() -%}
-    {#- Another first run, a rebuild, dbt run --empty or --sample (_hwm_build). -#}
-    {%- set built = hwm._hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
+    {%- set mode = 'incremental' -%}
+    {%- set loaded = hwm._hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
+  {%- else -%}
+    {#- Every other run (_hwm_other_run). -#}
+    {%- set built = hwm._hwm_other_run(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
     {%- set mode = built.mode -%}
     {%- set loaded = built.loaded -%}
     {%- set existing_relation = built.existing -%}
-  {%- else -%}
-    {%- set mode = 'incremental' -%}
-    {%- set loaded = hwm._hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
   {%- endif -%}
 
   {%- if mode not in ['full refresh', 'sampled'] and not loaded.reported -%}
@@ -110,13 +94,35 @@
     {%- do hwm._hwm_sync_schedule(c, state if mode == 'incremental' else none) -%}
   {%- endif -%}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {%- do apply_grants(target_relation, grant_config, should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
+  {%- do apply_grants(target_relation, config.get('grants'), should_revoke=should_revoke(existing_relation, full_refresh_mode=False)) -%}
   {%- do persist_docs(target_relation, model) -%}
   {%- do adapter.commit() -%}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
 
   {{ return({'relations': [target_relation]}) }}
 {%- endmaterialization %}
+
+{#-
+  The runs of an hwm model that are not incremental: the common first run
+  (_hwm_first), the common --full-refresh (_hwm_refresh: false when it is
+  not one) and every other (_hwm_build).  In a macro of its own, so that an
+  incremental run does not compile it.  Returns {mode, loaded, existing},
+  as _hwm_build does.
+-#}
+{% macro _hwm_other_run(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
+  {%- set state = facts.state -%}
+  {%- set contract_config = config.get('contract') -%}
+  {%- set plain = not c.history and not (contract_config and contract_config.enforced) and not hwm._hwm_sampled() -%}
+  {%- if existing_relation is none and state is none and plain -%}
+    {{- return({'mode': 'create', 'existing': existing_relation,
+                'loaded': hwm._hwm_first(c, facts, target_relation, src, new_view, fn, leftovers)}) -}}
+  {%- elif existing_relation is not none and existing_relation.is_table and state is not none and should_full_refresh() and plain
+           and hwm._hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
+    {{- return({'mode': 'full refresh', 'existing': existing_relation, 'loaded': true}) -}}
+  {%- endif -%}
+  {#- Another first run, a rebuild, dbt run --empty or --sample. -#}
+  {{- return(hwm._hwm_build(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers)) -}}
+{%- endmacro %}
 
 {#-
   An incremental run of an hwm model.  The model's view is made and read
@@ -143,7 +149,7 @@
               (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 1)
                 is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 3)").rows[0] -%}
   {%- set model_cols = fromjson(row[0]) -%}
-  {%- set cols = [] -%}{%- for m in model_cols -%}{%- do cols.append(m.name) -%}{%- endfor -%}
+  {%- set cols = model_cols | map(attribute='name') | list -%}
   {%- do hwm._hwm_check_config(c, none, cols) -%}
   {%- set contract_config = config.get('contract') -%}
   {%- if contract_config and contract_config.enforced -%}
@@ -151,10 +157,11 @@
   {%- endif -%}
   {#- which project made it (projects.sql): another's is an error -#}
   {%- set marker = 'keep' if facts.comments[1] == hwm._hwm_marker() else hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
-  {%- if state.target_oid != facts.oids[0] or state.command is not none
-         or state.unique_key != c.unique_key or state.watermark_column != c.watermark_column
-         or (state.valid_from_column is not none) != c.history
-         or (c.history and (state.valid_from_column != c.valid_from_column or state.valid_to_column != c.valid_to_column)) -%}
+  {#- (lists compared, not conditions joined: each operator is a node
+      compiled, and nested ones cost more) -#}
+  {%- if [state.target_oid, state.command, state.unique_key, state.watermark_column, state.valid_from_column is not none]
+           != [facts.oids[0], none, c.unique_key, c.watermark_column, c.history]
+         or (c.history and [state.valid_from_column, state.valid_to_column] != [c.valid_from_column, c.valid_to_column]) -%}
     {%- do hwm._hwm_refuse_incremental(c, state, facts) -%}
   {%- endif -%}
   {%- if not row[1] -%}
@@ -168,21 +175,16 @@
       package (a view of the model's SQL, no function) is replaced the
       same way. -#}
   {%- set same_view = row[2] and facts.fn_body is not none and facts.oids[1] is not none and facts.oids[1] == state.source_oid -%}
-  {%- set same_config = state.partition_column == c.partition_column and state.lookback == c.lookback
-                        and state.batch_size == c.batch_size and state.delete_column == c.delete_column
-                        and (not c.history or state.history_columns == c.history_columns)
-                        and ((state.delay is none and c.delay is none)
-                             or (state.delay is not none and c.delay is not none and hwm._hwm_same_interval(state.delay, c.delay))) -%}
+  {%- set same_config = [state.partition_column, state.lookback, state.batch_size, state.delete_column,
+                         state.history_columns if c.history else none, state.delay is none]
+                        == [c.partition_column, c.lookback, c.batch_size, c.delete_column, c.history_columns if c.history else none, c.delay is none]
+                        and (state.delay is none or state.delay == c.delay or hwm._hwm_same_interval(state.delay, c.delay)) -%}
   {#- (what waits for the setup's commit, to run in its round trip) -#}
   {%- set deferred = [] -%}
   {%- if same_view -%}
     {%- do deferred.append("drop view " ~ new_view) -%}
     {%- if marker == 'write' -%}
-      {#- a pipeline made by an older version of the package (or by this
-          project's model under another name): this project's now -#}
-      {%- do deferred.append(hwm._hwm_mark_sql(src)) -%}
-      {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
-                 ~ ("" if facts.comments[1] else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
+      {%- do deferred.append(hwm._hwm_adopt_sql(c, src, facts.comments[1])) -%}
     {%- endif -%}
     {#- Replaced only when its SQL changed: replacing it waits for
         nothing, but keeps pg_proc quiet when nothing changed. -#}
@@ -196,7 +198,8 @@
     {%- do hwm._hwm_change_in_place(c, state, same_view, model_cols, src, new_view, fn, fn2) -%}
   {%- endif -%}
   {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
-  {{- return(hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c, none, 'incremental')) -}}
+  {{- return(hwm._hwm_run_once(c.pipeline, c.schedule is not none, c, none) if c.batch_size is none
+            else hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c, none)) -}}
 {%- endmacro %}
 
 {#-
@@ -230,10 +233,10 @@
     {%- do create_indexes(target_relation) -%}
   {%- endif -%}
   {%- do hwm._hwm_commit("drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
-  {{- return(hwm._hwm_load_copy(c.pipeline, false, c,
-                                ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
-                                 "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()",
-                                 "drop table if exists " ~ target_relation], 'create')) -}}
+  {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")", "drop view if exists " ~ src,
+                     "drop function if exists " ~ fn ~ "()", "drop table if exists " ~ target_relation] -%}
+  {{- return(hwm._hwm_run_once(c.pipeline, false, c, cleanup) if c.batch_size is none
+            else hwm._hwm_load_copy(c.pipeline, false, c, cleanup)) -}}
 {%- endmacro %}
 
 {#-
@@ -283,8 +286,9 @@
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
   {%- do hwm._hwm_commit("create table " ~ stg ~ " (" ~ row[1] ~ ");\nalter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n"
                          ~ hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
-  {%- set loaded = hwm._hwm_load_copy(stg_pipeline, false, c, ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")",
-                                                              "drop table if exists " ~ stg, "drop view if exists " ~ new_view], 'full refresh') -%}
+  {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")", "drop table if exists " ~ stg, "drop view if exists " ~ new_view] -%}
+  {%- set loaded = hwm._hwm_run_once(stg_pipeline, false, c, cleanup) if c.batch_size is none
+                   else hwm._hwm_load_copy(stg_pipeline, false, c, cleanup) -%}
   {%- if not loaded.reported -%}
     {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
   {%- endif -%}
@@ -438,7 +442,8 @@
     {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
                        "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()"]
                       + ([] if adopt else ["drop table if exists " ~ target_relation]) -%}
-    {%- set loaded = hwm._hwm_load_copy(c.pipeline, false, c, cleanup, 'create') -%}
+    {%- set loaded = hwm._hwm_run_once(c.pipeline, false, c, cleanup) if c.batch_size is none
+                     else hwm._hwm_load_copy(c.pipeline, false, c, cleanup) -%}
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
     {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, model_cols) -%}
@@ -713,9 +718,9 @@
   {#- (the report counts the runs the load returns: no newest run id
       needed; one run reports in its own round trip, which opens the
       swap's transaction) -#}
-  {%- set loaded = hwm._hwm_load_copy(stg_pipeline, false, c,
-                    ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")",
-                     "drop table if exists " ~ stg, "drop view if exists " ~ new_view], 'full refresh') -%}
+  {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")", "drop table if exists " ~ stg, "drop view if exists " ~ new_view] -%}
+  {%- set loaded = hwm._hwm_run_once(stg_pipeline, false, c, cleanup) if c.batch_size is none
+                   else hwm._hwm_load_copy(stg_pipeline, false, c, cleanup) -%}
   {%- if not loaded.reported -%}
     {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
   {%- endif -%}

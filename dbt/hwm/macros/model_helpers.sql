@@ -407,11 +407,16 @@
   {%- endif -%}
 {%- endmacro %}
 
-{#- The helper relations of a model, next to it: the source view, the new
-    view being checked, the staging table of a full refresh. -#}
-{% macro _hwm_helper(relation, suffix, type) -%}
-  {{- return(api.Relation.create(database=relation.database, schema=relation.schema,
-                                 identifier=relation.identifier ~ suffix, type=type)) -}}
+{#- A model's helper relations (see materializations.sql), as a list:
+    its source view, the new view being checked, the staging table of a
+    full refresh, its function and the function being made beside it. -#}
+{% macro _hwm_helpers(relation) -%}
+  {%- set r = [] -%}
+  {%- for suffix, type in [('__hwm_src', 'view'), ('__hwm_new', 'view'), ('__hwm_stg', 'table'), ('__hwm_fn', none), ('__hwm_fn2', none)] -%}
+    {%- set h = api.Relation.create(database=relation.database, schema=relation.schema, identifier=relation.identifier ~ suffix, type=type) -%}
+    {%- do r.append(h if type else h.include(database=False)) -%}
+  {%- endfor -%}
+  {{- return(r) -}}
 {%- endmacro %}
 
 {#- A relation as a text literal for regclass ('"schema"."name"'). -#}
@@ -733,43 +738,19 @@
   and loads what is left, so that models downstream in this dbt run read
   it loaded.)
   Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
-  report: the label of the run's report (_hwm_report), which a load of one
-  run (no batch_size) makes in the run's round trip, its commit and the
-  BEGIN of the last transaction (the model's 'main' statement); then the
-  result has 'reported': true and the last transaction is open.
+  (A model without batch_size loads with _hwm_run_once, which reports in
+  the run's round trip.)
 -#}
-{% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none, report=none) -%}
+{% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none) -%}
   {#- (the caller has committed: no transaction is open; dbt's sandbox
       caps a range at 100000: up to 10^10 runs) -#}
   {%- set ids = [] -%}
   {%- for i in range(100000) -%}{%- for j in range(100000) -%}
     {%- set nowait = scheduled and ids | length == 0 -%}
-    {#- One hwm.run, committed, in one round trip: the DO block, then its
-        outcome, {run_id, moved (the watermark)}, {busy} (nowait found a run
-        in progress) or {error: {sqlstate, message, detail, hint}} (the run's
-        error, caught so that it can be told in the model's terms). -#}
-    {%- set run = "DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
-                      PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
-                      SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
-                        INTO x FROM hwm.run(" ~ hwm._hwm_literal(pipeline) ~ ", nowait => " ~ ('true' if nowait else 'false') ~ ") AS r;
-                      PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('run_id', x.run_id::text, 'moved', x.moved)::text, false);
-                    EXCEPTION
-                      WHEN lock_not_available THEN
-                        PERFORM pg_catalog.set_config('hwm_dbt.run', '{\"busy\": true}', false);
-                      WHEN others THEN
-                        GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
-                        PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
-                          pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
-                    END $hwm$" -%}
-    {%- set reported = report is not none and c is not none and c.batch_size is none -%}
-    {%- if reported -%}
-      {%- set r = hwm._hwm_report(pipeline, none, nowait, report, run ~ ";\ncommit;\nbegin;\n") -%}
-    {%- else -%}
-      {%- set r = fromjson(hwm._hwm_query(run ~ ";\nselect pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
-      {%- do adapter.commit() -%}
-    {%- endif -%}
+    {%- set r = fromjson(hwm._hwm_query(hwm._hwm_run_do(pipeline, nowait) ~ ";\nselect pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+    {%- do adapter.commit() -%}
     {%- if r.busy and nowait -%}
-      {{- return({'loaded': false, 'run_ids': [], 'reported': reported}) -}}
+      {{- return({'loaded': false, 'run_ids': []}) -}}
     {%- elif r.busy -%}
       {%- do hwm._hwm_load_failed(pipeline, c, {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
     {%- elif r.error is defined -%}
@@ -780,10 +761,88 @@
         watermark: a second would only find what committed meanwhile,
         which the next dbt run loads (as dbt's own models would) -#}
     {%- if not r.moved or (c is not none and c.batch_size is none) -%}
-      {{- return({'loaded': true, 'run_ids': ids, 'reported': reported}) -}}
+      {{- return({'loaded': true, 'run_ids': ids}) -}}
     {%- endif -%}
   {%- endfor -%}{%- endfor -%}
   {{- return({'loaded': true, 'run_ids': ids}) -}}
+{%- endmacro %}
+
+{#- One hwm.run of pipeline, committed by the caller, as a DO block that
+    keeps its outcome in the setting hwm_dbt.run: {run_id, moved (the
+    watermark)}, {busy} (nowait found a run in progress) or {error:
+    {sqlstate, message, detail, hint}} (the run's error, caught so that it
+    can be told in the model's terms). -#}
+{% macro _hwm_run_do(pipeline, nowait) -%}
+DO $hwm$ DECLARE x record; st text; msg text; det text; hnt text; BEGIN
+  PERFORM pg_catalog.set_config('hwm_dbt.run', '', false);
+  SELECT r.run_id, r.watermark_before is distinct from r.watermark_after AS moved
+    INTO x FROM hwm.run({{ hwm._hwm_literal(pipeline) }}, nowait => {{ 'true' if nowait else 'false' }}) AS r;
+  PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('run_id', x.run_id::text, 'moved', x.moved)::text, false);
+EXCEPTION
+  WHEN lock_not_available THEN
+    PERFORM pg_catalog.set_config('hwm_dbt.run', '{"busy": true}', false);
+  WHEN others THEN
+    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+    PERFORM pg_catalog.set_config('hwm_dbt.run', pg_catalog.json_build_object('error',
+      pg_catalog.json_build_object('sqlstate', st, 'message', msg, 'detail', det, 'hint', hnt))::text, false);
+END $hwm$
+{%- endmacro %}
+
+{#-
+  The common load of a copy pipeline (no batch_size): one hwm.run, its
+  commit, the BEGIN of the last transaction and the run's report, in one
+  round trip, dbt's 'main' statement: what _hwm_load_copy and
+  _hwm_report do for one run, with the SQL as text (each macro a run calls
+  is compiled in every dbt process, at a cost that grows with its Jinja,
+  not its text).  The report, _hwm_report's of this run, reads the run's
+  outcome from the setting _hwm_run_do keeps it in.  nowait: a scheduled
+  model's run, which leaves the load to a run in progress (then loaded is
+  false, and the report says so).  An error is raised by _hwm_load_failed
+  (after cleanup).  Returns what _hwm_load_copy returns, and 'reported':
+  true; the last transaction is open.
+-#}
+{% macro _hwm_run_once(pipeline, nowait, c, cleanup) -%}
+  {%- call statement('main', fetch_result=True) -%}
+{{ hwm._hwm_run_do(pipeline, nowait) }};
+commit;
+begin;
+select case when (o.o operator(pg_catalog.->>) 'busy') is not null
+            then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
+            else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted || ' rows upserted'
+                 || case when r.partitions <> 0 then ', ' || r.partitions || ' partitions overwritten ('
+                                                    || r.deleted || ' rows deleted, ' || r.inserted || ' inserted or updated)' else '' end
+                 || ', watermark ' || coalesce(nullif(case when r.n > 0 then r.wm_before else s.watermark end, ''), 'none')
+                 || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
+       || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
+                   || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
+       r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text, o.o::text
+  from (select nullif(pg_catalog.current_setting('hwm_dbt.run', true), '')::json as o) as o
+  left join hwm.state s on s.pipeline = {{ hwm._hwm_literal(pipeline) }}
+  left join lateral (
+    select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
+           coalesce(sum(x.rows_deleted), 0) as deleted, coalesce(sum(x.rows_inserted), 0) as inserted,
+           (pg_catalog.array_agg(x.watermark_before))[1] as wm_before, (pg_catalog.array_agg(x.watermark_after))[1] as wm_after
+      from hwm.runs x
+     where x.pipeline = s.pipeline and x.kind = 'load' and x.run_id = (o.o operator(pg_catalog.->>) 'run_id')::bigint) as r on true
+  {%- endcall -%}
+  {%- set table = load_result('main').table -%}
+  {%- set row = table.rows[0] -%}
+  {%- set r = fromjson(row[4]) -%}
+  {%- if r.error is defined or (r.busy and not nowait) -%}
+    {%- do hwm._hwm_load_failed(pipeline, c, r if r.error is defined else {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
+  {%- endif -%}
+  {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
+  {%- if row[2] -%}
+    {%- do hwm._hwm_warn_null_watermarks(row[2], row[3]) -%}
+  {%- endif -%}
+  {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
+  {{- return({'loaded': not r.busy, 'run_ids': [] if r.busy else [r.run_id], 'reported': true}) -}}
+{%- endmacro %}
+
+{#- The warning of source rows with a NULL watermark (n of them, column
+    col): counted by dbt (WARN=1; an error under --warn-error). -#}
+{% macro _hwm_warn_null_watermarks(n, col) -%}
+  {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ n ~ " source rows have a NULL " ~ col ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
 {%- endmacro %}
 
 {#-
@@ -824,21 +883,16 @@
   inserted or updated by partition overwrites; for an hwm_interval model
   the rows its commands processed).  loaded: true/false, or what
   _hwm_load_copy returned (then only those runs count).  Source rows with a
-  NULL watermark are a dbt warning.  run: the DO block of one hwm.run
-  (_hwm_load_copy) and what follows it, run before the report in its round
-  trip; the report is then of that run (loaded: whether it was a nowait
-  run, whose busy outcome is reported), and returns its outcome ({run_id},
-  {busy} or {error}; an error, or busy without nowait, is not reported).
+  NULL watermark are a dbt warning.  (_hwm_run_once reports one run the
+  same way, in the run's round trip.)  Returns the message.
 -#}
-{% macro _hwm_report(pipeline, after_run_id, loaded, label, run=none) -%}
+{% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
   {%- set run_ids = loaded.run_ids if loaded is mapping else none -%}
   {%- set loaded = loaded.loaded if loaded is mapping else loaded -%}
-  {%- set outcome = "nullif(pg_catalog.current_setting('hwm_dbt.run', true), '')::json" -%}
   {#- (the message is written by the query: what a macro computes is
       compiled from Jinja in every dbt process, a query's text is not) -#}
   {%- call statement('main', fetch_result=True) -%}
-    {{ run or '' }}
-    select case when {{ "(" ~ outcome ~ " operator(pg_catalog.->>) 'busy') is not null" if run else 'not ' ~ ('true' if loaded else 'false') }}
+    select case when not {{ 'true' if loaded else 'false' }}
                 then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
                 else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted
                      || case when {{ hwm._hwm_literal(label) }} = 'interval' then ' rows processed'
@@ -848,7 +902,7 @@
                      || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
            || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
                        || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
-           r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text{{ ", " ~ outcome ~ "::text" if run }}
+           r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text
       from hwm.state s
       cross join lateral (
         select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
@@ -857,20 +911,18 @@
                (pg_catalog.array_agg(x.watermark_after order by x.run_id desc))[1] as wm_after
           from hwm.runs x
          where x.pipeline = s.pipeline and x.kind = 'load'
-           and {% if run %}x.run_id = ({{ outcome }} operator(pg_catalog.->>) 'run_id')::bigint{% elif run_ids is not none %}x.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}x.run_id > {{ after_run_id }}{% endif %}) as r
+           and {% if run_ids is not none %}x.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}x.run_id > {{ after_run_id }}{% endif %}) as r
      where s.pipeline = {{ hwm._hwm_literal(pipeline) }}
   {%- endcall -%}
   {%- set table = load_result('main').table -%}
   {%- if table.rows | length == 0 -%}{{ return('') }}{%- endif -%}
   {%- set row = table.rows[0] -%}
-  {%- set r = fromjson(row[4]) if run else {} -%}
-  {%- if r.error is defined or (r.busy and not loaded) -%}{{ return(r) }}{%- endif -%}
   {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
   {%- if row[2] -%}
-    {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ row[2] ~ " source rows have a NULL " ~ row[3] ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
+    {%- do hwm._hwm_warn_null_watermarks(row[2], row[3]) -%}
   {%- endif -%}
   {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
-  {{- return(r if run else row[0]) -}}
+  {{- return(row[0]) -}}
 {%- endmacro %}
 
 {#-

@@ -32,6 +32,16 @@
   {{- return("comment on view " ~ view ~ " is " ~ hwm._hwm_literal(hwm._hwm_marker())) -}}
 {%- endmacro %}
 
+{#- The record written on a source view (src) whose comment carries none,
+    or an older model id of this project: a pipeline made by an older
+    version of the package (or by this project's model under another name)
+    is this project's now.  Returns the COMMENT ON VIEW, and logs it. -#}
+{% macro _hwm_adopt_sql(c, src, comment) -%}
+  {%- do log("hwm " ~ c.pipeline ~ ": recorded as made by dbt project " ~ project_name ~ " (" ~ model.unique_id ~ ")"
+             ~ ("" if comment else ": a pipeline made by an older version of the hwm package, adopted"), info=true) -%}
+  {{- return(hwm._hwm_mark_sql(src)) -}}
+{%- endmacro %}
+
 {#- The record in a comment's text: a dict, or none (no comment, or not ours). -#}
 {% macro _hwm_parse_marker(comment) -%}
   {%- if comment is string and comment.startswith('{"made_by": "hwm dbt package", ') -%}
