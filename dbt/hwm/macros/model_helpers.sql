@@ -792,10 +792,10 @@ END $hwm$
   The common load of a copy pipeline (no batch_size): one hwm.run, its
   commit, the BEGIN of the last transaction and the run's report, in one
   round trip, dbt's 'main' statement: what _hwm_load_copy and
-  _hwm_report do for one run, with the SQL as text (each macro a run calls
-  is compiled in every dbt process, at a cost that grows with its Jinja,
-  not its text).  The report, _hwm_report's of this run, reads the run's
-  outcome from the setting _hwm_run_do keeps it in.  nowait: a scheduled
+  _hwm_report do for one run, with less Jinja (each macro a run calls is
+  compiled in every dbt process, at a cost that grows with its Jinja, not
+  its text).  The report (_hwm_report_sql) reads the run's outcome from
+  the setting _hwm_run_do keeps it in.  nowait: a scheduled
   model's run, which leaves the load to a run in progress (then loaded is
   false, and the report says so).  An error is raised by _hwm_load_failed
   (after cleanup).  Returns what _hwm_load_copy returns, and 'reported':
@@ -806,24 +806,8 @@ END $hwm$
 {{ hwm._hwm_run_do(pipeline, nowait) }};
 commit;
 begin;
-select case when (o.o operator(pg_catalog.->>) 'busy') is not null
-            then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
-            else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted || ' rows upserted'
-                 || case when r.partitions <> 0 then ', ' || r.partitions || ' partitions overwritten ('
-                                                    || r.deleted || ' rows deleted, ' || r.inserted || ' inserted or updated)' else '' end
-                 || ', watermark ' || coalesce(nullif(case when r.n > 0 then r.wm_before else s.watermark end, ''), 'none')
-                 || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
-       || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
-                   || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
-       r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text, o.o::text
-  from (select nullif(pg_catalog.current_setting('hwm_dbt.run', true), '')::json as o) as o
-  left join hwm.state s on s.pipeline = {{ hwm._hwm_literal(pipeline) }}
-  left join lateral (
-    select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
-           coalesce(sum(x.rows_deleted), 0) as deleted, coalesce(sum(x.rows_inserted), 0) as inserted,
-           (pg_catalog.array_agg(x.watermark_before))[1] as wm_before, (pg_catalog.array_agg(x.watermark_after))[1] as wm_after
-      from hwm.runs x
-     where x.pipeline = s.pipeline and x.kind = 'load' and x.run_id = (o.o operator(pg_catalog.->>) 'run_id')::bigint) as r on true
+{{ hwm._hwm_report_sql(pipeline, 'load', "(o.o operator(pg_catalog.->>) 'busy') is not null",
+                       "x.run_id = (o.o operator(pg_catalog.->>) 'run_id')::bigint") }}
   {%- endcall -%}
   {%- set table = load_result('main').table -%}
   {%- set row = table.rows[0] -%}
@@ -831,18 +815,21 @@ select case when (o.o operator(pg_catalog.->>) 'busy') is not null
   {%- if r.error is defined or (r.busy and not nowait) -%}
     {%- do hwm._hwm_load_failed(pipeline, c, r if r.error is defined else {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
   {%- endif -%}
-  {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
-  {%- if row[2] -%}
-    {%- do hwm._hwm_warn_null_watermarks(row[2], row[3]) -%}
-  {%- endif -%}
-  {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
+  {%- do hwm._hwm_report_row(pipeline, table) -%}
   {{- return({'loaded': not r.busy, 'run_ids': [] if r.busy else [r.run_id], 'reported': true}) -}}
 {%- endmacro %}
 
-{#- The warning of source rows with a NULL watermark (n of them, column
-    col): counted by dbt (WARN=1; an error under --warn-error). -#}
-{% macro _hwm_warn_null_watermarks(n, col) -%}
-  {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ n ~ " source rows have a NULL " ~ col ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
+{#- What the report's row (of _hwm_report_sql, in dbt's result table)
+    says: the message logged, source rows with a NULL watermark a warning
+    dbt counts (WARN=1; an error under --warn-error), and the rows written
+    as the adapter response of the 'main' statement. -#}
+{% macro _hwm_report_row(pipeline, table) -%}
+  {%- set row = table.rows[0] -%}
+  {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
+  {%- if row[2] -%}
+    {%- do exceptions.warn("hwm model " ~ hwm._hwm_where() ~ ": " ~ row[2] ~ " source rows have a NULL " ~ row[3] ~ " (the watermark column), and hwm never loads them: give them a value, or filter them out in the model's SQL") -%}
+  {%- endif -%}
+  {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
 {%- endmacro %}
 
 {#-
@@ -889,40 +876,47 @@ select case when (o.o operator(pg_catalog.->>) 'busy') is not null
 {% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
   {%- set run_ids = loaded.run_ids if loaded is mapping else none -%}
   {%- set loaded = loaded.loaded if loaded is mapping else loaded -%}
-  {#- (the message is written by the query: what a macro computes is
-      compiled from Jinja in every dbt process, a query's text is not) -#}
   {%- call statement('main', fetch_result=True) -%}
-    select case when not {{ 'true' if loaded else 'false' }}
-                then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
-                else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted
-                     || case when {{ hwm._hwm_literal(label) }} = 'interval' then ' rows processed'
-                             else ' rows upserted' || case when r.partitions <> 0 then ', ' || r.partitions || ' partitions overwritten ('
-                                                              || r.deleted || ' rows deleted, ' || r.inserted || ' inserted or updated)' else '' end end
-                     || ', watermark ' || coalesce(nullif(case when r.n > 0 then r.wm_before else s.watermark end, ''), 'none')
-                     || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
-           || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
-                       || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
-           r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text
-      from hwm.state s
-      cross join lateral (
-        select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
-               coalesce(sum(x.rows_deleted), 0) as deleted, coalesce(sum(x.rows_inserted), 0) as inserted,
-               (pg_catalog.array_agg(x.watermark_before order by x.run_id))[1] as wm_before,
-               (pg_catalog.array_agg(x.watermark_after order by x.run_id desc))[1] as wm_after
-          from hwm.runs x
-         where x.pipeline = s.pipeline and x.kind = 'load'
-           and {% if run_ids is not none %}x.run_id = any('{{ '{' ~ run_ids | join(',') ~ '}' }}'::bigint[]){% else %}x.run_id > {{ after_run_id }}{% endif %}) as r
-     where s.pipeline = {{ hwm._hwm_literal(pipeline) }}
+    {{ hwm._hwm_report_sql(pipeline, label, 'not ' ~ ('true' if loaded else 'false'),
+                           "x.run_id = any('{" ~ run_ids | join(',') ~ "}'::bigint[])" if run_ids is not none else "x.run_id > " ~ after_run_id) }}
   {%- endcall -%}
   {%- set table = load_result('main').table -%}
-  {%- if table.rows | length == 0 -%}{{ return('') }}{%- endif -%}
-  {%- set row = table.rows[0] -%}
-  {%- do log("hwm " ~ pipeline ~ ": " ~ row[0], info=true) -%}
-  {%- if row[2] -%}
-    {%- do hwm._hwm_warn_null_watermarks(row[2], row[3]) -%}
-  {%- endif -%}
-  {%- do store_raw_result('main', message='HWM ' ~ (row[1] | int), code='HWM', rows_affected=row[1] | int, agate_table=table) -%}
-  {{- return(row[0]) -}}
+  {%- do hwm._hwm_report_row(pipeline, table) -%}
+  {{- return(table.rows[0][0]) -}}
+{%- endmacro %}
+
+{#-
+  The report's query (_hwm_report, _hwm_run_once): its message (runs,
+  rows, the watermark before and after, what held it back), the rows
+  written, the source rows with a NULL watermark, the watermark column, and
+  the outcome _hwm_run_do keeps (NULL when none).  busy: SQL, true when a
+  scheduled run was busy (the message says so); runs: SQL, the condition
+  on hwm.runs x of the runs to count; label 'interval': the rows are
+  processed, not upserted.  One row, even for a pipeline that is gone.
+  (The message is written by the query: what a macro computes is compiled
+  from Jinja in every dbt process, a query's text is not.)
+-#}
+{% macro _hwm_report_sql(pipeline, label, busy, runs) -%}
+select case when {{ busy }}
+            then 'a scheduled run of the pipeline was busy: this run is left to it (nowait); watermark ' || coalesce(nullif(s.watermark, ''), 'none')
+            else r.n || ' run' || case when r.n <> 1 then 's' else '' end || ', ' || r.upserted
+                 || case when {{ hwm._hwm_literal(label) }} = 'interval' then ' rows processed'
+                         else ' rows upserted' || case when r.partitions <> 0 then ', ' || r.partitions || ' partitions overwritten ('
+                                                          || r.deleted || ' rows deleted, ' || r.inserted || ' inserted or updated)' else '' end end
+                 || ', watermark ' || coalesce(nullif(case when r.n > 0 then r.wm_before else s.watermark end, ''), 'none')
+                 || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
+       || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
+                   || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
+       r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text, o.o::text
+  from (select nullif(pg_catalog.current_setting('hwm_dbt.run', true), '')::json as o) as o
+  left join hwm.state s on s.pipeline = {{ hwm._hwm_literal(pipeline) }}
+  left join lateral (
+    select count(*) as n, coalesce(sum(x.rows_upserted), 0) as upserted, coalesce(sum(x.partitions_overwritten), 0) as partitions,
+           coalesce(sum(x.rows_deleted), 0) as deleted, coalesce(sum(x.rows_inserted), 0) as inserted,
+           (pg_catalog.array_agg(x.watermark_before order by x.run_id))[1] as wm_before,
+           (pg_catalog.array_agg(x.watermark_after order by x.run_id desc))[1] as wm_after
+      from hwm.runs x
+     where x.pipeline = s.pipeline and x.kind = 'load' and {{ runs }}) as r on true
 {%- endmacro %}
 
 {#-
