@@ -165,8 +165,9 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 hwm_log "--full-refresh of ${first_models[*]}"
 # (a CHECKPOINT before each, as drop_model does before a first run: each
-# refresh writes the table and its WAL anew, and a checkpoint that the
-# WAL of the earlier ones forces would land in whichever run comes next)
+# refresh writes a table and its WAL anew; without it the refreshes of the
+# first repetitions all ran slow, while what the runs before had written
+# was still being flushed, and which model drew them decided the medians)
 for ((rep = 1; rep <= REPS; rep++)); do
     for ((i = 0; i < ${#first_models[@]}; i++)); do
         hwm_psql -q -o /dev/null -c "CHECKPOINT"
