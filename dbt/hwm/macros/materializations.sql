@@ -30,8 +30,8 @@
   the model from scratch into <model>__hwm_stg through a pipeline of its
   own, CALL hwm.swap it in (the target keeps its OID, grants and dependent
   views), and carry that pipeline's safe watermark over.  The load is one
-  hwm.run (_hwm_run_once), or with batch_size one per batch until the
-  watermark stops (_hwm_load_copy).
+  hwm.run, or with batch_size one per batch until the watermark stops
+  (_hwm_load_model).
 
   Transactions: the setup runs in one transaction (pre-hooks inside it);
   the load's runs are committed each on its own, so with batch_size each
@@ -132,7 +132,7 @@
   is compiled from Jinja in every dbt process, a query's text is not).
   Everything that can be wrong with the configuration is checked before
   anything is committed (an error rolls the setup back).  Returns what
-  _hwm_load_copy returns.
+  _hwm_load_model returns.
 -#}
 {% macro _hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
   {%- set state = facts.state -%}
@@ -198,8 +198,7 @@
     {%- do hwm._hwm_change_in_place(c, state, same_view, model_cols, src, new_view, fn, fn2) -%}
   {%- endif -%}
   {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
-  {{- return(hwm._hwm_run_once(c.pipeline, c.schedule is not none, c, none) if c.batch_size is none
-            else hwm._hwm_load_copy(c.pipeline, c.schedule is not none, c, none)) -}}
+  {{- return(hwm._hwm_load_model(c.pipeline, c.schedule is not none, c, none)) -}}
 {%- endmacro %}
 
 {#-
@@ -212,7 +211,7 @@
   source view and the table with its primary key; the third the pipeline,
   and commits.  The checks that need more (a missing column's error, a
   schedule, a delay, models upstream) are _hwm_check_config's, called only
-  when they apply.  Returns what _hwm_load_copy returns.
+  when they apply.  Returns what _hwm_load_model returns.
 -#}
 {% macro _hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
   {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
@@ -235,8 +234,7 @@
   {%- do hwm._hwm_commit("drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
   {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")", "drop view if exists " ~ src,
                      "drop function if exists " ~ fn ~ "()", "drop table if exists " ~ target_relation] -%}
-  {{- return(hwm._hwm_run_once(c.pipeline, false, c, cleanup) if c.batch_size is none
-            else hwm._hwm_load_copy(c.pipeline, false, c, cleanup)) -}}
+  {{- return(hwm._hwm_load_model(c.pipeline, false, c, cleanup)) -}}
 {%- endmacro %}
 
 {#-
@@ -287,8 +285,7 @@
   {%- do hwm._hwm_commit("create table " ~ stg ~ " (" ~ row[1] ~ ");\nalter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n"
                          ~ hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
   {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")", "drop table if exists " ~ stg, "drop view if exists " ~ new_view] -%}
-  {%- set loaded = hwm._hwm_run_once(stg_pipeline, false, c, cleanup) if c.batch_size is none
-                   else hwm._hwm_load_copy(stg_pipeline, false, c, cleanup) -%}
+  {%- set loaded = hwm._hwm_load_model(stg_pipeline, false, c, cleanup) -%}
   {%- if not loaded.reported -%}
     {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
   {%- endif -%}
@@ -442,8 +439,7 @@
     {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")",
                        "drop view if exists " ~ src, "drop function if exists " ~ fn ~ "()"]
                       + ([] if adopt else ["drop table if exists " ~ target_relation]) -%}
-    {%- set loaded = hwm._hwm_run_once(c.pipeline, false, c, cleanup) if c.batch_size is none
-                     else hwm._hwm_load_copy(c.pipeline, false, c, cleanup) -%}
+    {%- set loaded = hwm._hwm_load_model(c.pipeline, false, c, cleanup) -%}
   {%- elif should_full_refresh() -%}
     {%- set mode = 'full refresh' -%}
     {%- set loaded = hwm._hwm_full_refresh(c, state, target_relation, src, new_view, stg, fn, model_cols) -%}
@@ -719,8 +715,7 @@
       needed; one run reports in its own round trip, which opens the
       swap's transaction) -#}
   {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")", "drop table if exists " ~ stg, "drop view if exists " ~ new_view] -%}
-  {%- set loaded = hwm._hwm_run_once(stg_pipeline, false, c, cleanup) if c.batch_size is none
-                   else hwm._hwm_load_copy(stg_pipeline, false, c, cleanup) -%}
+  {%- set loaded = hwm._hwm_load_model(stg_pipeline, false, c, cleanup) -%}
   {%- if not loaded.reported -%}
     {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
   {%- endif -%}

@@ -724,24 +724,21 @@
 {%- endmacro %}
 
 {#-
-  Load a copy pipeline (materialized='hwm'): with batch_size, hwm.run
+  Load a copy pipeline (materialized='hwm') with batch_size: hwm.run
   again and again, each run committed on its own (as CALL hwm.catch_up
   does, so that each batch commits with its watermark), until the
-  watermark stops moving; without, one hwm.run (it loads everything up to
-  the safe watermark: a second would cost a model's run a round of hwm's
-  planning to find only what committed meanwhile).  The runs' ids are kept, so that what this dbt run reports
-  is what it loaded, whatever another dbt run or the scheduler loads at the
-  same time.  A scheduled model first tries one run with nowait => true:
-  when the background worker is running it, the load is left to that run.
-  (Not a model scheduled after its refs: the worker's run was most likely
-  woken by the upstream this dbt run has just loaded, and dbt waits for it
-  and loads what is left, so that models downstream in this dbt run read
-  it loaded.)
+  watermark stops moving (called by _hwm_load_model, which loads a model
+  without batch_size in one run).  The runs' ids are kept, so that what
+  this dbt run reports is what it loaded, whatever another dbt run or the
+  scheduler loads at the same time.  A scheduled model first tries one run with
+  nowait => true: when the background worker is running it, the load is
+  left to that run.  (Not a model scheduled after its refs: the worker's
+  run was most likely woken by the upstream this dbt run has just loaded,
+  and dbt waits for it and loads what is left, so that models downstream
+  in this dbt run read it loaded.)
   Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
-  (A model without batch_size loads with _hwm_run_once, which reports in
-  the run's round trip.)
 -#}
-{% macro _hwm_load_copy(pipeline, scheduled, c=none, cleanup=none) -%}
+{% macro _hwm_load_copy(pipeline, scheduled, c, cleanup) -%}
   {#- (the caller has committed: no transaction is open; dbt's sandbox
       caps a range at 100000: up to 10^10 runs) -#}
   {%- set ids = [] -%}
@@ -751,16 +748,11 @@
     {%- do adapter.commit() -%}
     {%- if r.busy and nowait -%}
       {{- return({'loaded': false, 'run_ids': []}) -}}
-    {%- elif r.busy -%}
-      {%- do hwm._hwm_load_failed(pipeline, c, {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
-    {%- elif r.error is defined -%}
+    {%- elif r.busy or r.error is defined -%}
       {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
     {%- endif -%}
     {%- do ids.append(r.run_id) -%}
-    {#- without batch_size one run loads everything up to the safe
-        watermark: a second would only find what committed meanwhile,
-        which the next dbt run loads (as dbt's own models would) -#}
-    {%- if not r.moved or (c is not none and c.batch_size is none) -%}
+    {%- if not r.moved -%}
       {{- return({'loaded': true, 'run_ids': ids}) -}}
     {%- endif -%}
   {%- endfor -%}{%- endfor -%}
@@ -789,21 +781,27 @@ END $hwm$
 {%- endmacro %}
 
 {#-
-  The common load of a copy pipeline (no batch_size): one hwm.run, its
-  commit, the BEGIN of the last transaction and the run's report, in one
-  round trip, dbt's 'main' statement: what _hwm_load_copy and
-  _hwm_report do for one run, with less Jinja (each macro a run calls is
-  compiled in every dbt process, at a cost that grows with its Jinja, not
-  its text).  The report (_hwm_report_sql) reads the run's outcome from
-  the setting _hwm_run_do keeps it in.  nowait: a scheduled
-  model's run, which leaves the load to a run in progress (then loaded is
-  false, and the report says so).  An error is raised by _hwm_load_failed
-  (after cleanup).  Returns what _hwm_load_copy returns, and 'reported':
-  true; the last transaction is open.
+  The load of a copy pipeline (materialized='hwm'), after the setup's
+  commit.  With batch_size, _hwm_load_copy's runs (the caller reports
+  them); without, one hwm.run (it loads everything up to the safe
+  watermark: a second would cost a model's run a round of hwm's planning
+  to find only what committed meanwhile), its commit, the BEGIN of the
+  last transaction and the run's report in one round trip, dbt's 'main'
+  statement, with little Jinja (each macro a run calls is compiled in
+  every dbt process, at a cost that grows with its Jinja, not its text).
+  The report (_hwm_report_sql) reads the run's outcome from the setting
+  _hwm_run_do keeps it in.  scheduled: a scheduled model's run is nowait:
+  it leaves the load to a run in progress (then loaded is false, and the
+  report says so).  An error is raised by _hwm_load_failed (after cleanup).  Returns
+  what _hwm_load_copy returns, and without batch_size 'reported': true,
+  the last transaction open.
 -#}
-{% macro _hwm_run_once(pipeline, nowait, c, cleanup) -%}
+{% macro _hwm_load_model(pipeline, scheduled, c, cleanup) -%}
+  {%- if c.batch_size is not none -%}
+    {{- return(hwm._hwm_load_copy(pipeline, scheduled, c, cleanup)) -}}
+  {%- endif -%}
   {%- call statement('main', fetch_result=True) -%}
-{{ hwm._hwm_run_do(pipeline, nowait) }};
+{{ hwm._hwm_run_do(pipeline, scheduled) }};
 commit;
 begin;
 {{ hwm._hwm_report_sql(pipeline, 'load', "(o.o operator(pg_catalog.->>) 'busy') is not null",
@@ -812,8 +810,8 @@ begin;
   {%- set table = load_result('main').table -%}
   {%- set row = table.rows[0] -%}
   {%- set r = fromjson(row[4]) -%}
-  {%- if r.error is defined or (r.busy and not nowait) -%}
-    {%- do hwm._hwm_load_failed(pipeline, c, r if r.error is defined else {'error': {'sqlstate': '55P03', 'message': 'the pipeline\'s lock was not available', 'detail': none, 'hint': none}}, cleanup) -%}
+  {%- if r.error is defined or (r.busy and not scheduled) -%}
+    {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
   {%- endif -%}
   {%- do hwm._hwm_report_row(pipeline, table) -%}
   {{- return({'loaded': not r.busy, 'run_ids': [] if r.busy else [r.run_id], 'reported': true}) -}}
@@ -833,8 +831,10 @@ begin;
 {%- endmacro %}
 
 {#-
-  A load that failed: first undo what a first run made (cleanup: a list
-  of statements), then raise the error as the database error it is (dbt
+  A load that failed (r: the run's outcome, {error: ...}, or {busy} when a
+  run that had to wait found the pipeline's lock taken): first undo what a
+  first run made (cleanup: a list of statements), then raise the error as
+  the database error it is (dbt
   says "Database Error in model ..."), in the model's terms when it is one
   the model can cause: a key repeated in its output (21000); a function
   the model's SQL names without its schema (42883), which dbt's checks
@@ -847,7 +847,8 @@ begin;
     {%- for stmt in cleanup -%}{%- do run_query(stmt) -%}{%- endfor -%}
     {%- do adapter.commit() -%}
   {%- endif -%}
-  {%- set e = r.error -%}
+  {%- set e = r.error if r.error is defined
+               else {'sqlstate': '55P03', 'message': "the pipeline's lock was not available", 'detail': none, 'hint': none} -%}
   {%- set undone = " (the table, its helper view and function and the pipeline made by this first run were dropped again)" if cleanup else "" -%}
   {%- if e.sqlstate == '21000' and c is not none and c.unique_key -%}
     {%- set keys = hwm._hwm_quoted_list(c.unique_key) -%}
@@ -870,7 +871,7 @@ begin;
   inserted or updated by partition overwrites; for an hwm_interval model
   the rows its commands processed).  loaded: true/false, or what
   _hwm_load_copy returned (then only those runs count).  Source rows with a
-  NULL watermark are a dbt warning.  (_hwm_run_once reports one run the
+  NULL watermark are a dbt warning.  (_hwm_load_model reports one run the
   same way, in the run's round trip.)  Returns the message.
 -#}
 {% macro _hwm_report(pipeline, after_run_id, loaded, label) -%}
@@ -886,7 +887,7 @@ begin;
 {%- endmacro %}
 
 {#-
-  The report's query (_hwm_report, _hwm_run_once): its message (runs,
+  The report's query (_hwm_report, _hwm_load_model): its message (runs,
   rows, the watermark before and after, what held it back), the rows
   written, the source rows with a NULL watermark, the watermark column, and
   the outcome _hwm_run_do keeps (NULL when none).  busy: SQL, true when a
