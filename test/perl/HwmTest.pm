@@ -101,11 +101,18 @@ sub quote
 	return "'" . ($value =~ s/'/''/gr) . "'";
 }
 
-# sql(node, database, query): its output; dies when the query fails.
+# sql(node, database, query): its output; dies when the query fails, with
+# psql's error and the server log's last lines (a test that fails once must
+# say why: the log is gone once the suite's temp dir is).
 sub sql
 {
 	my ($node, $db, $query) = @_;
-	return $node->safe_psql($db, $query);
+	my ($ret, $out, $err) = $node->psql($db, $query);
+	return $out if $ret == 0;
+	my @log = split /\n/, (-f $node->logfile ? PostgreSQL::Test::Utils::slurp_file($node->logfile) : '');
+	splice @log, 0, -40 if @log > 40;
+	die "query failed in database $db (psql exit $ret): $query\n$err\n"
+	  . "last lines of " . $node->logfile . ":\n" . join("\n", @log) . "\n";
 }
 
 # wait_for(node, database, query, expected, test name): one test, that the
