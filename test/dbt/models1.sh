@@ -33,6 +33,8 @@ check "grants and persist_docs apply to the hwm model" "t|Orders, loaded by hwm|
 # --- delete_column: tombstones -----------------------------------------------------
 mdbt "dbt run of a model with delete_column" run --select members
 check "... declares the pipeline with the delete marker" "deleted" "$(q "SELECT delete_column FROM hwm.state WHERE pipeline = 'dw.members'")"
+check "... makes the config's index beside the primary key, and loads the rows" "btree (name)|PRIMARY KEY (id)|t" \
+    "$(q "SELECT regexp_replace(pg_get_indexdef(indexrelid), '^.* USING ', '') FROM pg_index WHERE indrelid = 'dw.members'::regclass AND NOT indisprimary")|$(q "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'dw.members'::regclass AND contype = 'p'")|$(q "SELECT count(*) = (SELECT count(*) FROM shop.members WHERE NOT deleted) FROM dw.members")"
 hwm_psql -q -o /dev/null <<'SQL'
 UPDATE shop.members SET deleted = true, updated_at = now() WHERE id IN (2, 4);
 INSERT INTO shop.members (id, name, deleted) VALUES (9, 'never loaded', true);

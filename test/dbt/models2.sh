@@ -133,6 +133,12 @@ mdbt_fails "a model whose output repeats a key fails, naming the model, its uniq
 mlogged "... as a database error, not a compilation error (issue 42)" "Database Error in model dupes"
 check "... and its failed first run left no table, helper view, function or pipeline" "|||0" \
     "$(q "SELECT to_regclass('dw.dupes')")|$(q "SELECT to_regclass('dw.dupes__hwm_src')")|$(q "SELECT to_regprocedure('dw.dupes__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.dupes'")"
+mdbt_fails "a first run whose pipeline hwm refuses (an initial_watermark that is no timestamp) fails" \
+    'invalid input syntax for type timestamp with time zone: "last tuesday"' \
+    run --select dupes --vars "{dupes: true, dupes_initial_watermark: 'last tuesday'}"
+mlogged "... as a database error" "Database Error in model dupes"
+check "... in the round trip of its load, which commits nothing: no table, helper view, function or pipeline" "||||0" \
+    "$(q "SELECT to_regclass('dw.dupes')")|$(q "SELECT to_regclass('dw.dupes__hwm_src')")|$(q "SELECT to_regclass('dw.dupes__hwm_new')")|$(q "SELECT to_regprocedure('dw.dupes__hwm_fn()')")|$(q "SELECT count(*) FROM hwm.state WHERE pipeline = 'dw.dupes'")"
 mdbt "source rows with a NULL watermark: the model loads the others" run --select nullwm
 mlogged "... and says so, with the count and the column" 'hwm model dw\.nullwm: 2 source rows have a NULL updated_at'
 check "... as a dbt warning" "1" "$(grep -c '\[warn *\].*hwm model dw\.nullwm: 2 source rows have a NULL updated_at' "$work/logs/dbt.log")"

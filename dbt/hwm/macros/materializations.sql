@@ -53,18 +53,23 @@
   {#- (dbt's transaction: opened by the in-transaction pre-hooks, or else by
       _hwm_facts; every round trip counts in a model's time) -#}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
-  {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src], fn) -%}
+  {#- Leftovers of an interrupted run: dropped by the first statement of
+      each kind of run.  The facts' query drops them and makes the model's
+      view, which every kind of run reads first: an incremental run and a
+      first run need nothing more of it before they make what they make
+      (each round trip counts in a model's time); the others make it
+      again. -#}
+  {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
+  {%- set facts = hwm._hwm_facts(c.pipeline, [target_relation, src], fn, new_view,
+                                 leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n", hwm._hwm_bounds(c)) -%}
   {%- set state = facts.state -%}
   {%- set after_run = facts.last_run_id -%}
   {%- set reconcile_after = hwm._hwm_reconcile_config() -%}
-  {#- Leftovers of an interrupted run: dropped by the first statement of
-      each kind of run. -#}
-  {%- set leftovers = "drop view if exists " ~ new_view ~ "; drop table if exists " ~ stg ~ "; drop function if exists " ~ fn2 ~ "();\n" -%}
 
   {%- if existing_relation is not none and existing_relation.is_table and state is not none and not should_full_refresh()
          and not hwm._hwm_sampled() -%}
     {%- set mode = 'incremental' -%}
-    {%- set loaded = hwm._hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
+    {%- set loaded = hwm._hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2) -%}
   {%- else -%}
     {#- Every other run (_hwm_other_run). -#}
     {%- set built = hwm._hwm_other_run(c, facts, existing_relation, target_relation, src, new_view, stg, fn, leftovers) -%}
@@ -115,9 +120,9 @@
   {%- set plain = not c.history and not (contract_config and contract_config.enforced) and not hwm._hwm_sampled() -%}
   {%- if existing_relation is none and state is none and plain -%}
     {{- return({'mode': 'create', 'existing': existing_relation,
-                'loaded': hwm._hwm_first(c, facts, target_relation, src, new_view, fn, leftovers)}) -}}
+                'loaded': hwm._hwm_first(c, facts, target_relation, src, new_view, fn)}) -}}
   {%- elif existing_relation is not none and existing_relation.is_table and state is not none and should_full_refresh() and plain
-           and hwm._hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
+           and hwm._hwm_refresh(c, facts, target_relation, src, new_view, stg, fn) -%}
     {{- return({'mode': 'full refresh', 'existing': existing_relation, 'loaded': true}) -}}
   {%- endif -%}
   {#- Another first run, a rebuild, dbt run --empty or --sample. -#}
@@ -125,30 +130,20 @@
 {%- endmacro %}
 
 {#-
-  An incremental run of an hwm model.  The model's view is made and read
-  in the setup's first round trip, with what the run needs to know of it:
-  its columns, and whether they are the target's (less a history's bounds)
-  and the source view's (the query compares them: what a macro computes
-  is compiled from Jinja in every dbt process, a query's text is not).
-  Everything that can be wrong with the configuration is checked before
-  anything is committed (an error rolls the setup back).  Returns what
-  _hwm_load_model returns.
+  An incremental run of an hwm model.  The model's view was made and read
+  by the facts' query, the setup's first round trip, with what the run
+  needs to know of it (facts.view): its columns, and whether they are the
+  target's (less a history's bounds) and the source view's (the query
+  compares them: what a macro computes is compiled from Jinja in every dbt
+  process, a query's text is not).  Everything that can be wrong with the
+  configuration is checked before anything is committed (an error rolls
+  the setup back).  What waits for the setup's commit and the commit
+  itself go in the load's first round trip.  Returns what _hwm_load_model
+  returns.
 -#}
-{% macro _hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2, leftovers) -%}
+{% macro _hwm_incremental(c, facts, target_relation, src, new_view, fn, fn2) -%}
   {%- set state = facts.state -%}
-  {%- set row = run_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
-      ~ "with a as (select n.i, a.attnum, a.attname::text as name, pg_catalog.format_type(a.atttypid, a.atttypmod) as type,
-                           pg_catalog.format_type(a.atttypid, null) as basetype
-                      from pg_catalog.unnest(ARRAY[" ~ hwm._hwm_regclass(new_view) ~ ", " ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(src) ~ "]::text[])
-                           with ordinality as n(name, i)
-                      join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0 and not a.attisdropped)
-       select (select pg_catalog.json_agg(pg_catalog.json_build_object('name', name, 'type', type) order by attnum) from a where i = 1)::text,
-              (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a where i = 1)
-                is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a
-                                       where i = 2 and name <> all(" ~ hwm._hwm_text_array(hwm._hwm_bounds(c)) ~ ")),
-              (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 1)
-                is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 3)").rows[0] -%}
-  {%- set model_cols = fromjson(row[0]) -%}
+  {%- set model_cols, defs, same_table, same_source = facts.view -%}
   {%- set cols = model_cols | map(attribute='name') | list -%}
   {%- do hwm._hwm_check_config(c, none, cols) -%}
   {%- set contract_config = config.get('contract') -%}
@@ -164,7 +159,7 @@
          or (c.history and [state.valid_from_column, state.valid_to_column] != [c.valid_from_column, c.valid_to_column]) -%}
     {%- do hwm._hwm_refuse_incremental(c, state, facts) -%}
   {%- endif -%}
-  {%- if not row[1] -%}
+  {%- if not same_table -%}
     {%- do hwm._hwm_schema_changed(c, target_relation, new_view) -%}
   {%- endif -%}
   {#- The source view and its function keep their OIDs while the
@@ -174,7 +169,7 @@
       (_hwm_change_in_place).  A source made by an older version of this
       package (a view of the model's SQL, no function) is replaced the
       same way. -#}
-  {%- set same_view = row[2] and facts.fn_body is not none and facts.oids[1] is not none and facts.oids[1] == state.source_oid -%}
+  {%- set same_view = same_source and facts.fn_body is not none and facts.oids[1] is not none and facts.oids[1] == state.source_oid -%}
   {%- set same_config = [state.partition_column, state.lookback, state.batch_size, state.delete_column,
                          state.history_columns if c.history else none, state.delay is none]
                         == [c.partition_column, c.lookback, c.batch_size, c.delete_column, c.history_columns if c.history else none, c.delay is none]
@@ -197,44 +192,40 @@
   {%- if not same_view or not same_config -%}
     {%- do hwm._hwm_change_in_place(c, state, same_view, model_cols, src, new_view, fn, fn2) -%}
   {%- endif -%}
-  {%- do hwm._hwm_commit(deferred | join(";\n") if deferred else none) -%}
-  {{- return(hwm._hwm_load_model(c.pipeline, c.schedule is not none, c, none)) -}}
+  {{- return(hwm._hwm_load_model(c.pipeline, c.schedule is not none, c, none, (deferred | join(";\n") ~ ";\n") if deferred else '')) -}}
 {%- endmacro %}
 
 {#-
   The common first run: no table, no pipeline, no enforced contract, not
   a history, not dbt run --empty or --sample (everything else is
-  _hwm_build's).  One macro and three round trips before the load: the
-  first makes the model's view and reads what the run needs of it (its
-  columns as the function's result columns, and whether the configuration
-  names a column it does not return); the second makes the function, the
-  source view and the table with its primary key; the third the pipeline,
-  and commits.  The checks that need more (a missing column's error, a
+  _hwm_build's).  One round trip before the load's: the facts' query,
+  which made the model's view and read what the run needs of it
+  (facts.view: its columns, as the function's result columns too).  The
+  load's first round trip makes the function, the source view, the table
+  with its primary key and the pipeline, and commits them (config indexes:
+  made before it, by dbt's create_indexes).  The checks that need more (a
+  column the configuration names that the model does not return, a
   schedule, a delay, models upstream) are _hwm_check_config's, called only
   when they apply.  Returns what _hwm_load_model returns.
 -#}
-{% macro _hwm_first(c, facts, target_relation, src, new_view, fn, leftovers) -%}
-  {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
-  {%- set row = run_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
-      ~ "select pg_catalog.json_agg(a.attname::text order by a.attnum)::text,
-                pg_catalog.string_agg(pg_catalog.quote_ident(a.attname) || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' order by a.attnum),
-                not (" ~ hwm._hwm_text_array(named) ~ " operator(pg_catalog.<@) pg_catalog.array_agg(a.attname::text))
-           from pg_catalog.pg_attribute a
-          where a.attrelid = " ~ hwm._hwm_regclass(new_view) ~ "::pg_catalog.regclass and a.attnum > 0 and not a.attisdropped").rows[0] -%}
-  {%- do hwm._hwm_config_checks(c, fromjson(row[0]), row[2]) -%}
+{% macro _hwm_first(c, facts, target_relation, src, new_view, fn) -%}
+  {%- set cols = facts.view[0] | map(attribute='name') | list -%}
+  {%- do hwm._hwm_config_checks(c, cols, (c.unique_key + [c.watermark_column, c.partition_column, c.delete_column]) | reject('none') | reject('in', cols) | list) -%}
   {%- if facts.comments[1] is not none -%}
     {%- do hwm._hwm_check_marker(c, src, facts.comments[1]) -%}
   {%- endif -%}
-  {%- do run_query(hwm._hwm_source_sql(src, fn, row[1], "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n")
-                   ~ "create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
-                   ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ")") -%}
+  {%- set setup = hwm._hwm_source_sql(src, fn, facts.view[1], "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n")
+                  ~ "create table " ~ target_relation ~ " as select * from " ~ new_view ~ " with no data;\n"
+                  ~ "alter table " ~ target_relation ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n" -%}
   {%- if config.get('indexes') -%}
+    {%- do run_query(setup) -%}
     {%- do create_indexes(target_relation) -%}
+    {%- set setup = '' -%}
   {%- endif -%}
-  {%- do hwm._hwm_commit("drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true)) -%}
   {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ")", "drop view if exists " ~ src,
                      "drop function if exists " ~ fn ~ "()", "drop table if exists " ~ target_relation] -%}
-  {{- return(hwm._hwm_load_model(c.pipeline, false, c, cleanup)) -}}
+  {{- return(hwm._hwm_load_model(c.pipeline, false, c, cleanup,
+                                 setup ~ "drop view " ~ new_view ~ ";\n" ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, c.initial_watermark, true) ~ ";\n")) -}}
 {%- endmacro %}
 
 {#-
@@ -243,24 +234,23 @@
   the pipeline is the table's copy pipeline and no pipeline runs after it,
   no history, no enforced contract, no config indexes (what
   _hwm_full_refresh does in general, with fewer round trips and one
-  macro).  The first query makes the model's view and says whether the
-  run is one; false when it is not (the view is left for _hwm_build's
-  first statement to drop), true when done.  Then: the staging table
-  (the table's columns, NOT NULLs and key) and its pipeline, committed;
-  the load and its report in one round trip, which opens the swap's
-  transaction; the staging pipeline's watermark; the swap, the model's
-  function, source view and pipeline made again from that watermark, the
-  staging table dropped, committed.
+  macro).  The first query (after the facts', which made the model's
+  view) says whether the run is one; false when it is not (the view is
+  left for _hwm_build's first statement to drop), true when done.  Then,
+  in one round trip: the staging table (the table's columns, NOT NULLs and
+  key) and its pipeline, committed, the load, and its report with the
+  staging pipeline's watermark, which opens the swap's transaction; then
+  the swap, the model's function, source view and pipeline made again
+  from that watermark, the staging table dropped, committed.
 -#}
-{% macro _hwm_refresh(c, facts, target_relation, src, new_view, stg, fn, leftovers) -%}
+{% macro _hwm_refresh(c, facts, target_relation, src, new_view, stg, fn) -%}
   {%- set state = facts.state -%}
   {%- if state.target_oid != facts.oids[0] or state.command is not none or config.get('indexes')
          or (facts.comments[1] is not none and facts.comments[1] != hwm._hwm_marker()) -%}
     {{- return(false) -}}
   {%- endif -%}
   {%- set named = c.unique_key + [c.watermark_column, c.partition_column, c.delete_column] | reject('none') | list -%}
-  {%- set row = hwm._hwm_query(leftovers ~ "create view " ~ new_view ~ " as (\n" ~ sql ~ "\n);\n"
-      ~ "with a as (select n.i, a.attnum, a.attname::text as name, pg_catalog.format_type(a.atttypid, a.atttypmod) as type, a.attnotnull, a.attisdropped
+  {%- set row = hwm._hwm_query("with a as (select n.i, a.attnum, a.attname::text as name, pg_catalog.format_type(a.atttypid, a.atttypmod) as type, a.attnotnull, a.attisdropped
                       from pg_catalog.unnest(ARRAY[" ~ hwm._hwm_regclass(new_view) ~ ", " ~ hwm._hwm_regclass(target_relation) ~ "]::text[]) with ordinality as n(rel, i)
                       join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.rel) and a.attnum > 0)
        select (select pg_catalog.string_agg(pg_catalog.quote_ident(name) || ' ' || type, ', ' order by attnum) from a where i = 1),
@@ -282,14 +272,14 @@
       now, so that what is wrong with them is said before anything is) -#}
   {%- set source_sql = hwm._hwm_source_sql(src, fn, row[0], "drop view if exists " ~ src ~ ";\ndrop function if exists " ~ fn ~ "();\n") -%}
   {%- set stg_pipeline = c.pipeline[:50] ~ '#full_refresh' -%}
-  {%- do hwm._hwm_commit("create table " ~ stg ~ " (" ~ row[1] ~ ");\nalter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n"
-                         ~ hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false)) -%}
   {%- set cleanup = ["select hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ")", "drop table if exists " ~ stg, "drop view if exists " ~ new_view] -%}
-  {%- set loaded = hwm._hwm_load_model(stg_pipeline, false, c, cleanup) -%}
+  {%- set loaded = hwm._hwm_load_model(stg_pipeline, false, c, cleanup,
+                                       "create table " ~ stg ~ " (" ~ row[1] ~ ");\nalter table " ~ stg ~ " add primary key (" ~ hwm._hwm_quoted_list(c.unique_key) ~ ");\n"
+                                       ~ hwm._hwm_create_pipeline_sql(c, stg_pipeline, new_view, stg, c.initial_watermark, false) ~ ";\n") -%}
   {%- if not loaded.reported -%}
     {%- do hwm._hwm_report(stg_pipeline, 0, loaded, 'full refresh') -%}
   {%- endif -%}
-  {%- set wm = hwm._hwm_query("select watermark from hwm.state where pipeline = " ~ hwm._hwm_literal(stg_pipeline)).rows[0][0] -%}
+  {%- set wm = loaded.watermark if loaded.reported else hwm._hwm_query("select watermark from hwm.state where pipeline = " ~ hwm._hwm_literal(stg_pipeline)).rows[0][0] -%}
   {%- do hwm._hwm_commit("select hwm.drop_pipeline(" ~ hwm._hwm_literal(c.pipeline) ~ ");\nselect hwm.drop_pipeline(" ~ hwm._hwm_literal(stg_pipeline) ~ ");\n"
                          ~ "CALL hwm.swap(" ~ hwm._hwm_regclass(target_relation) ~ ", " ~ hwm._hwm_regclass(stg) ~ ");\n"
                          ~ source_sql ~ hwm._hwm_create_pipeline_sql(c, c.pipeline, src, target_relation, wm, true) ~ ";\n"

@@ -484,20 +484,41 @@
     pipeline's row of hwm.state (none: no such pipeline), the newest run id,
     the OIDs and comments of the given relations (none for those that do
     not exist), and the body of the function fn() (fn_body; none when fn
-    is none or does not exist). -#}
-{% macro _hwm_facts(pipeline, relations, fn=none) -%}
+    is none or does not exist).  With view (materialized='hwm': the model's
+    view, which prefix makes, after dropping an interrupted run's
+    leftovers; relations: the table and the source view), also what every
+    kind of run needs of the model's columns, in the same round trip
+    (facts.view): [its live columns as [{name, type}], the same as the
+    definitions of a function's result columns, whether they are the
+    table's (less bounds, a history's) and whether they are the source
+    view's (types without modifiers, as a function's result has them)]. -#}
+{% macro _hwm_facts(pipeline, relations, fn=none, view=none, prefix='', bounds=[]) -%}
   {%- set names = [] -%}
   {%- for r in relations -%}{%- do names.append(hwm._hwm_regclass(r)) -%}{%- endfor -%}
   {#- (the lists built by the query, as JSON: what a macro computes is
       compiled from Jinja in every dbt process, a query's text is not;
       OIDs as text: dbt's result tables turn numbers into decimals) -#}
-  {%- set row = hwm._hwm_query("select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text,
+  {%- set row = hwm._hwm_query(prefix ~ "select (select coalesce(max(run_id), 0) from hwm.runs), pg_catalog.to_json(s.*)::text,
                                   (select pg_catalog.json_build_array(pg_catalog.json_agg(c.oid::text order by n.i),
                                                                       pg_catalog.json_agg(pg_catalog.obj_description(c.oid, 'pg_class') order by n.i))
                                      from pg_catalog.unnest(ARRAY[" ~ names | join(', ') ~ "]::text[]) with ordinality as n(name, i)
                                      left join pg_catalog.pg_class c on c.oid = pg_catalog.to_regclass(n.name))::text,
                                   " ~ ("(select prosrc from pg_catalog.pg_proc where oid = pg_catalog.to_regprocedure(" ~ hwm._hwm_literal(fn | string ~ "()") ~ "))"
-                                       if fn is not none else "null::text") ~ "
+                                       if fn is not none else "null::text") ~ ",
+                                  " ~ ("(with a as (select n.i, a.attnum, a.attname::text as name, pg_catalog.format_type(a.atttypid, a.atttypmod) as type,
+                                                       pg_catalog.format_type(a.atttypid, null) as basetype
+                                                  from pg_catalog.unnest(ARRAY[" ~ hwm._hwm_regclass(view) ~ ", " ~ names | join(', ') ~ "]::text[])
+                                                       with ordinality as n(name, i)
+                                                  join pg_catalog.pg_attribute a on a.attrelid = pg_catalog.to_regclass(n.name) and a.attnum > 0 and not a.attisdropped)
+                                        select pg_catalog.json_build_array(
+                                                 (select pg_catalog.json_agg(pg_catalog.json_build_object('name', name, 'type', type) order by attnum) from a where i = 1),
+                                                 (select pg_catalog.string_agg(pg_catalog.quote_ident(name) || ' ' || type, ', ' order by attnum) from a where i = 1),
+                                                 (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a where i = 1)
+                                                   is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, type) order by attnum) from a
+                                                                          where i = 2 and name <> all(" ~ hwm._hwm_text_array(bounds) ~ ")),
+                                                 (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 1)
+                                                   is not distinct from (select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(name, basetype) order by attnum) from a where i = 3))::text)"
+                                       if view is not none else "null::text") ~ "
                            from (select 1) as one left join (select pipeline, target::text as target, source::text as source,
                                  unique_key::text[] as unique_key, watermark_column::text as watermark_column,
                                  partition_column::text as partition_column, lookback, delay::text as delay, batch_size,
@@ -510,7 +531,8 @@
                                  pg_catalog.to_jsonb(st.*) operator(pg_catalog.->) 'after' as after
                             from hwm.state as st where pipeline = " ~ hwm._hwm_literal(pipeline) ~ ") as s on true").rows[0] -%}
   {%- set lists = fromjson(row[2]) -%}
-  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': lists[0], 'comments': lists[1], 'fn_body': row[3]}) -}}
+  {{- return({'last_run_id': row[0], 'state': fromjson(row[1]) if row[1] else none, 'oids': lists[0], 'comments': lists[1], 'fn_body': row[3],
+              'view': fromjson(row[4]) if row[4] else none}) -}}
 {%- endmacro %}
 
 {#- Whether two interval texts mean the same interval (none = none). -#}
@@ -737,14 +759,15 @@
   and dbt waits for it and loads what is left, so that models downstream
   in this dbt run read it loaded.)
   Returns {'loaded': false when a scheduled run was busy, 'run_ids': [...]}.
+  setup: as _hwm_load_model's, committed in the first run's round trip.
 -#}
-{% macro _hwm_load_copy(pipeline, scheduled, c, cleanup) -%}
-  {#- (the caller has committed: no transaction is open; dbt's sandbox
-      caps a range at 100000: up to 10^10 runs) -#}
+{% macro _hwm_load_copy(pipeline, scheduled, c, cleanup, setup=none) -%}
+  {#- (dbt's sandbox caps a range at 100000: up to 10^10 runs) -#}
   {%- set ids = [] -%}
   {%- for i in range(100000) -%}{%- for j in range(100000) -%}
     {%- set nowait = scheduled and ids | length == 0 -%}
-    {%- set r = fromjson(hwm._hwm_query(hwm._hwm_run_do(pipeline, nowait) ~ ";\nselect pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
+    {%- set r = fromjson(hwm._hwm_query((setup ~ "commit;\nbegin;\n" if setup is not none and ids | length == 0 else "")
+                                        ~ hwm._hwm_run_do(pipeline, nowait) ~ ";\nselect pg_catalog.current_setting('hwm_dbt.run', true)").rows[0][0]) -%}
     {%- do adapter.commit() -%}
     {%- if r.busy and nowait -%}
       {{- return({'loaded': false, 'run_ids': []}) -}}
@@ -781,27 +804,30 @@ END $hwm$
 {%- endmacro %}
 
 {#-
-  The load of a copy pipeline (materialized='hwm'), after the setup's
-  commit.  With batch_size, _hwm_load_copy's runs (the caller reports
-  them); without, one hwm.run (it loads everything up to the safe
-  watermark: a second would cost a model's run a round of hwm's planning
-  to find only what committed meanwhile), its commit, the BEGIN of the
-  last transaction and the run's report in one round trip, dbt's 'main'
-  statement, with little Jinja (each macro a run calls is compiled in
-  every dbt process, at a cost that grows with its Jinja, not its text).
+  The load of a copy pipeline (materialized='hwm').  setup: none when the
+  caller has committed its setup, or the statements that end it (each
+  ending in ";\n", or ''), which run in the setup's open transaction and
+  are committed in the load's first round trip.  With batch_size,
+  _hwm_load_copy's runs (the caller reports them); without, one hwm.run
+  (it loads everything up to the safe watermark: a second would cost a
+  model's run a round of hwm's planning to find only what committed
+  meanwhile), its commit, the BEGIN of the last transaction and the run's
+  report in one round trip, dbt's 'main' statement, with little Jinja
+  (each macro a run calls is compiled in every dbt process, at a cost that
+  grows with its Jinja, not its text).
   The report (_hwm_report_sql) reads the run's outcome from the setting
   _hwm_run_do keeps it in.  scheduled: a scheduled model's run is nowait:
   it leaves the load to a run in progress (then loaded is false, and the
   report says so).  An error is raised by _hwm_load_failed (after cleanup).  Returns
-  what _hwm_load_copy returns, and without batch_size 'reported': true,
-  the last transaction open.
+  what _hwm_load_copy returns, and without batch_size 'reported': true
+  and the pipeline's 'watermark' after the run, the last transaction open.
 -#}
-{% macro _hwm_load_model(pipeline, scheduled, c, cleanup) -%}
+{% macro _hwm_load_model(pipeline, scheduled, c, cleanup, setup=none) -%}
   {%- if c.batch_size is not none -%}
-    {{- return(hwm._hwm_load_copy(pipeline, scheduled, c, cleanup)) -}}
+    {{- return(hwm._hwm_load_copy(pipeline, scheduled, c, cleanup, setup)) -}}
   {%- endif -%}
   {%- call statement('main', fetch_result=True) -%}
-{{ hwm._hwm_run_do(pipeline, scheduled) }};
+{{ setup ~ "commit;\nbegin;\n" if setup is not none }}{{ hwm._hwm_run_do(pipeline, scheduled) }};
 commit;
 begin;
 {{ hwm._hwm_report_sql(pipeline, 'load', "(o.o operator(pg_catalog.->>) 'busy') is not null",
@@ -814,7 +840,7 @@ begin;
     {%- do hwm._hwm_load_failed(pipeline, c, r, cleanup) -%}
   {%- endif -%}
   {%- do hwm._hwm_report_row(pipeline, table) -%}
-  {{- return({'loaded': not r.busy, 'run_ids': [] if r.busy else [r.run_id], 'reported': true}) -}}
+  {{- return({'loaded': not r.busy, 'run_ids': [] if r.busy else [r.run_id], 'reported': true, 'watermark': row[5]}) -}}
 {%- endmacro %}
 
 {#- What the report's row (of _hwm_report_sql, in dbt's result table)
@@ -890,7 +916,7 @@ begin;
   The report's query (_hwm_report, _hwm_load_model): its message (runs,
   rows, the watermark before and after, what held it back), the rows
   written, the source rows with a NULL watermark, the watermark column, and
-  the outcome _hwm_run_do keeps (NULL when none).  busy: SQL, true when a
+  the outcome _hwm_run_do keeps (NULL when none), the watermark now.  busy: SQL, true when a
   scheduled run was busy (the message says so); runs: SQL, the condition
   on hwm.runs x of the runs to count; label 'interval': the rows are
   processed, not upserted.  One row, even for a pipeline that is gone.
@@ -908,7 +934,7 @@ select case when {{ busy }}
                  || ' -> ' || coalesce(nullif(case when r.n > 0 then r.wm_after else s.watermark end, ''), 'none') end
        || coalesce('; held back by pid ' || s.held_by_pid || coalesce(' (' || nullif(s.held_by_application, '') || ')', '')
                    || ', in a transaction open for ' || pg_catalog.date_trunc('second', pg_catalog.now() - s.held_since)::text, ''),
-       r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text, o.o::text
+       r.upserted + r.inserted, s.null_watermarks, s.watermark_column::text, o.o::text, s.watermark
   from (select nullif(pg_catalog.current_setting('hwm_dbt.run', true), '')::json as o) as o
   left join hwm.state s on s.pipeline = {{ hwm._hwm_literal(pipeline) }}
   left join lateral (
