@@ -28,6 +28,13 @@
 # and the model's own time from run_results.json.  dbt connects as an
 # ordinary role, as it would in production (hwm refuses superuser pipelines).
 #
+# HWM_DBT_BASE=REV adds the hwm model of the package at git revision REV
+# (hwm_base: the same model in a copy of the project, its table in schema
+# dw_base) to every kind, in the same rotation: an A/B of two versions of
+# the package on one cluster, which a model's run varying by a third from
+# one repetition to the next makes the only fair way to see a change of a
+# few ms (model / hwm in the table is then base / this tree).
+#
 # Installs what is missing (hwm into PostgreSQL HWM_PG, default 15; dbt
 # into bench/work/venv, or HWM_DBT_VENV), runs a throwaway cluster, and
 # leaves dbt's logs and the raw figures in bench/work/dbt_models/.
@@ -40,7 +47,8 @@ source "$BENCH/../scripts/lib.sh"
 N=${N:-500000} SLICE=${SLICE:-50000} REPS=${REPS:-3}
 # (the server: HWM_PGBIN when given, else HWM_PG, which scripts/lib.sh defaults to 15)
 if [[ -n ${HWM_PGBIN:-} ]]; then server="HWM_PGBIN=$HWM_PGBIN "; else server="HWM_PG=$HWM_PG "; fi
-COMMAND="${server}N=$N SLICE=$SLICE REPS=$REPS bash bench/dbt_models.sh"
+BASE=${HWM_DBT_BASE:-}
+COMMAND="${server}${BASE:+HWM_DBT_BASE=$BASE }N=$N SLICE=$SLICE REPS=$REPS bash bench/dbt_models.sh"
 DBT_CORE_VERSION=1.10.15 DBT_POSTGRES_VERSION=1.9.1
 WORK=$BENCH/work/dbt_models
 rm -rf "$WORK"
@@ -93,6 +101,15 @@ hwm_bench_models:
       dbname: postgres
       schema: dw
       threads: 1
+    base:
+      type: postgres
+      host: 127.0.0.1
+      port: $PGPORT
+      user: bench
+      password: unused
+      dbname: postgres
+      schema: dw_base
+      threads: 1
 EOF
 export DBT_PROFILES_DIR=$WORK/profiles DBT_SEND_ANONYMOUS_USAGE_STATS=false DO_NOT_TRACK=1 \
     DBT_LOG_PATH=$WORK/logs DBT_TARGET_PATH=$WORK/target
@@ -103,17 +120,35 @@ cp -r "$BENCH/../dbt/hwm" "$WORK/repo/dbt/"
 project=$WORK/repo/bench/dbt_models
 dbt_cmd() { (cd "$project" && "$venv/bin/dbt" "$@") >>"$WORK/dbt.log" 2>&1; }
 dbt_cmd deps
+# HWM_DBT_BASE: the same project beside it, with the package of that revision
+if [[ -n $BASE ]]; then
+    mkdir -p "$WORK/base/bench"
+    cp -r "$BENCH/dbt_models" "$WORK/base/bench/"
+    git -C "$BENCH/.." archive "$BASE" dbt/hwm | tar -x -C "$WORK/base"
+    (cd "$WORK/base/bench/dbt_models" && "$venv/bin/dbt" deps) >>"$WORK/dbt.log" 2>&1
+fi
+# rel MODEL: its table; dbt_model MODEL ARGS...: dbt of the project that has it
+rel() { if [[ $1 == hwm_base ]]; then echo dw_base.hwm; else echo "dw.$1"; fi; }
+dbt_model() {
+    local m=$1; shift
+    if [[ $m == hwm_base ]]; then
+        (cd "$WORK/base/bench/dbt_models" && "$venv/bin/dbt" "$@" --select hwm --target base) >>"$WORK/dbt.log" 2>&1
+    else
+        dbt_cmd "$@" --select "$m"
+    fi
+}
 # drop MODEL, so that its next dbt run is a first run (the hwm model's
 # pipeline and helper relations with it)
 drop_model() {
-    if [[ $1 == hwm ]]; then
-        hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "SELECT hwm.drop_pipeline('dw.hwm') FROM hwm.state WHERE pipeline = 'dw.hwm'" \
-            -c "DROP VIEW IF EXISTS dw.hwm__hwm_src" -c "DROP FUNCTION IF EXISTS dw.hwm__hwm_fn()"
+    local t; t=$(rel "$1")
+    if [[ $1 == hwm* ]]; then
+        hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "SELECT hwm.drop_pipeline('$t') FROM hwm.state WHERE pipeline = '$t'" \
+            -c "DROP VIEW IF EXISTS ${t}__hwm_src" -c "DROP FUNCTION IF EXISTS ${t}__hwm_fn()"
     fi
-    hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS dw.$1" -c "CHECKPOINT"
+    hwm_psql -q -o /dev/null -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS $t" -c "CHECKPOINT"
 }
-first_models=(hwm tbl tbl_key inc_merge)
-models=(hwm inc_merge inc_delete_insert)
+first_models=(hwm tbl tbl_key inc_merge ${BASE:+hwm_base})
+models=(hwm inc_merge inc_delete_insert ${BASE:+hwm_base})
 next_id=$((N + 1))
 # slice REP KIND: insert the slice into bench.src (updated_at in the past,
 # slices a day and a half apart, so that dbt's one-day lookback reads only
@@ -127,7 +162,7 @@ SELECT i, '2021-01-01'::timestamptz + ($rep * 3 + CASE '$kind' WHEN 'resent' THE
        (i::bigint * 7919 % 100000)::int, (i::bigint * 31 % 100000) / 100.0, 'new', md5(i::text)
   FROM generate_series($from, $to) i;
 $(if [[ $kind == resent ]]; then for m in "${models[@]}"; do
-    echo "INSERT INTO dw.$m SELECT id, updated_at, customer_id, amount, status, note FROM bench.src WHERE id BETWEEN $from AND $half;"
+    echo "INSERT INTO $(rel "$m") SELECT id, updated_at, customer_id, amount, status, note FROM bench.src WHERE id BETWEEN $from AND $half;"
 done; fi)
 VACUUM (ANALYZE);
 CHECKPOINT;
@@ -135,22 +170,23 @@ SQL
 }
 # timed REP KIND MODEL
 timed() {
-    local rep=$1 kind=$2 m=$3 vars="{}" t0 t1 model_ms written0 written1 fr=()
-    [[ $kind == resent && $m != hwm ]] && vars="{lookback: '1 day'}"
+    local rep=$1 kind=$2 m=$3 vars="{}" t0 t1 model_ms written0 written1 fr=() t
+    t=$(rel "$m")
+    [[ $kind == resent && $m != hwm* ]] && vars="{lookback: '1 day'}"
     [[ $kind == refresh ]] && fr=(--full-refresh)
     # (a first run or a rebuild: the rows the table holds, since hwm may
     # build them aside)
     written0=0
-    [[ $kind != first && $kind != refresh ]] && written0=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
+    [[ $kind != first && $kind != refresh ]] && written0=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = '$t'::regclass")
     t0=$(date +%s%N)
-    dbt_cmd run --select "$m" --vars "$vars" "${fr[@]}"
+    dbt_model "$m" run --vars "$vars" "${fr[@]}"
     t1=$(date +%s%N)
     model_ms=$("$venv/bin/python" -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["results"][0]["execution_time"] * 1000))' "$WORK/target/run_results.json")
     sleep 0.6   # (the session's statistics reach pg_stat_user_tables)
     if [[ $kind == first || $kind == refresh ]]; then
-        written1=$(hwm_psql -qAt -c "SELECT count(*) FROM dw.$m")
+        written1=$(hwm_psql -qAt -c "SELECT count(*) FROM $t")
     else
-        written1=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = 'dw.$m'::regclass")
+        written1=$(hwm_psql -qAt -c "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relid = '$t'::regclass")
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$rep" "$m" "$(((t1 - t0) / 1000000))" "$model_ms" "$((written1 - written0))" >>"$RAW"
     hwm_log "rep $rep $kind $m: $(((t1 - t0) / 1000000)) ms wall, $model_ms ms model, $((written1 - written0)) row versions written"
@@ -183,19 +219,20 @@ hwm_psql -q -o /dev/null -c "CREATE INDEX ON dw.inc_merge (updated_at)" -c "CREA
 for ((rep = 1; rep <= REPS; rep++)); do
     for kind in fresh resent; do
         slice "$rep" "$kind"
-        for ((i = 0; i < 3; i++)); do timed "$rep" "$kind" "${models[$(((i + rep) % 3))]}"; done
+        for ((i = 0; i < ${#models[@]}; i++)); do timed "$rep" "$kind" "${models[$(((i + rep) % ${#models[@]}))]}"; done
     done
 done
 # every model holds the source's rows
 check=$(hwm_psql -qAt -c "SELECT string_agg(m || ' ' || d, ', ') FROM (
     SELECT 'hwm' m, (SELECT count(*) FROM (TABLE bench.src EXCEPT TABLE dw.hwm) x) d
     UNION ALL SELECT 'inc_merge', (SELECT count(*) FROM (TABLE bench.src EXCEPT TABLE dw.inc_merge) x)
-    UNION ALL SELECT 'inc_delete_insert', (SELECT count(*) FROM (TABLE bench.src EXCEPT TABLE dw.inc_delete_insert) x)) c")
+    UNION ALL SELECT 'inc_delete_insert', (SELECT count(*) FROM (TABLE bench.src EXCEPT TABLE dw.inc_delete_insert) x)
+    $([[ -n $BASE ]] && echo "UNION ALL SELECT 'hwm_base', (SELECT count(*) FROM (TABLE bench.src EXCEPT TABLE dw_base.hwm) x)")) c")
 
 "$venv/bin/python" - "$RAW" "$BENCH/DBT_MODELS.md" "$COMMAND" "$check" \
-    "$("$PG_CONFIG" --version)" "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB" <<'PY'
+    "$("$PG_CONFIG" --version)" "$(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB" "$BASE" <<'PY'
 import csv, statistics, sys, datetime
-raw, out, command, check, pg, machine = sys.argv[1:7]
+raw, out, command, check, pg, machine, base = sys.argv[1:8]
 rows = list(csv.reader(open(raw), delimiter="\t"))
 def med(kind, model, col):
     return statistics.median(float(r[col]) for r in rows if r[0] == kind and r[2] == model)
@@ -208,12 +245,13 @@ lines = ["# materialized='hwm' against dbt's incremental models", "",
          "Each repetition loads two slices into three models of the same source: `fresh` (new rows only) and",
          "`resent` (half of the slice already in every target: dbt's models re-read a day below their newest row,",
          "hwm reads from its watermark, so both read the whole slice). Medians of the repetitions; a ratio above 1",
-         "means dbt's model took longer than the hwm model.", "",
+         "means dbt's model took longer than the hwm model." + (f" hwm_base: the hwm model of the package at {base}, in a copy" if base else ""),
+         *(["of the project whose tables are in schema dw_base, in the same rotation."] if base else []), "",
          "| slice | model | `dbt run` wall ms | model ms | row versions written | wall / hwm | model / hwm |",
          "|---|---|---|---|---|---|---|"]
 for kind in ("first", "refresh", "fresh", "resent"):
     hw, hm = med(kind, "hwm", 3), med(kind, "hwm", 4)
-    for m in (("hwm", "tbl", "tbl_key", "inc_merge") if kind in ("first", "refresh") else ("hwm", "inc_merge", "inc_delete_insert")):
+    for m in (("hwm", "tbl", "tbl_key", "inc_merge") if kind in ("first", "refresh") else ("hwm", "inc_merge", "inc_delete_insert")) + (("hwm_base",) if base else ()):
         w, mm, wr = med(kind, m, 3), med(kind, m, 4), med(kind, m, 5)
         lines.append(f"| {kind} | {m} | {w:.0f} | {mm:.0f} | {wr:.0f} | {w / hw:.2f} | {mm / hm:.2f} |")
 lines += ["", f"Rows of the source missing from each model at the end: {check}.", "",
