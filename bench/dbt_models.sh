@@ -88,29 +88,23 @@ VACUUM (ANALYZE) bench.src;
 SQL
 
 mkdir -p "$WORK/profiles"
-cat >"$WORK/profiles/profiles.yml" <<EOF
-hwm_bench_models:
-  target: bench
-  outputs:
-    bench:
+# (target base: HWM_DBT_BASE's project, its tables in schema dw_base)
+{
+    printf 'hwm_bench_models:\n  target: bench\n  outputs:\n'
+    for target in bench:dw base:dw_base; do
+        cat <<EOF
+    ${target%%:*}:
       type: postgres
       host: 127.0.0.1
       port: $PGPORT
       user: bench
       password: unused
       dbname: postgres
-      schema: dw
-      threads: 1
-    base:
-      type: postgres
-      host: 127.0.0.1
-      port: $PGPORT
-      user: bench
-      password: unused
-      dbname: postgres
-      schema: dw_base
+      schema: ${target#*:}
       threads: 1
 EOF
+    done
+} >"$WORK/profiles/profiles.yml"
 export DBT_PROFILES_DIR=$WORK/profiles DBT_SEND_ANONYMOUS_USAGE_STATS=false DO_NOT_TRACK=1 \
     DBT_LOG_PATH=$WORK/logs DBT_TARGET_PATH=$WORK/target
 # the project, copied with the repository's layout (packages.yml is relative)
