@@ -27,6 +27,7 @@ use File::Temp qw(tempdir);
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use Test::More;
+use Time::HiRes qw(time);
 
 our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish soak_finish_ok gated_setup refuse_claim_sql kill9 wait_back allowed_kills);
 
@@ -294,8 +295,36 @@ sub kill9
 	# (where the log stood: wait_back waits for the restart after it)
 	my $offset = -s $node->logfile;
 	my $killed = kill 'KILL', $pid;
-	$node->{hwm_crash_offset} //= $offset if $killed;
+	$node->{hwm_crash} //= [ $offset, $pid ] if $killed;
 	return $killed;
+}
+
+# crash_began(node, offset, pid): true once the postmaster has begun the
+# restart after kill9 of pid (the log says so after offset), or once pid
+# is gone without having been terminated by the signal.  The second case
+# is a process that had already exited when the signal came: a zombie (or
+# one inside exit()) takes SIGKILL and keeps its own exit status, so no
+# restart follows.  The chaos test kills a random worker, and one that had
+# just finished its run met it so (090 then waited out the timeout).
+sub crash_began
+{
+	my ($node, $offset, $pid) = @_;
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	my $gone_at;
+	while (time() < $deadline)
+	{
+		my $log = PostgreSQL::Test::Utils::slurp_file($node->logfile, $offset);
+		return 1 if $log =~ /all server processes terminated; reinitializing/;
+		if ($log !~ /\(PID $pid\) was terminated by signal/
+			&& !kill(0, $pid) && $!{ESRCH})
+		{
+			# reaped; the postmaster writes the line right after the reap
+			$gone_at //= time();
+			return 1 if time() - $gone_at > 1;
+		}
+		select(undef, undef, undef, 0.05);
+	}
+	return 0;
 }
 
 # wait_back(node): true once the node accepts connections again after a
@@ -304,19 +333,16 @@ sub kill9
 # the server is still restarting makes that write fail (EPIPE), which
 # IPC::Run raises as "ack Broken pipe" and which ended a test with exit 32.
 # After a kill9, it first waits for the postmaster to have begun the
-# restart: right after the kill the server still answered, and the next
-# query met it in crash recovery ("the database system is not yet
-# accepting connections"; 069 failed so on PostgreSQL 15, 30 ms after the
-# kill).
+# restart (crash_began): right after the kill the server still answered,
+# and the next query met it in crash recovery ("the database system is not
+# yet accepting connections"; 069 failed so on PostgreSQL 15, 30 ms after
+# the kill).
 sub wait_back
 {
 	my ($node) = @_;
-	if (defined(my $offset = delete $node->{hwm_crash_offset}))
+	if (my $crash = delete $node->{hwm_crash})
 	{
-		return 0 unless eval {
-			$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
-			1;
-		};
+		return 0 unless crash_began($node, @$crash);
 	}
 	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
 	while (time() < $deadline)
