@@ -320,7 +320,11 @@ sub crash_began
 		{
 			# reaped; the postmaster writes the line right after the reap
 			$gone_at //= time();
-			return 1 if time() - $gone_at > 1;
+			if (time() - $gone_at > 1)
+			{
+				note("pid $pid had exited before kill -9 reached it: no restart follows");
+				return 1;
+			}
 		}
 		select(undef, undef, undef, 0.05);
 	}
