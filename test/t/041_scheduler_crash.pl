@@ -76,22 +76,26 @@ is(sql($node, 'postgres', "SELECT count(*) FROM hwm.runs WHERE pipeline = 'c' AN
 # (here a session that ended while the postmaster was stopped, so it is a
 # zombie not yet reaped) reaches it but crashes nothing, and wait_back
 # returns instead of waiting out its timeout for a restart that does not
-# come.  090's random worker had sometimes just finished its run so.
+# come.  090's random worker had once just finished its run so.
 my $late = $node->background_psql('postgres');
 my $zombie = $late->query_safe('SELECT pg_backend_pid()');
 my $postmaster = $node->{_pid};
+my ($state, $killed) = ('', 0);
 kill 'STOP', $postmaster;
-$late->quit;
-my $state = '';
-for (1 .. 20 * $PostgreSQL::Test::Utils::timeout_default)
-{
-	$state = (split ' ', (slurp_file("/proc/$zombie/stat") =~ s/^.*\) //sr))[0];
-	last if $state eq 'Z';
-	select(undef, undef, undef, 0.05);
-}
-is($state, 'Z', 'the ended session waits for the stopped postmaster to reap it');
-ok(kill9($node, $zombie), 'kill -9 reaches the unreaped session');
+eval {    # (the postmaster is continued whatever happens here)
+	$late->quit;
+	for (1 .. 20 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		$state = (split ' ', (slurp_file("/proc/$zombie/stat") =~ s/^.*\) //sr))[0];
+		last if $state eq 'Z';
+		select(undef, undef, undef, 0.05);
+	}
+	$killed = $state eq 'Z' && kill9($node, $zombie);
+	1;
+} or diag("while the postmaster was stopped: $@");
 kill 'CONT', $postmaster;
+is($state, 'Z', 'the ended session waits for the stopped postmaster to reap it');
+ok($killed, 'kill -9 reaches the unreaped session');
 ok(wait_back($node), 'wait_back returns: no restart follows a kill -9 that came too late');
 is(scalar(() = slurp_file($node->logfile) =~ /all server processes terminated; reinitializing/g), 1,
 	'the server restarted only after the first kill -9');
