@@ -18,6 +18,7 @@
 
 #include "catalog.h"
 #include "running.h"
+#include "slots.h"
 #include "util.h"
 #include "wakeup.h"
 
@@ -37,6 +38,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 int			hwm_max_runs_per_pipeline = 1000;
@@ -1633,10 +1635,17 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * transaction.  The dispatcher applies them, and so does a worker whose run
  * wrote one, right after that run commits (worker.c).
  *
- * The wakes of the runs leave_runs (an int8[] of run ids, or 0: none) are
- * left as they are: the dispatcher leaves those of the runs whose workers
- * apply them themselves (slots.c's applies_wakes), so that it never takes
- * a hop of a chain from the worker that is about to run it.  With
+ * The wakes of the runs whose workers apply them themselves (slots.c's
+ * applies_wakes; but slot except_slotno's, -1: none) are left as they are,
+ * so that the dispatcher (and another worker) never takes a hop of a chain
+ * from the worker that is about to run it.  Those runs are read from the
+ * slots after the snapshot that reads hwm.wakes is taken: a worker says so
+ * just before its run commits the wakes, so a wake that snapshot sees
+ * was committed by a run whose flag is read set (or already cleared, when
+ * its worker has applied its wakes: a wake it deleted since is skipped by
+ * FOR UPDATE).  Read before the snapshot, the flag could be read unset and
+ * the wakes committed meanwhile applied here, the hop run in another
+ * worker (075 failed so on PostgreSQL 15).  With
  * only_upstream (NULL: any), only the wakes of that upstream are applied:
  * a worker applies those of the run it has just made, and leaves the rest
  * to the dispatcher.
@@ -1706,24 +1715,29 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	"    WHERE r.run_id OPERATOR(pg_catalog.=) ANY ($1) AND r.pipeline OPERATOR(pg_catalog.=) o.upstream)))"
 
 Datum
-hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream, bool *all_applied)
+hwm_state_apply_wakes(int except_slotno, const char *only_upstream, bool *all_applied)
 {
 	Oid			argtypes[2] = {INT8ARRAYOID, TEXTOID};
-	Datum		values[2] = {leave_runs, only_upstream ? CStringGetTextDatum(only_upstream) : (Datum) 0};
-	char		nulls[2] = {leave_runs == (Datum) 0 ? 'n' : ' ', only_upstream ? ' ' : 'n'};
+	Datum		values[2] = {(Datum) 0, only_upstream ? CStringGetTextDatum(only_upstream) : (Datum) 0};
+	char		nulls[2] = {' ', only_upstream ? ' ' : 'n'};
 	Datum		made_due;
 	bool		lag_driven;
+	Snapshot	snapshot;
+	HwmRoleSwitch sw;
 
 	hwm_catalog_exec("SELECT EXISTS (SELECT FROM hwm.state"
 					 " WHERE target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL AND on_commit IS NULL)",
 					 0, NULL, NULL, NULL, SPI_OK_SELECT);
 	lag_driven = DatumGetBool(first_not_null(1));
-	if (lag_driven)
-		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST,
-						 2, argtypes, values, nulls, SPI_OK_SELECT);
-	else
-		hwm_catalog_exec(APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
-						 2, argtypes, values, nulls, SPI_OK_SELECT);
+	/* the snapshot first, then the slots (see above) */
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	values[0] = hwm_slots_applying_run_ids(MyDatabaseId, except_slotno);
+	hwm_become(hwm_catalog_owner(), false, &sw);
+	hwm_spi_exec_snapshot(lag_driven ? APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST
+						  : APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
+						  2, argtypes, values, nulls, snapshot, SPI_OK_SELECT);
+	hwm_unbecome(&sw);
+	UnregisterSnapshot(snapshot);
 	made_due = first_not_null(1);
 	*all_applied = DatumGetBool(first_not_null(2));
 	return SPI_datumTransfer(made_due, false, -1);

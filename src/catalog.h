@@ -277,7 +277,7 @@ extern int	hwm_state_commit_due(Datum pipelines, int n, Datum settling, int nset
 								 int32 settle_ms, TimestampTz now);
 extern bool hwm_state_on_commit_source(const char *pipeline, Oid *source);
 extern HwmLate *hwm_state_note_late(int *n, TimestampTz *next);
-extern Datum hwm_state_apply_wakes(Datum leave_runs, const char *only_upstream,
+extern Datum hwm_state_apply_wakes(int except_slotno, const char *only_upstream,
 								   bool *all_applied);
 extern void hwm_state_set_caveat(const char *pipeline, const char *caveat);
 extern void hwm_state_set_enabled(const char *pipeline, bool enabled);

@@ -880,7 +880,7 @@ apply_wakes_step(void *arg)
 	bool		all_applied;
 
 	/* (not those of the runs whose workers apply them: chain_woken, worker.c) */
-	(void) hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, -1), NULL, &all_applied);
+	(void) hwm_state_apply_wakes(-1, NULL, &all_applied);
 }
 
 static void
@@ -1008,8 +1008,7 @@ hwm_claim_woken(int slotno, const char *upstream, Oid owner, int room, int64 bud
 				bool *dispatcher_needed)
 {
 	bool		all_applied;
-	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(hwm_slots_applying_run_ids(MyDatabaseId, slotno),
-																   upstream, &all_applied));
+	ArrayType  *made_due = DatumGetArrayTypeP(hwm_state_apply_wakes(slotno, upstream, &all_applied));
 	int			nmade = ArrayGetNItems(ARR_NDIM(made_due), ARR_DIMS(made_due));
 	TimestampTz now = hwm_now();
 	const char *sqlstate = NULL;

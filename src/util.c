@@ -140,16 +140,23 @@ plan_for(const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
-/* Execute a kept plan, counted while it runs (see plan_for) */
+/*
+ * Execute a kept plan, counted while it runs (see plan_for): with its own
+ * snapshot (InvalidSnapshot), or with the one given
+ */
 static int
-execute_kept(SPIPlanPtr plan, Datum *values, const char *nulls)
+execute_kept(SPIPlanPtr plan, Datum *values, const char *nulls, Snapshot snapshot)
 {
 	volatile int rc = 0;
 
 	exec_depth++;
 	PG_TRY();
 	{
-		rc = SPI_execute_plan(plan, values, nulls, false, 0);
+		if (snapshot == InvalidSnapshot)
+			rc = SPI_execute_plan(plan, values, nulls, false, 0);
+		else
+			rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot,
+									  false, true, 0);
 	}
 	PG_FINALLY();
 	{
@@ -168,7 +175,35 @@ hwm_spi_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
 
 	if (plan == NULL)
 		return SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	return execute_kept(plan, values, nulls);
+	return execute_kept(plan, values, nulls, InvalidSnapshot);
+}
+
+/*
+ * hwm_spi_exec with the snapshot given, for a statement whose parameters
+ * must be read after the snapshot it reads with was taken
+ * (hwm_state_apply_wakes)
+ */
+void
+hwm_spi_exec_snapshot(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					  const char *nulls, Snapshot snapshot, int expected)
+{
+	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
+	bool		kept = plan != NULL;
+	int			rc;
+
+	if (!kept)
+	{
+		plan = SPI_prepare(sql, nargs, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "hwm: SPI_prepare failed (%s) for: %s",
+				 SPI_result_code_string(SPI_result), sql);
+	}
+	rc = execute_kept(plan, values, nulls, snapshot);
+	if (!kept)
+		SPI_freeplan(plan);
+	if (rc < 0 || (expected != 0 && rc != expected))
+		elog(ERROR, "hwm: SPI_execute failed (%s) for: %s",
+			 SPI_result_code_string(rc), sql);
 }
 
 /* ... and insist on its SPI_OK_* code (0: any success) */

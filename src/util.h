@@ -15,6 +15,7 @@
 #include "fmgr.h"
 #include "utils/elog.h"
 #include "utils/palloc.h"
+#include "utils/snapshot.h"
 
 /*
  * SPI: run a statement with $n parameters, its plan kept across calls (see
@@ -24,6 +25,10 @@ extern int	hwm_spi_run(const char *sql, int nargs, Oid *argtypes,
 						Datum *values, const char *nulls);
 extern void hwm_spi_exec(const char *sql, int nargs, Oid *argtypes,
 						 Datum *values, const char *nulls, int expected);
+/* ... with the snapshot given (its parameters read after it was taken) */
+extern void hwm_spi_exec_snapshot(const char *sql, int nargs, Oid *argtypes,
+								  Datum *values, const char *nulls,
+								  Snapshot snapshot, int expected);
 /* the first column of the first row of the last SPI result (NULL: none) */
 extern bool hwm_spi_first(Datum *value);
 
