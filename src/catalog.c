@@ -184,6 +184,8 @@ static void hwm_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *v
 							 const char *nulls, int expected);
 static void catalog_exec_any_version(const char *sql, int nargs, Oid *argtypes, Datum *values,
 									 const char *nulls, int expected);
+static void catalog_exec_snapshot(const char *sql, int nargs, Oid *argtypes, Datum *values,
+								  const char *nulls, Snapshot snapshot, int expected);
 static void check_may_manage(HwmPipeline *p, bool orphan_ok);
 static int64 prune_runs(const char *pipeline, Oid owner, int64 above);
 
@@ -312,10 +314,18 @@ static void
 catalog_exec_any_version(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 const char *nulls, int expected)
 {
+	catalog_exec_snapshot(sql, nargs, argtypes, values, nulls, InvalidSnapshot, expected);
+}
+
+/* ... with the snapshot given (InvalidSnapshot: its own) */
+static void
+catalog_exec_snapshot(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					  const char *nulls, Snapshot snapshot, int expected)
+{
 	HwmRoleSwitch sw;
 
 	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec(sql, nargs, argtypes, values, nulls, expected);
+	hwm_spi_exec_snapshot(sql, nargs, argtypes, values, nulls, snapshot, expected);
 	hwm_unbecome(&sw);
 }
 
@@ -1723,7 +1733,6 @@ hwm_state_apply_wakes(int except_slotno, const char *only_upstream, bool *all_ap
 	Datum		made_due;
 	bool		lag_driven;
 	Snapshot	snapshot;
-	HwmRoleSwitch sw;
 
 	hwm_catalog_exec("SELECT EXISTS (SELECT FROM hwm.state"
 					 " WHERE target_lag IS NOT NULL AND schedule IS NULL AND after IS NULL AND on_commit IS NULL)",
@@ -1732,11 +1741,9 @@ hwm_state_apply_wakes(int except_slotno, const char *only_upstream, bool *all_ap
 	/* the snapshot first, then the slots (see above) */
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	values[0] = hwm_slots_applying_run_ids(MyDatabaseId, except_slotno);
-	hwm_become(hwm_catalog_owner(), false, &sw);
-	hwm_spi_exec_snapshot(lag_driven ? APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST
+	catalog_exec_snapshot(lag_driven ? APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST
 						  : APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
 						  2, argtypes, values, nulls, snapshot, SPI_OK_SELECT);
-	hwm_unbecome(&sw);
 	UnregisterSnapshot(snapshot);
 	made_due = first_not_null(1);
 	*all_applied = DatumGetBool(first_not_null(2));

@@ -166,16 +166,51 @@ execute_kept(SPIPlanPtr plan, Datum *values, const char *nulls, Snapshot snapsho
 	return rc;
 }
 
-/* Run a statement with $n parameters (its kept plan, see above): SPI's code */
+/*
+ * Run a statement with $n parameters (its kept plan, see above), with its
+ * own snapshot (InvalidSnapshot) or the one given: SPI's code
+ */
+static int
+spi_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
+		const char *nulls, Snapshot snapshot)
+{
+	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
+	int			rc;
+
+	if (plan != NULL)
+		return execute_kept(plan, values, nulls, snapshot);
+	if (snapshot == InvalidSnapshot)
+		return SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "hwm: SPI_prepare failed (%s) for: %s",
+			 SPI_result_code_string(SPI_result), sql);
+	rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot, false, true, 0);
+	SPI_freeplan(plan);
+	return rc;
+}
+
+/* ... and insist on its SPI_OK_* code (0: any success) */
+static void
+spi_check(int rc, int expected, const char *sql)
+{
+	if (rc < 0 || (expected != 0 && rc != expected))
+		elog(ERROR, "hwm: SPI_execute failed (%s) for: %s",
+			 SPI_result_code_string(rc), sql);
+}
+
 int
 hwm_spi_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			const char *nulls)
 {
-	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
+	return spi_run(sql, nargs, argtypes, values, nulls, InvalidSnapshot);
+}
 
-	if (plan == NULL)
-		return SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
-	return execute_kept(plan, values, nulls, InvalidSnapshot);
+void
+hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls, int expected)
+{
+	spi_check(spi_run(sql, nargs, argtypes, values, nulls, InvalidSnapshot), expected, sql);
 }
 
 /*
@@ -187,35 +222,7 @@ void
 hwm_spi_exec_snapshot(const char *sql, int nargs, Oid *argtypes, Datum *values,
 					  const char *nulls, Snapshot snapshot, int expected)
 {
-	SPIPlanPtr	plan = plan_for(sql, nargs, argtypes);
-	bool		kept = plan != NULL;
-	int			rc;
-
-	if (!kept)
-	{
-		plan = SPI_prepare(sql, nargs, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "hwm: SPI_prepare failed (%s) for: %s",
-				 SPI_result_code_string(SPI_result), sql);
-	}
-	rc = execute_kept(plan, values, nulls, snapshot);
-	if (!kept)
-		SPI_freeplan(plan);
-	if (rc < 0 || (expected != 0 && rc != expected))
-		elog(ERROR, "hwm: SPI_execute failed (%s) for: %s",
-			 SPI_result_code_string(rc), sql);
-}
-
-/* ... and insist on its SPI_OK_* code (0: any success) */
-void
-hwm_spi_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
-			 const char *nulls, int expected)
-{
-	int			rc = hwm_spi_run(sql, nargs, argtypes, values, nulls);
-
-	if (rc < 0 || (expected != 0 && rc != expected))
-		elog(ERROR, "hwm: SPI_execute failed (%s) for: %s",
-			 SPI_result_code_string(rc), sql);
+	spi_check(spi_run(sql, nargs, argtypes, values, nulls, snapshot), expected, sql);
 }
 
 /*
