@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "catalog.h"
+#include "clock.h"
 #include "running.h"
 #include "slots.h"
 #include "util.h"
@@ -1741,6 +1742,8 @@ hwm_state_apply_wakes(int except_slotno, const char *only_upstream, bool *all_ap
 	/* the snapshot first, then the slots (see above) */
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	values[0] = hwm_slots_applying_run_ids(MyDatabaseId, except_slotno);
+	if (except_slotno < 0)
+		hwm_pause_point("dispatcher_applies_wakes");
 	catalog_exec_snapshot(lag_driven ? APPLY_WAKES_W APPLY_WAKES_READERS APPLY_WAKES_REST
 						  : APPLY_WAKES_W APPLY_WAKES_NO_READERS APPLY_WAKES_REST,
 						  2, argtypes, values, nulls, snapshot, SPI_OK_SELECT);

@@ -49,6 +49,11 @@
  * leaving windows stay on the real clock: they decide nothing about what is
  * due.
  *
+ * hwm_pause_hook (clock.h) is the tests' other hold on the scheduler: NULL
+ * in every server users run, it lets the same module hold a dispatcher or a
+ * worker at a named point (hwm_pause_point) while a test commits something
+ * in between, so that a race between them happens in one order on purpose.
+ *
  * It calls wakeup.c (the doorbell, for hwm_clock_moved).
  */
 #include "postgres.h"
@@ -60,6 +65,7 @@
 #include "utils/timestamp.h"
 
 hwm_clock_offset_hook_type hwm_clock_offset_hook = NULL;
+hwm_pause_hook_type hwm_pause_hook = NULL;
 
 TimestampTz
 hwm_now(void)

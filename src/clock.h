@@ -1,8 +1,9 @@
 /*
  * clock.h
  *		The scheduler's clock (clock.c): the one time by which its processes
- *		decide what is due and when to wake, and the hook through which the
- *		tests' own module moves it forward.
+ *		decide what is due and when to wake, and the hooks through which the
+ *		tests' own module moves it forward and holds the scheduler's
+ *		processes at named points.
  */
 #ifndef HWM_CLOCK_H
 #define HWM_CLOCK_H
@@ -34,5 +35,32 @@ extern TimestampTz hwm_clock_of(TimestampTz real);
 
 /* The tests' module moved the clock: the launcher looks again at once */
 extern PGDLLEXPORT void hwm_clock_moved(void);
+
+/*
+ * A point in a scheduler process where a test may hold it, to make a race
+ * between two processes happen in one order on purpose
+ * (test/t/078_chain_worker_race.pl).  NULL, as in every server users run:
+ * hwm_pause_point does nothing.  Only the tests' own module sets it
+ * (test/modules/hwm_test, pause_points.c), which waits there while a test
+ * session holds the point's advisory lock.  Called inside a transaction.
+ * The points:
+ *
+ *   dispatcher_applies_wakes   a dispatcher's hwm_state_apply_wakes
+ *                              (catalog.c), after it has read which
+ *                              workers apply their runs' wakes and before
+ *                              its statement reads hwm.wakes
+ *   worker_applies_wakes       a worker's chain_woken (worker.c), after its
+ *                              run committed and before it applies that
+ *                              run's wakes
+ */
+typedef void (*hwm_pause_hook_type) (const char *point);
+extern PGDLLEXPORT hwm_pause_hook_type hwm_pause_hook;
+
+static inline void
+hwm_pause_point(const char *point)
+{
+	if (hwm_pause_hook != NULL)
+		hwm_pause_hook(point);
+}
 
 #endif							/* HWM_CLOCK_H */

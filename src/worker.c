@@ -638,6 +638,7 @@ chain_woken(TimestampTz turn_started, MemoryContext workcxt)
 			int			claimed = 0;
 
 			record_begin();
+			hwm_pause_point("worker_applies_wakes");
 
 			/*
 			 * (committed without waiting for the WAL's flush: the next run's

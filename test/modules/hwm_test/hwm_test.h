@@ -9,4 +9,7 @@
 /* clock_mock.c: while shared_preload_libraries is processed, its hook and shared memory */
 extern void hwm_test_clock_mock_init(void);
 
+/* pause_points.c: while shared_preload_libraries is processed, its hook and setting */
+extern void hwm_test_pause_points_init(void);
+
 #endif							/* HWM_TEST_H */
