@@ -1665,7 +1665,7 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * until the end of the transaction), and *all_applied: whether every wake
  * it read was applied and deleted (false: some stay for the next dispatch),
  * and, with only_upstream, that no wake of another upstream waits for the
- * dispatcher (but those of runs in leave_runs).
+ * dispatcher (but those of the runs whose workers apply them themselves).
  */
 /*
  * hwm_state_apply_wakes's statement: the wakes (w), the relations that read
