@@ -402,6 +402,13 @@ hwm_interval_run(HwmPipeline *p, TimestampTz started_at, int64 scheduled_run_id,
 	return run_id;
 }
 
+/* Has p an interval, its anchor and a command (hwm.create_interval_pipeline)? */
+static bool
+is_interval_pipeline(const HwmPipeline *p)
+{
+	return p->time_interval != NULL && p->interval_anchor != NULL && p->command != NULL;
+}
+
 /*
  * As the owner: the pipeline's plan and grid, and the range parsed and
  * checked (on the grid, ascending, no later than the watermark).
@@ -418,7 +425,7 @@ rerun_parse(HwmJob *rr, FunctionCallInfo fcinfo)
 	Timestamp	from;
 	Timestamp	to;
 
-	if (p->time_interval == NULL)
+	if (!is_interval_pipeline(p))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("pipeline \"%s\" is not an interval pipeline", p->name),
@@ -464,6 +471,17 @@ rerun_step(HwmJob *rr)
 	Timestamp	e;
 	volatile int64 rows = 0;
 
+	/*
+	 * Read again under the lock: between two steps, or between the CALL's
+	 * first read and its first step, the pipeline may have been dropped and
+	 * declared again as another kind, which has no grid or command.
+	 */
+	if (!is_interval_pipeline(p))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("pipeline \"%s\" is no longer an interval pipeline", p->name),
+				 errdetail("It was dropped and declared again, as a copy or command pipeline, while the rerun of its intervals ran."),
+				 errhint("Rerun only an interval pipeline's intervals; hwm.backfill reloads a copy pipeline's partitions.")));
 	plan = hwm_plan_as_owner(p, true, false, true, &sw);
 	grid_init(&g, plan, p->time_interval, p->interval_anchor);
 	s = as_ts(&plan->wm, hwm_value_in(&plan->wm, rr->done_through ? rr->done_through : rr->from_text, "from_time"));
