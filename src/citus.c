@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "citus.h"
+#include "util.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -237,7 +238,8 @@ hwm_citus_shard_of(Oid relid, Oid *logical)
 	" WHERE a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()" \
 	" AND a.backend_type OPERATOR(pg_catalog.=) 'client backend'" \
 	" AND (a.xact_start IS NOT NULL OR a.backend_xid IS NOT NULL)" \
-	" AND pg_catalog.citus_nodeid_for_gpid(t.global_pid) IS DISTINCT FROM %s"
+	" AND (pg_catalog.citus_nodeid_for_gpid(t.global_pid) OPERATOR(pg_catalog.<>) %s" \
+	"      OR pg_catalog.citus_nodeid_for_gpid(t.global_pid) IS NULL)"
 #define REMOTE_XACTS_SQL \
 	"WITH me AS (SELECT pg_catalog.citus_nodeid_for_gpid(pg_catalog.citus_backend_gpid()) AS id)," \
 	" w AS (SELECT r.nodeid, r.success, pg_catalog.string_to_array(r.result, '|') AS f" \
@@ -245,7 +247,8 @@ hwm_citus_shard_of(Oid relid, Oid *logical)
 	" SELECT COALESCE(pg_catalog.sum(CASE WHEN w.success THEN w.f[1]::pg_catalog.int8 END), 0)::pg_catalog.int8," \
 	" COALESCE(pg_catalog.sum(CASE WHEN w.success THEN w.f[2]::pg_catalog.int8 END), 0)::pg_catalog.int8," \
 	" COALESCE(pg_catalog.bool_or(CASE WHEN w.success THEN w.f[3]::pg_catalog.bool END), false)," \
-	" pg_catalog.min(CASE WHEN w.success THEN NULLIF(w.f[4], '')::pg_catalog.timestamp END) AT TIME ZONE 'UTC'," \
+	" pg_catalog.min(CASE WHEN w.success AND w.f[4] OPERATOR(pg_catalog.<>) ''" \
+	"                     THEN w.f[4]::pg_catalog.timestamp END) AT TIME ZONE 'UTC'," \
 	" (COALESCE(pg_catalog.sum(CASE WHEN w.success AND w.nodeid OPERATOR(pg_catalog.<>) me.id" \
 	"                               THEN w.f[5]::pg_catalog.int8 END), 0)" \
 	"  OPERATOR(pg_catalog.+) pg_catalog.count(*) FILTER (WHERE NOT w.success))::pg_catalog.int8" \
@@ -279,25 +282,28 @@ remote_xacts(HwmCitusRemote *r)
 /*
  * The queries run as the bootstrap superuser: pg_stat_activity hides other
  * roles' transaction start and xid from a pipeline's owner, and a writer
- * that hwm cannot see would lose its row.  They are fixed statements with
- * every name qualified, so nothing of the caller's runs with those rights.
+ * that hwm cannot see would lose its row.  Nothing of anyone else's may run
+ * with those rights: they are fixed statements with every function and
+ * operator qualified (IS DISTINCT FROM and NULLIF, which look "=" up by the
+ * search_path, are not used), sent to each node's sessions as they are,
+ * whatever search_path the database gives those, and search_path is pinned
+ * again here, since the owner's code that ran in this transaction (a
+ * domain's check, a trigger) may have set it since the run pinned it.
  */
 void
 hwm_citus_remote_xacts(HwmCitusRemote *r)
 {
-	Oid			save_userid;
-	int			save_sec;
+	HwmRoleSwitch sw;
 
 	memset(r, 0, sizeof(*r));
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	hwm_become(BOOTSTRAP_SUPERUSERID, false, &sw);
 	PG_TRY();
 	{
 		remote_xacts(r);
 	}
 	PG_FINALLY();
 	{
-		SetUserIdAndSecContext(save_userid, save_sec);
+		hwm_unbecome(&sw);
 	}
 	PG_END_TRY();
 }

@@ -294,6 +294,86 @@ SET ROLE etl; SELECT watermark_after::timestamptz >= timestamptz '} . $t3 . q{' 
 	't', '... and once it is resolved the watermark moves on');
 same_as_source('flat2', 'after the prepared transaction');
 
+# 7c. hwm asks every node for its transactions as the superuser: nothing
+# the database's search_path names may run with those rights.  A database
+# whose search_path (ALTER DATABASE ... SET, open to its owner) puts a
+# schema before pg_catalog that has its own "=" for integers: the sessions
+# Citus opens to the nodes take that path, and an IS DISTINCT FROM in the
+# query hwm sends looked "=" up by it, running evil.eq as the superuser on
+# every node.  evil.eq records each call with the query it ran in.
+for my $node (@nodes)
+{
+	$node->safe_psql('postgres', q{
+SET citus.enable_ddl_propagation = off;
+CREATE SCHEMA evil;
+CREATE TABLE evil.calls (who name, query text);
+GRANT USAGE ON SCHEMA evil TO PUBLIC;
+GRANT INSERT ON evil.calls TO PUBLIC;
+CREATE FUNCTION evil.eq(int, int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO evil.calls VALUES (current_user, current_query());
+  RETURN $1 OPERATOR(pg_catalog.=) $2;
+END $$;
+CREATE OPERATOR evil.= (LEFTARG = int, RIGHTARG = int, FUNCTION = evil.eq);
+CREATE FUNCTION evil.teq(text, text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO evil.calls VALUES (current_user, current_query());
+  RETURN $1 OPERATOR(pg_catalog.=) $2;
+END $$;
+CREATE OPERATOR evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.teq);
+ALTER DATABASE postgres SET search_path = evil, pg_catalog, public;
+});
+}
+($ret, $out, $err) = $coord->psql('postgres', q{SET ROLE etl; SELECT hwm.run('by_etl')});
+is($ret, 0, 'a run under a search_path that names another "="') or diag $err;
+# The owner's own code may set search_path during a run, after hwm pinned
+# it: here the check of the watermark column's domain, which runs when the
+# stored watermark is read.  The NULLIF of hwm's query on this node looked
+# "=" up by it, as the superuser.  (The query now names no operator by the
+# search_path, and the switch to the superuser pins it again: either alone
+# would pass here.)
+$coord->safe_psql('postgres', q{
+CREATE FUNCTION public.evil_path(timestamptz) RETURNS boolean LANGUAGE sql
+  AS $$SELECT pg_catalog.set_config('search_path', 'evil, pg_catalog', false) IS NOT NULL$$;
+CREATE DOMAIN public.evil_ts AS timestamptz CHECK (public.evil_path(VALUE));
+CREATE TABLE public.ev_src (id bigint PRIMARY KEY, updated_at public.evil_ts NOT NULL);
+SELECT create_distributed_table('public.ev_src', 'id', colocate_with => 'public.events');
+CREATE TABLE public.ev_tgt (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL);
+SELECT create_distributed_table('public.ev_tgt', 'id', colocate_with => 'public.events');
+GRANT SELECT ON public.ev_src TO etl;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.ev_tgt TO etl;
+INSERT INTO public.ev_src VALUES (1, '2024-01-01 00:00+00');
+SET ROLE etl;
+SELECT hwm.create_pipeline('ev', 'public.ev_src', 'public.ev_tgt', '{id}', 'updated_at');
+SELECT hwm.run('ev');
+});
+($ret, $out, $err) = $coord->psql('postgres', q{
+SET search_path = pg_catalog, public; SET ROLE etl; SELECT hwm.run('ev')});
+is($ret, 0, 'a run whose domain check sets search_path') or diag $err;
+is($coord->safe_psql('postgres', q{
+SELECT count(*) FROM evil.calls WHERE who <> 'etl' AND query LIKE '%hwm.run(''ev'')%'}),
+	'0', '... ran nothing of it with the superuser\'s rights');
+for my $node (@nodes)
+{
+	is($node->safe_psql('postgres', q{
+SELECT count(*) FROM evil.calls WHERE query LIKE '%pg_stat_activity%'}),
+		'0', 'hwm\'s query of the transactions on ' . $node->name . ' ran none of it');
+}
+$coord->safe_psql('postgres', q{
+SELECT hwm.drop_pipeline('ev');
+DROP TABLE public.ev_src, public.ev_tgt;
+DROP DOMAIN public.evil_ts;
+DROP FUNCTION public.evil_path(timestamptz);
+});
+for my $node (@nodes)
+{
+	$node->safe_psql('postgres', q{
+SET citus.enable_ddl_propagation = off;
+ALTER DATABASE postgres RESET search_path;
+DROP SCHEMA evil CASCADE;
+});
+}
+
 # 9. the scheduler runs the ordinary role's pipeline on the coordinator
 $coord->safe_psql('postgres', q{
 INSERT INTO public.events
