@@ -54,6 +54,8 @@ CREATE TEMP TABLE before AS SELECT * FROM hwm.state;
 SELECT hwm.schedule(NULL, '1 hour');
 SELECT hwm.schedule('nope', '1 hour');
 SELECT hwm.schedule('sp', NULL);
+-- (the hint's call is one to copy: the name quoted as a literal)
+SELECT hwm.schedule('it''s', NULL);
 SELECT hwm.schedule('sp', '0');
 SELECT hwm.schedule('sp', '-1 hour');
 SELECT hwm.schedule('sp', '500 milliseconds');

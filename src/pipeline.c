@@ -364,8 +364,8 @@ citus_refuse_layout(PlanBuild *b, const HwmCitusTable *s, const HwmCitusTable *t
 			 errmsg("a pipeline from a %s into a %s is not supported",
 					hwm_citus_kind_name(s->kind), hwm_citus_kind_name(t->kind)),
 			 errdetail("Source %s and target %s. %s", b->srcname, b->tgtname, CITUS_LAYOUTS),
-			 errhint("Distribute both on the same column, co-located: SELECT create_distributed_table('%s', '<column>', colocate_with => '%s').",
-					 b->tgtname, b->srcname)));
+			 errhint("Distribute both on the same column, co-located: SELECT create_distributed_table(%s, '<column>', colocate_with => %s).",
+					 quote_literal_cstr(b->tgtname), quote_literal_cstr(b->srcname))));
 }
 
 /*
@@ -425,8 +425,8 @@ citus_layout(PlanBuild *b)
 						   quote_identifier(scol), quote_identifier(tcol),
 						   s.colocation != t.colocation ? ", in different co-location groups" : "",
 						   CITUS_LAYOUTS),
-				 errhint("Distribute the target on the source's column and co-locate it: SELECT create_distributed_table('%s', '%s', colocate_with => '%s').",
-						 b->tgtname, scol, b->srcname)));
+				 errhint("Distribute the target on the source's column and co-locate it: SELECT create_distributed_table(%s, %s, colocate_with => %s).",
+						 quote_literal_cstr(b->tgtname), quote_literal_cstr(scol), quote_literal_cstr(b->srcname))));
 	foreach(lc, spec->unique_key)
 		if (strcmp((char *) lfirst(lc), tcol) == 0)
 			return;

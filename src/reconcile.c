@@ -744,7 +744,7 @@ hwm_schedule_reconcile(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("every must not be null"),
-				 errhint("To stop reconciling the pipeline on a schedule, call hwm.unschedule_reconcile('%s').", name)));
+				 errhint("To stop reconciling the pipeline on a schedule, call hwm.unschedule_reconcile(%s).", quote_literal_cstr(name))));
 	every = PG_GETARG_INTERVAL_P(1);
 	hwm_check_schedule(every, "every");
 	if (PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1)
@@ -769,8 +769,8 @@ hwm_schedule_reconcile(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("pipeline \"%s\" has no schedule", name),
 				 errdetail("A scheduled reconcile runs in the scheduler's worker, after a scheduled run of the pipeline has succeeded."),
-				 errhint("Schedule the pipeline first with hwm.schedule('%s', ...), or CALL hwm.reconcile('%s') from a scheduler of your own.",
-						 name, name)));
+				 errhint("Schedule the pipeline first with hwm.schedule(%s, ...), or CALL hwm.reconcile(%s) from a scheduler of your own.",
+						 quote_literal_cstr(name), quote_literal_cstr(name))));
 	SPI_finish();
 	PG_RETURN_TIMESTAMPTZ(anchor);
 }

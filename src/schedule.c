@@ -190,7 +190,7 @@ hwm_schedule(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("every must not be null"),
-				 errhint("To stop scheduling the pipeline, call hwm.unschedule('%s').", name)));
+				 errhint("To stop scheduling the pipeline, call hwm.unschedule(%s).", quote_literal_cstr(name))));
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -239,14 +239,14 @@ upstream_names(FunctionCallInfo fcinfo, const char *pipeline)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("upstreams must not be null"),
-				 errhint("To stop scheduling the pipeline, call hwm.unschedule('%s').", pipeline)));
+				 errhint("To stop scheduling the pipeline, call hwm.unschedule(%s).", quote_literal_cstr(pipeline))));
 	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT,
 					  &elems, &nulls, &n);
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("upstreams must name at least one pipeline"),
-				 errhint("To stop scheduling the pipeline, call hwm.unschedule('%s').", pipeline)));
+				 errhint("To stop scheduling the pipeline, call hwm.unschedule(%s).", quote_literal_cstr(pipeline))));
 	for (int i = 0; i < n; i++)
 	{
 		bool		seen = false;

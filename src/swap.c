@@ -749,7 +749,7 @@ hwm_swap(PG_FUNCTION_ARGS)
 	ereport(NOTICE,
 			(errmsg("hwm: swapped %s with %s; %s now holds the previous contents",
 					a.tgtname, a.stgname, a.stgname),
-			 errhint("CALL hwm.swap('%s', '%s') again to swap them back.", a.tgtname, a.stgname)));
+			 errhint("CALL hwm.swap(%s, %s) again to swap them back.", quote_literal_cstr(a.tgtname), quote_literal_cstr(a.stgname))));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
