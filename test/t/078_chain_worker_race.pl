@@ -115,5 +115,12 @@ SELECT string_agg(format('%s:%s:%s', pipeline, status, rows_upserted), ' ' ORDER
 	'a:succeeded:100 b:succeeded:100', 'a and b: one succeeded run each');
 is(sql($node, 'postgres', 'SELECT count(*) FROM hwm.wakes'), '0', 'no wake is left over');
 
+# The setting takes only a list of names: a typo is refused when it is set,
+# not met by a scheduler process at its first point.
+my ($rc, $out, $err) = $node->psql('postgres',
+	q{ALTER SYSTEM SET hwm_test.pause_points = 'worker_applies_wakes,,'});
+like($err, qr/invalid value for parameter "hwm_test.pause_points".*\n.*DETAIL:  hwm_test.pause_points is a comma-separated list/,
+	'hwm_test.pause_points refuses what is not a list of names');
+
 $node->stop;
 done_testing();

@@ -50,6 +50,7 @@ armed(const char *point)
 	if (pause_points == NULL || pause_points[0] == '\0')
 		return false;
 	copy = pstrdup(pause_points);
+	/* (check_pause_points let only a list of names in) */
 	if (!SplitIdentifierString(copy, ',', &names))
 		elog(ERROR, "hwm_test.pause_points is not a list of names: \"%s\"", pause_points);
 	foreach(lc, names)
@@ -73,6 +74,28 @@ pause_at(const char *point)
 	(void) DirectFunctionCall1(pg_advisory_xact_lock_shared_int8, key);
 }
 
+/* GUC check hook: a comma-separated list of names, refused when it is not */
+static bool
+check_pause_points(char **newval, void **extra, GucSource source)
+{
+	char	   *copy;
+	List	   *names;
+	bool		ok;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	copy = pstrdup(*newval);
+	ok = SplitIdentifierString(copy, ',', &names);
+	list_free(names);
+	pfree(copy);
+	if (!ok)
+	{
+		GUC_check_errdetail("hwm_test.pause_points is a comma-separated list of pause point names, such as \"dispatcher_applies_wakes, worker_applies_wakes\".");
+		return false;
+	}
+	return true;
+}
+
 void
 hwm_test_pause_points_init(void)
 {
@@ -83,7 +106,7 @@ hwm_test_pause_points_init(void)
 	DefineCustomStringVariable("hwm_test.pause_points",
 							   "The pause points of hwm's scheduler that wait for a test's advisory lock.",
 							   "A comma-separated list of names (src/clock.h); empty: none.",
-							   &pause_points, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
+							   &pause_points, "", PGC_SIGHUP, 0, check_pause_points, NULL, NULL);
 	MarkGUCPrefixReserved("hwm_test");
 	hook = (hwm_pause_hook_type *)
 		load_external_function("$libdir/hwm", "hwm_pause_hook", true, NULL);
