@@ -183,6 +183,23 @@ SELECT * FROM hwm.overwrite('rollup', '1', '2');
 CALL hwm.backfill('hourly', '2026-03-01', '2026-03-02');
 SELECT * FROM hwm.backfill_plan('rollup', '1', '2');
 
+-- an interval pipeline whose time column's type was changed since it was
+-- declared: every use of its grid refuses it (each read a text value as a
+-- time: the rerun crashed the server); the watermark stays, the failed run
+-- is recorded
+CREATE TABLE retyped (t timestamptz NOT NULL);
+INSERT INTO retyped VALUES ('2026-03-01 10:05+00');
+SELECT hwm.create_interval_pipeline('retyped', 'retyped', 't', '1 hour', $$SELECT $1, $2$$);
+SELECT hwm.set_watermark('retyped', '2026-03-01 12:00+00');
+ALTER TABLE retyped ALTER COLUMN t TYPE text;
+SELECT rows_upserted FROM hwm.run('retyped');
+CALL hwm.rerun_intervals('retyped', '2026-03-01 10:00+00', '2026-03-01 11:00+00');
+SELECT hwm.set_watermark('retyped', '2026-03-01 11:00+00');
+SELECT watermark, (SELECT count(*) FROM hwm.runs WHERE pipeline = 'retyped') AS runs,
+       (SELECT count(*) FROM hwm.backfills WHERE pipeline = 'retyped') AS reruns
+  FROM hwm.state WHERE pipeline = 'retyped';
+SELECT hwm.drop_pipeline('retyped');
+
 SELECT hwm.drop_pipeline(pipeline) FROM hwm.state WHERE pipeline IN
   ('rollup', 'rollup_batched', 'fails', 'ranges', 'hourly', 'daily', 'daily_each');
 DROP SCHEMA cmd CASCADE;
