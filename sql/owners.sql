@@ -72,10 +72,18 @@ GRANT SELECT ON own.src TO regress_hwm_own_b;
 RESET ROLE;
 SET ROLE regress_hwm_own_b;
 CREATE TABLE own.b_tgt (LIKE own.src INCLUDING ALL);
-SELECT hwm.create_pipeline('a_pipe', 'own.src', 'own.b_tgt', '{id}', 'ts');
+SELECT hwm.create_pipeline('a_pipe', 'own.src', 'own.b_tgt', '{id}', 'ts', partition_column => 'day');
 SELECT rows_upserted FROM hwm.run('a_pipe');
 SELECT kind, status, owner FROM hwm.runs WHERE pipeline = 'a_pipe' ORDER BY run_id;
 SELECT count(*) AS backfills_seen FROM hwm.backfills WHERE pipeline = 'a_pipe';
+-- b's backfill of the range a's failed on is a job of its own: it does not
+-- take over a's unfinished one (which b could not see, and whose progress
+-- was a's pipeline's)
+CALL hwm.backfill('a_pipe', '2026-01-01', '2026-01-03');
+SELECT status, partitions_done, owner FROM hwm.backfills WHERE pipeline = 'a_pipe';
+RESET ROLE;
+SET ROLE regress_hwm_own_a;
+SELECT status, owner FROM hwm.backfills WHERE pipeline = 'a_pipe';
 RESET ROLE;
 
 -- 4b. a rerun records who ran it, and its failure (it stayed 'running' with

@@ -2041,6 +2041,9 @@ hwm_pipeline_require_partitions(const HwmPipeline *p, const char *verb,
  * reconcile), pipeline and range, if it is unfinished ('running' or
  * 'failed'): true, with its row in *row (done_through in the current memory
  * context).  A job that succeeded is done: calling it again starts another.
+ * Only the pipeline's own jobs count, those begun since it was declared
+ * (started_at, as hwm.status tells its reconciles): a job left unfinished by
+ * a pipeline of that name dropped before is not resumed by this one.
  *
  * A job's row moves through three of a run's statuses (the CHECK on
  * hwm.backfills.status): (none) -> running (hwm_backfills_start); running
@@ -2068,6 +2071,9 @@ hwm_backfills_find_unfinished(const char *pipeline, const char *kind,
 					 " AND b.from_partition OPERATOR(pg_catalog.=) $2"
 					 " AND b.to_partition OPERATOR(pg_catalog.=) $3"
 					 " AND b.kind OPERATOR(pg_catalog.=) $4"
+					 " AND b.started_at OPERATOR(pg_catalog.>=)"
+					 "     (SELECT s.created_at FROM hwm.state AS s"
+					 "       WHERE s.pipeline OPERATOR(pg_catalog.=) $1)"
 					 " ORDER BY b.backfill_id DESC LIMIT 1",
 					 4, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)

@@ -229,6 +229,27 @@ hwm_job_record_failed_step(const HwmJob *job, const char *from, const char *to,
 	(void) hwm_record_run(&run);
 }
 
+/*
+ * The pipeline under its lock, as the job's steps take it: still the one the
+ * job began on.  Between two steps (each commits, and lets the pipeline's
+ * lock go) it may have been dropped and declared again, with the same name
+ * and another target, key, grid or owner; a step would then do the old job's
+ * remaining work on it (a reconcile deleting the new target's rows).
+ */
+static void
+job_check_pipeline(const HwmJob *job)
+{
+	HwmPipeline *p = hwm_pipeline_fetch(job->pipeline, true, false);
+
+	if (p->created_at != job->pipeline_created_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pipeline \"%s\" was dropped or declared again during CALL %s",
+						job->pipeline, job->kind->procedure),
+				 errdetail("The pipeline of that name was declared at %s, after this job began.",
+						   timestamptz_to_str(p->created_at))));
+}
+
 /* One step and its progress, in the current transaction; true when finished */
 static bool
 job_step(HwmJob *job)
@@ -236,6 +257,7 @@ job_step(HwmJob *job)
 	bool		finished;
 
 	CHECK_FOR_INTERRUPTS();
+	job_check_pipeline(job);
 	finished = job->kind->step(job);
 	hwm_job_save(job, finished);
 	return finished;
@@ -338,7 +360,7 @@ hwm_job_run(HwmJob *job)
 	{
 		if (hwm_job_find_unfinished(job))
 			hwm_job_claim(job);
-		(void) hwm_pipeline_fetch(job->pipeline, true, false);
+		job->pipeline_created_at = hwm_pipeline_fetch(job->pipeline, true, false)->created_at;
 		hwm_job_start(job);
 		hwm_job_claim(job);
 		if (job->resumed)

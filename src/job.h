@@ -54,6 +54,9 @@ typedef struct HwmJob
 {
 	const HwmJobKind *kind;
 	char	   *pipeline;
+	TimestampTz pipeline_created_at;	/* the pipeline's identity, with its
+										 * name: hwm_job_run reads it under
+										 * the lock; every step checks it */
 	char	   *from_text;		/* canonical text of the range's bounds */
 	char	   *to_text;
 	int			batch_size;		/* steps per transaction */
