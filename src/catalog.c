@@ -2396,6 +2396,11 @@ hwm_state_after_cycle(const char *pipeline, Datum upstreams)
 /*
  * An upstream for hwm.schedule_after: its owner and target (InvalidOid: a
  * command or interval pipeline); false when there is no such pipeline.
+ * Its row is locked FOR KEY SHARE until the caller's transaction ends: a
+ * drop of the upstream waits for the schedule_after to commit, so that its
+ * later statement that ends the schedules of the upstream's followers
+ * (hwm_state_end_orphaned_after) sees it; a drop that came first makes this
+ * wait, and then find no row.
  */
 bool
 hwm_state_upstream(const char *name, Oid *owner, Oid *target)
@@ -2406,7 +2411,7 @@ hwm_state_upstream(const char *name, Oid *owner, Oid *target)
 	Datum		t;
 
 	hwm_catalog_exec("SELECT owner::pg_catalog.oid, target::pg_catalog.oid FROM hwm.state"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1 FOR KEY SHARE",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
