@@ -2484,6 +2484,25 @@ hwm_state_clear_reconcile_schedule(const char *pipeline)
 }
 
 /*
+ * Under the pipeline's lock (taken here, until the end of the transaction):
+ * is its reconcile still one the scheduler runs (the pipeline enabled and
+ * scheduled, its reconcile scheduled)?  What a worker asks again before it
+ * starts a reconcile that hwm_state_reconcile_due found due.
+ */
+bool
+hwm_state_reconcile_scheduled(const char *pipeline)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {PIPELINE_ARG(pipeline)};
+
+	(void) hwm_pipeline_fetch(pipeline, true, false);
+	hwm_catalog_exec("SELECT FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1"
+					 " AND enabled AND schedule IS NOT NULL AND reconcile_schedule IS NOT NULL",
+					 1, argtypes, values, NULL, SPI_OK_SELECT);
+	return SPI_processed > 0;
+}
+
+/*
  * Is the pipeline's reconcile due at now (the worker, after a scheduled run
  * of it succeeded)?  Only for a pipeline that is scheduled and not paused, whose reconcile is scheduled and due; its row locked, with its
  * schedule, anchor and batch size.  The conditions are on the row it locks,

@@ -296,6 +296,7 @@ extern bool hwm_state_set_reconcile_schedule(const char *pipeline, const Interva
 extern void hwm_state_clear_reconcile_schedule(const char *pipeline);
 extern bool hwm_state_reconcile_due(const char *pipeline, TimestampTz now, Interval *every,
 									TimestampTz *anchor, int *batch_size);
+extern bool hwm_state_reconcile_scheduled(const char *pipeline);
 extern void hwm_state_set_reconcile_next(const char *pipeline, const TimestampTz *next);
 
 /*

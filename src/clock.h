@@ -52,6 +52,11 @@ extern PGDLLEXPORT void hwm_clock_moved(void);
  *   worker_applies_wakes       a worker's chain_woken (worker.c), after its
  *                              run committed and before it applies that
  *                              run's wakes
+ *   worker_starts_reconcile    a worker's serve_reconcile (worker.c), after
+ *                              the reconcile was found due and that was
+ *                              committed, before it takes the pipeline's
+ *                              lock to start it
+ *                              (test/t/079_reconcile_paused_race.pl)
  */
 typedef void (*hwm_pause_hook_type) (const char *point);
 extern PGDLLEXPORT hwm_pause_hook_type hwm_pause_hook;
