@@ -1643,8 +1643,14 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
  * change of its schedule) is not waited for: the wakes stay, and the next
  * dispatch applies them again (as often as needed: applying is idempotent),
  * so the dispatch, and every other pipeline's run, does not wait for that
- * transaction.  The dispatcher applies them, and so does a worker whose run
- * wrote one, right after that run commits (worker.c).
+ * transaction.  What makes a pipeline woken is stated again on the row that
+ * free locks, the only conditions READ COMMITTED checks again on its newest
+ * version: a schedule changed after the statement's snapshot (hwm.schedule,
+ * unschedule, another schedule_after) is not undone by a next_run_at of
+ * now; the wakes stay, and the next dispatch reads the new schedule
+ * (test/t/07a_wakes_schedule_race.pl).  The dispatcher applies them, and so
+ * does a worker whose run wrote one, right after that run commits
+ * (worker.c).
  *
  * The wakes of the runs whose workers apply them themselves (slots.c's
  * applies_wakes; but slot except_slotno's, -1: none) are left as they are,
@@ -1713,6 +1719,12 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	"   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now()))," \
 	" free AS (SELECT x.pipeline FROM hwm.state AS x" \
 	"  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))" \
+	"   AND (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (x.after))" \
+	"    OR (x.target_lag IS NOT NULL AND x.schedule IS NULL AND x.after IS NULL AND x.on_commit IS NULL" \
+	"     AND EXISTS (SELECT FROM readers AS r" \
+	"      WHERE r.relid OPERATOR(pg_catalog.=) x.source::pg_catalog.oid" \
+	"       AND r.upstream OPERATOR(pg_catalog.<>) x.pipeline)))" \
+	"   AND (x.next_run_at IS NULL OR x.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())" \
 	"  FOR UPDATE SKIP LOCKED)," \
 	" applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free" \
 	"  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING s.pipeline)," \

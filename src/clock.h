@@ -48,7 +48,8 @@ extern PGDLLEXPORT void hwm_clock_moved(void);
  *   dispatcher_applies_wakes   a dispatcher's hwm_state_apply_wakes
  *                              (catalog.c), after it has read which
  *                              workers apply their runs' wakes and before
- *                              its statement reads hwm.wakes
+ *                              its statement reads hwm.wakes (with the
+ *                              snapshot it took before: 078, 07a)
  *   worker_applies_wakes       a worker's chain_woken (worker.c), after its
  *                              run committed and before it applies that
  *                              run's wakes
