@@ -1832,18 +1832,27 @@ hwm_state_note_late(int *n, TimestampTz *next)
 }
 
 /*
- * The 'running' rows of kind 'load' that no live run holds (live_run_ids,
- * an int8[]) become 'interrupted'; returns their run_ids (*n of them).
+ * The 'running' rows of kind 'load' that no live run of the slots holds
+ * become 'interrupted'; returns their run_ids (*n of them).  The snapshot
+ * that reads the rows is taken first, then the slots: a claim is added to
+ * its slot before it commits (a worker's of the runs its run woke,
+ * hwm_slot_extend), so a 'running' row the snapshot sees is read in the
+ * slots.  Read before the snapshot, the slots missed a claim committed in
+ * between, and its live run was swept (test/t/07b_sweep_claim_race.pl).
  */
 int64 *
-hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n)
+hwm_runs_sweep_interrupted(uint64 *n)
 {
 	Oid			argtypes[1] = {INT8ARRAYOID};
-	Datum		values[1] = {live_run_ids};
+	Datum		values[1];
 	int64	   *run_ids;
+	Snapshot	snapshot;
 
 	(void) run_status_move(HWM_RUN_RUNNING, HWM_RUN_INTERRUPTED);
-	hwm_catalog_exec("WITH r AS ("
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	values[0] = hwm_slots_live_run_ids(MyDatabaseId);
+	hwm_pause_point("dispatcher_sweeps");
+	catalog_exec_snapshot("WITH r AS ("
 					 " UPDATE hwm.runs SET status = " SQL_STATUS(INTERRUPTED) ", finished_at = pg_catalog.clock_timestamp(),"
 					 "  error = 'the run was interrupted: its worker ended with the server (crash, restart or immediate shutdown)'"
 					 " WHERE status OPERATOR(pg_catalog.=) " SQL_STATUS(RUNNING) " AND kind OPERATOR(pg_catalog.=) 'load'"
@@ -1858,7 +1867,8 @@ hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n)
 					 " FROM r WHERE s.pipeline OPERATOR(pg_catalog.=) r.pipeline"
 					 "  AND (s.last_run_started_at IS NULL OR s.last_run_started_at OPERATOR(pg_catalog.<) r.started_at))"
 					 " SELECT run_id FROM r",
-					 1, argtypes, values, NULL, SPI_OK_SELECT);
+					 1, argtypes, values, NULL, snapshot, SPI_OK_SELECT);
+	UnregisterSnapshot(snapshot);
 	*n = SPI_processed;
 	run_ids = palloc(sizeof(int64) * (SPI_processed + 1));
 	for (uint64 i = 0; i < SPI_processed; i++)

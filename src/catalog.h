@@ -236,7 +236,7 @@ extern bool hwm_runs_finish(int64 run_id, HwmRunStatus status, const char *sqlst
 							const char *error, char **pipeline, TimestampTz *finished);
 extern bool hwm_state_schedule_of(const char *pipeline, Interval *every, int *failures);
 extern void hwm_state_set_next_run(const char *pipeline, const TimestampTz *next);
-extern int64 *hwm_runs_sweep_interrupted(Datum live_run_ids, uint64 *n);
+extern int64 *hwm_runs_sweep_interrupted(uint64 *n);
 extern TimestampTz hwm_runs_claim_failed(const char *pipeline, Oid owner, const char *sqlstate,
 										 const char *error);
 extern char *hwm_runs_running_pipeline(int64 run_id);

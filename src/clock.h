@@ -53,6 +53,10 @@ extern PGDLLEXPORT void hwm_clock_moved(void);
  *   worker_applies_wakes       a worker's chain_woken (worker.c), after its
  *                              run committed and before it applies that
  *                              run's wakes
+ *   dispatcher_sweeps          a dispatcher's sweep of interrupted runs
+ *                              (hwm_runs_sweep_interrupted, catalog.c),
+ *                              after it read the runs the slots hold and
+ *                              before its statement (07b)
  *   worker_starts_reconcile    a worker's serve_reconcile (worker.c), after
  *                              the reconcile was found due and that was
  *                              committed, before it takes the pipeline's

@@ -263,7 +263,7 @@ static void
 sweep_interrupted(void)
 {
 	uint64		n;
-	int64	   *run_ids = hwm_runs_sweep_interrupted(hwm_slots_live_run_ids(MyDatabaseId), &n);
+	int64	   *run_ids = hwm_runs_sweep_interrupted(&n);
 
 	for (uint64 i = 0; i < n; i++)
 		hwm_outcome_notify(run_ids[i]);

@@ -6,7 +6,7 @@
  *		test can commit something between two steps of a dispatcher or a
  *		worker, and make a race happen in one order on purpose
  *		(test/t/078_chain_worker_race.pl, 079_reconcile_paused_race.pl,
- *		07a_wakes_schedule_race.pl).
+ *		07a_wakes_schedule_race.pl, 07b_sweep_claim_race.pl).
  *
  * A point is armed by naming it in hwm_test.pause_points (a comma-separated
  * list, reloadable; empty by default, when no point waits and nothing is
