@@ -113,9 +113,27 @@ DROP ROLE regress_hwm_own_b;
 \echo :LAST_ERROR_SQLSTATE
 -- (a role that does not exist is PostgreSQL's business: IF EXISTS skips it)
 DROP ROLE IF EXISTS regress_hwm_nobody;
+-- (b leaves a backfill of a_pipe unfinished: its target refuses day 2)
+SET ROLE regress_hwm_own_b;
+CREATE FUNCTION own.no_day_2() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'no day 2 here'; END $$;
+CREATE TRIGGER no_day_2 BEFORE INSERT ON own.b_tgt FOR EACH ROW
+  WHEN (NEW.day = '2026-01-02') EXECUTE FUNCTION own.no_day_2();
+\set VERBOSITY terse
+CALL hwm.backfill('a_pipe', '2026-01-01', '2026-01-03');
+\set VERBOSITY default
+RESET ROLE;
 SELECT pipeline, owner FROM hwm.state ORDER BY 1;
 REASSIGN OWNED BY regress_hwm_own_b TO regress_hwm_own_a;
 SELECT pipeline, owner FROM hwm.state ORDER BY 1;
+-- the unfinished job is the pipeline's: its new owner resumes it, and it
+-- is theirs (the job b finished stays b's history)
+SET ROLE regress_hwm_own_a;
+DROP TRIGGER no_day_2 ON own.b_tgt;
+CALL hwm.backfill('a_pipe', '2026-01-01', '2026-01-03');
+SELECT status, done_through, partitions_done, owner, run_by FROM hwm.backfills
+ WHERE pipeline = 'a_pipe' ORDER BY backfill_id;
+RESET ROLE;
 DROP OWNED BY regress_hwm_own_a;
 SELECT count(*) AS pipelines_left FROM hwm.state;
 

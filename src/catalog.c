@@ -2120,16 +2120,24 @@ run_by_datum(void)
 							   CStringGetDatum(GetUserNameFromId(GetUserId(), false)));
 }
 
-/* An unfinished job taken over by the caller: 'running' again */
+/*
+ * An unfinished job taken over by the caller: 'running' again, owned by
+ * the pipeline's owner now (REASSIGN OWNED gave the pipeline to another
+ * role since the job began: the job is the pipeline's, and its new owner
+ * sees it).
+ */
 void
 hwm_backfills_resume(int64 backfill_id, int batch_size)
 {
 	Oid			argtypes[3] = {INT8OID, INT4OID, NAMEOID};
 	Datum		values[3] = {Int64GetDatum(backfill_id), Int32GetDatum(batch_size), run_by_datum()};
 
-	hwm_catalog_exec("UPDATE hwm.backfills SET status = " SQL_STATUS(RUNNING) ", batch_size = $2,"
-					 " finished_at = NULL, error_sqlstate = NULL, error = NULL, run_by = $3"
-					 " WHERE backfill_id OPERATOR(pg_catalog.=) $1",
+	hwm_catalog_exec("UPDATE hwm.backfills AS b SET status = " SQL_STATUS(RUNNING) ", batch_size = $2,"
+					 " finished_at = NULL, error_sqlstate = NULL, error = NULL, run_by = $3,"
+					 " owner = s.owner"
+					 " FROM hwm.state AS s"
+					 " WHERE b.backfill_id OPERATOR(pg_catalog.=) $1"
+					 "  AND s.pipeline OPERATOR(pg_catalog.=) b.pipeline",
 					 3, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
