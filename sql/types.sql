@@ -301,6 +301,32 @@ RESET DateStyle;
 RESET TimeZone;
 SELECT watermark FROM hwm.state WHERE pipeline = 'types_style';
 
+--
+-- the watermark column's type changed after the pipeline was declared
+--
+CREATE TABLE retype_src (id bigint PRIMARY KEY, note text);
+CREATE TABLE retype_tgt (id bigint PRIMARY KEY, note text);
+INSERT INTO retype_src SELECT g, 'n' FROM generate_series(1, 9) g;
+SELECT hwm.create_pipeline('types_retype', 'retype_src', 'retype_tgt', '{id}', 'id');
+SELECT rows_upserted, watermark_after FROM hwm.run('types_retype');
+-- to text: the watermark 9 compared as text, '10' sorts below it and would
+-- never be loaded: every run is refused, nothing loaded, the watermark kept
+ALTER TABLE retype_src ALTER COLUMN id TYPE text;
+ALTER TABLE retype_tgt ALTER COLUMN id TYPE text;
+INSERT INTO retype_src VALUES ('10', 'n');
+SELECT rows_upserted FROM hwm.run('types_retype');
+SELECT hwm.alter_pipeline('types_retype', lookback => 0);
+SELECT watermark, watermark_type FROM hwm.state WHERE pipeline = 'types_retype';
+-- a number again, wider than before: the stored 9 reads as the same number
+-- and numbers order alike, so the runs go on (the row of 10 is loaded)
+ALTER TABLE retype_src ALTER COLUMN id TYPE numeric USING id::numeric;
+ALTER TABLE retype_tgt ALTER COLUMN id TYPE bigint USING id::bigint;
+SELECT rows_upserted, watermark_after FROM hwm.run('types_retype');
+SELECT count(*) AS loaded FROM retype_tgt;
+-- alter_pipeline takes the column's type as it is now
+SELECT hwm.alter_pipeline('types_retype', lookback => 0);
+SELECT watermark, watermark_type FROM hwm.state WHERE pipeline = 'types_retype';
+
 -- clean up
 SELECT pipeline, hwm.drop_pipeline(pipeline) FROM hwm.state WHERE pipeline LIKE 'types\_%' ORDER BY pipeline;
 RESET search_path;

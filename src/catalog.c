@@ -512,7 +512,7 @@ enum
 	ROW_REREAD_FROM,			/* ... and the three after it: memory_read */
 	ROW_COMMAND = ROW_REREAD_FROM + 4, ROW_TIME_INTERVAL, ROW_INTERVAL_ANCHOR,
 	ROW_BATCHED, ROW_SKIP_EMPTY, ROW_CREATED_AT, ROW_DELETE_COLUMN, ROW_DATA_AS_OF,
-	ROW_HISTORY_COLUMNS, ROW_VALID_FROM_COLUMN, ROW_VALID_TO_COLUMN
+	ROW_HISTORY_COLUMNS, ROW_VALID_FROM_COLUMN, ROW_VALID_TO_COLUMN, ROW_WATERMARK_TYPE
 };
 
 /*
@@ -563,6 +563,7 @@ pipeline_from_row(HeapTuple tup, TupleDesc desc)
 	p->data_as_of = isnull ? 0 : DatumGetTimestampTz(d);
 	p->valid_from_column = SPI_getvalue(tup, desc, ROW_VALID_FROM_COLUMN);
 	p->valid_to_column = SPI_getvalue(tup, desc, ROW_VALID_TO_COLUMN);
+	p->watermark_type = DatumGetObjectId(col_not_null(tup, desc, ROW_WATERMARK_TYPE));
 	d = SPI_getbinval(tup, desc, ROW_HISTORY_COLUMNS, &isnull);
 	if (!isnull)
 	{
@@ -592,12 +593,12 @@ pipeline_read(const char *name)
 					 " command, time_interval, interval_anchor, batched, skip_empty,"
 					 " created_at, delete_column::pg_catalog.text, data_as_of,"
 					 " history_columns::pg_catalog.text[], valid_from_column::pg_catalog.text,"
-					 " valid_to_column::pg_catalog.text"
+					 " valid_to_column::pg_catalog.text, watermark_type::pg_catalog.oid"
 					 " FROM hwm.state WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 1, argtypes, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return NULL;
-	Assert(SPI_tuptable->tupdesc->natts == ROW_VALID_TO_COLUMN);
+	Assert(SPI_tuptable->tupdesc->natts == ROW_WATERMARK_TYPE);
 	return pipeline_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 }
 
@@ -2776,6 +2777,18 @@ hwm_state_watermark_type(const char *pipeline)
 	if (SPI_processed != 1)
 		elog(ERROR, "pipeline \"%s\" has no row in hwm.state", pipeline);
 	return hwm_spi_first(&d) ? DatumGetObjectId(d) : InvalidOid;
+}
+
+/* The watermark's type, after alter_pipeline met a column widened since */
+void
+hwm_state_set_watermark_type(const char *pipeline, Oid type)
+{
+	Oid			argtypes[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {PIPELINE_ARG(pipeline), ObjectIdGetDatum(type)};
+
+	hwm_catalog_exec("UPDATE hwm.state SET watermark_type = $2::pg_catalog.regtype"
+					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
+					 2, argtypes, values, NULL, SPI_OK_UPDATE);
 }
 
 /* The parameters of hwm_state_alter's statement, by name */

@@ -47,6 +47,7 @@ typedef struct HwmPipeline
 	Oid			target;			/* InvalidOid: a command or interval pipeline */
 	List	   *unique_key;		/* column names (char *) */
 	char	   *watermark_column;
+	Oid			watermark_type;	/* the stored watermark's (hwm.state) */
 	char	   *partition_column;	/* NULL: none */
 	int			lookback;
 	char	   *watermark;		/* NULL: nothing loaded yet */
@@ -348,6 +349,7 @@ typedef struct HwmDroppedTable
 
 extern void hwm_state_insert(const HwmNewPipeline *row);
 extern Oid	hwm_state_watermark_type(const char *pipeline);
+extern void hwm_state_set_watermark_type(const char *pipeline, Oid type);
 extern void hwm_state_alter(const HwmNewPipeline *row);
 extern void hwm_state_delete(const char *pipeline);
 extern List *hwm_state_dropped_tables(void);

@@ -111,9 +111,10 @@ index_of(const Grid *g, Timestamp t)
 /*
  * The pipeline's grid; the anchor parsed with the column's type.  Every
  * use of the grid comes here first with the plan of the time column as it
- * is now: a column whose type was changed since the pipeline was declared
- * (ALTER TABLE ... ALTER COLUMN ... TYPE text) is refused here, before any
- * of its values is taken for a time.
+ * is now.  A column whose type was changed since the pipeline was declared
+ * (ALTER TABLE ... ALTER COLUMN ... TYPE text) is refused by the plan
+ * already (hwm_plan_as_owner: the stored watermark's type); here, before
+ * any of its values is taken for a time, whatever the catalog says.
  */
 static void
 grid_init(Grid *g, const HwmPlan *plan, const Interval *step, const char *anchor)

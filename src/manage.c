@@ -300,7 +300,7 @@ check_as_owner(FunctionCallInfo fcinfo, CreateArgs *a, const RunArgPos *pos, Oid
 	plan = hwm_plan_build(&a->spec);
 	hwm_check_privileges(a->owner, &a->spec, plan);
 	hwm_check_pipeline_tables(&a->spec, a->delay);
-	if (OidIsValid(stored_type) && plan->wm.type != stored_type)
+	if (OidIsValid(stored_type) && !hwm_watermark_type_kept(stored_type, plan->wm.type))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("watermark column \"%s\" has type %s in the new source, not %s",
@@ -865,6 +865,7 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	HwmPipeline *p;
 	CreateArgs	a = {0};
 	int			reset;
+	Oid			stored_type;
 
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, false);
@@ -873,8 +874,12 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	/* (a superuser-owned pipeline, once hwm.allow_superuser_pipelines is off) */
 	hwm_check_owner_allowed(a.owner, a.name, false);
 	/* as the owner, what create_pipeline checks, on the altered settings */
-	check_as_owner(NULL, &a, NULL, hwm_state_watermark_type(name));
+	stored_type = hwm_state_watermark_type(name);
+	check_as_owner(NULL, &a, NULL, stored_type);
 	alter_update_row(&a);
+	/* a column widened since (integer to bigint): the type it has now */
+	if (a.watermark_type != stored_type)
+		hwm_state_set_watermark_type(a.name, a.watermark_type);
 	hwm_state_set_caveat(a.name, a.caveat);
 	if (a.schedule)
 		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());

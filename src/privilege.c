@@ -16,6 +16,7 @@
 #include "pipeline.h"
 #include "privilege.h"
 #include "util.h"
+#include "watermark.h"
 #include "compat.h"
 
 #include "access/attnum.h"
@@ -237,6 +238,18 @@ hwm_plan_as_owner(const HwmPipeline *p, bool with_watermark, bool with_partition
 	hwm_spec_for(p, with_watermark, with_partition, &spec);
 	hwm_become(p->owner, true, sw);
 	plan = hwm_plan_cached(&spec, p->owner);
+	if (with_watermark && OidIsValid(p->watermark_type) &&
+		!hwm_watermark_type_kept(p->watermark_type, plan->wm.type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("watermark column \"%s\" of pipeline \"%s\" has type %s, not %s",
+						p->watermark_column, p->name, format_type_be(plan->wm.type),
+						format_type_be(p->watermark_type)),
+				 errdetail("The column's type was changed after the pipeline was declared; its watermark%s%s%s is a value of type %s, and compared as %s new rows could sort below it and never be loaded.",
+						   p->watermark ? " (" : "", p->watermark ? p->watermark : "",
+						   p->watermark ? ")" : "", format_type_be(p->watermark_type),
+						   format_type_be(plan->wm.type)),
+				 errhint("Change the column's type back, or drop the pipeline and declare it again (with initial_watermark to start from a value of the new type).")));
 	if (check_privileges)
 		hwm_check_privileges(p->owner, &spec, plan);
 	return plan;

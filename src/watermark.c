@@ -113,6 +113,28 @@ hwm_is_time_type(Oid type)
 	return base == TIMESTAMPTZOID || base == TIMESTAMPOID || base == DATEOID;
 }
 
+bool
+hwm_watermark_type_kept(Oid stored, Oid now)
+{
+	Oid			a;
+	Oid			b;
+	char		cat_a;
+	char		cat_b;
+	bool		preferred;
+
+	if (stored == now)
+		return true;
+	a = getBaseType(stored);
+	b = getBaseType(now);
+	if (a == b)
+		return true;
+	get_type_category_preferred(a, &cat_a, &preferred);
+	get_type_category_preferred(b, &cat_b, &preferred);
+	if (cat_a == TYPCATEGORY_NUMERIC && cat_b == TYPCATEGORY_NUMERIC)
+		return true;
+	return (a == TEXTOID || a == VARCHAROID) && (b == TEXTOID || b == VARCHAROID);
+}
+
 /* A point in time as a value of the (time-typed) watermark column */
 static Datum
 time_as_column_value(Oid type, TimestampTz t)

@@ -43,6 +43,17 @@ extern int	hwm_wait_timeout;
 extern int	hwm_start_margin;
 
 extern bool hwm_is_time_type(Oid type);
+
+/*
+ * May a stored watermark of type stored be compared with values of type
+ * now, the watermark column's type today?  The same type; or both numbers
+ * (a column widened from integer to bigint or numeric: the stored text
+ * reads as the same number, and numbers order alike); or text and varchar.
+ * Anything else (bigint to text: '10' sorts below '9'; timestamp to
+ * timestamptz: the session's TimeZone shifts it) could put new rows below
+ * the watermark, never loaded.
+ */
+extern bool hwm_watermark_type_kept(Oid stored, Oid now);
 extern TimestampTz hwm_time_value_timestamptz(Oid type, Datum value);
 extern void hwm_safe_bound(const HwmPlan *plan, Oid source, const Interval *delay,
 						   List *carried, HwmSafeBound *b);
