@@ -515,28 +515,27 @@ serve_reconcile(const char *pipeline, MemoryContext workcxt)
 
 			hwm_bgw_begin();
 			hwm_pause_point("worker_starts_reconcile");
+			pgstat_report_activity(STATE_RUNNING, "CALL hwm.reconcile($1)");
+			if (timeout_ms > 0)
+				enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
 
 			/*
 			 * Due was read, and committed, without the pipeline's lock: a
 			 * pause or unschedule may have committed since, while a session
-			 * held the lock.  Asked again under it, which the reconcile's
+			 * held the lock.  Asked again under it (the wait for it within
+			 * the time limit, as the reconcile's), which the reconcile's
 			 * set-up then keeps (a pause after this lets it finish, as it
 			 * lets a run).
 			 */
 			if (hwm_state_reconcile_scheduled(pipeline))
-			{
-				pgstat_report_activity(STATE_RUNNING, "CALL hwm.reconcile($1)");
-				if (timeout_ms > 0)
-					enable_timeout_after(STATEMENT_TIMEOUT, timeout_ms);
 				hwm_reconcile_scheduled(pipeline, batch_size, workcxt);
-				if (timeout_ms > 0)
-					disable_timeout(STATEMENT_TIMEOUT, false);
-				QueryCancelPending = false;
-			}
 			else
 				ereport(LOG,
 						(errmsg("hwm: the scheduled reconcile of pipeline \"%s\" did not start: the pipeline was paused or unscheduled, or its reconcile unscheduled, after it was due",
 								pipeline)));
+			if (timeout_ms > 0)
+				disable_timeout(STATEMENT_TIMEOUT, false);
+			QueryCancelPending = false;
 			hwm_bgw_commit();
 		}
 	}
