@@ -105,6 +105,7 @@ plan_for(const char *sql, int nargs, Oid *argtypes)
 	PlanCacheEntry *e;
 	SPIPlanPtr	plan;
 	bool		found;
+	char	   *copy;
 
 	if (nargs > FUNC_MAX_ARGS || !plan_cacheable(sql))
 		return NULL;
@@ -132,8 +133,10 @@ plan_for(const char *sql, int nargs, Oid *argtypes)
 			 SPI_result_code_string(SPI_result), sql);
 	if (SPI_keepplan(plan) != 0)
 		return plan;			/* used once, freed with the SPI connection */
+	/* (the text copied first: an entry is never left half filled in) */
+	copy = MemoryContextStrdup(plan_cache_cxt, sql);
 	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
-	e->sql = MemoryContextStrdup(plan_cache_cxt, sql);
+	e->sql = copy;
 	e->nargs = nargs;
 	memcpy(e->argtypes, argtypes, sizeof(Oid) * nargs);
 	e->plan = plan;
