@@ -105,6 +105,20 @@ SELECT from_partition, rows_inserted FROM hwm.runs
  WHERE pipeline = 'bf' AND kind = 'backfill' AND status = 'succeeded' ORDER BY run_id DESC LIMIT 4;
 SELECT count(*) AS not_backfilled FROM wh WHERE id < 900 AND v NOT LIKE '%+';
 
+-- a batch that fails after some of its partitions is rolled back whole:
+-- the error says only what was committed (Mar 1-2, the first batch; Mar 3
+-- was overwritten in the batch that failed, and rolled back with it), and
+-- the next call resumes after it
+UPDATE raw SET v = v || '#';
+CREATE TRIGGER fail_mar4 BEFORE INSERT OR UPDATE ON wh FOR EACH ROW EXECUTE FUNCTION fail_mar4();
+CALL hwm.backfill('bf', '2026-03-01', '2026-03-09', batch_size => 2);
+SELECT status, done_through, partitions_done FROM hwm.backfills ORDER BY backfill_id DESC LIMIT 1;
+SELECT day, count(*) FILTER (WHERE v LIKE '%#') AS new_rows
+  FROM wh WHERE id < 900 AND day <= '2026-03-04' GROUP BY day ORDER BY day;
+DROP TRIGGER fail_mar4 ON wh;
+CALL hwm.backfill('bf', '2026-03-01', '2026-03-09', batch_size => 2);
+SELECT status, done_through, partitions_done FROM hwm.backfills ORDER BY backfill_id DESC LIMIT 1;
+
 -- inside a transaction block: no "invalid transaction termination", one
 -- transaction for all batches, and a ROLLBACK takes everything back
 UPDATE raw SET v = v || '*';

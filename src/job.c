@@ -288,10 +288,24 @@ job_step_guarded(HwmJob *job, bool *finished)
 {
 	TimestampTz started_at = GetCurrentTimestamp();
 	JobStep		st = {.job = job};
+	/* the progress committed before the step (see below) */
+	char	   *done_through = job->done_through;
+	int			steps_done = job->steps_done;
+	int64		rows_deleted = job->rows_deleted;
+	int64		rows_inserted = job->rows_inserted;
 	ErrorData  *edata = hwm_try_subxact(job_step_subxact, &st, job->cxt);
 
 	if (edata)
 	{
+		/*
+		 * The step counts its progress as it goes (a backfill's batch,
+		 * partition by partition); rolled back, none of it was committed,
+		 * and the error's detail must not say it was.
+		 */
+		job->done_through = done_through;
+		job->steps_done = steps_done;
+		job->rows_deleted = rows_deleted;
+		job->rows_inserted = rows_inserted;
 		hwm_job_fail(job, edata);
 		if (job->kind->failed)
 			job->kind->failed(job, edata, started_at);
