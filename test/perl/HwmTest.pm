@@ -14,6 +14,8 @@
 #   soak_start(..., writer => $HwmTest::UPSERT_WRITER, ...)
 #   kill9($node, $pid);       # a crash on purpose, declared for the log guard
 #   wait_back($node) or die;  # the server accepts connections again
+#   pause_key('worker_applies_wakes')             # a pause point's lock key (SQL)
+#   advisory_locks_sql(pause_key(...), waiting => 1)  # who waits for it
 #
 # prove finds this file through `-I test/perl`, which the Makefile adds to
 # PG_PROVE_FLAGS (not PROVE_FLAGS: scripts/test.sh sets that one on the
@@ -29,7 +31,7 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 use Time::HiRes qw(time);
 
-our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish soak_finish_ok gated_setup refuse_claim_sql kill9 wait_back allowed_kills);
+our @EXPORT = qw(new_node new_standby sql wait_for same_rows soak_start soak_finish soak_finish_ok gated_setup refuse_claim_sql kill9 wait_back allowed_kills pause_key advisory_locks_sql);
 
 # new_node(name, setting => value, ...): a node, initialised and started, with
 # shared_preload_libraries = 'hwm' and the settings given, in that order, in
@@ -372,6 +374,30 @@ sub allowed_kills
 	while (<$fh>) { $pids{$1} = 1 if /^9 (\d+)$/; }
 	close $fh;
 	return \%pids;
+}
+
+# pause_key(point): the SQL expression of the advisory lock key that a pause
+# point of hwm's scheduler waits for when it is armed (hwm_test.pause_points;
+# src/clock.h lists the points, test/modules/hwm_test/pause_points.c holds
+# them): a test session holds pg_advisory_lock(<key>) to hold the point.
+sub pause_key
+{
+	my ($point) = @_;
+	return "hashtextextended('$point', 0)";
+}
+
+# advisory_locks_sql(key, waiting => 1): SQL counting the processes that hold
+# or wait for the advisory lock of a bigint key (an SQL expression: a pause
+# point's, or a gate's number), with waiting => 1 only those that wait.  A
+# bigint key shows in pg_locks as classid (its high 32 bits) and objid (its
+# low 32).
+sub advisory_locks_sql
+{
+	my ($key, %opt) = @_;
+	my $waiting = $opt{waiting} ? 'AND NOT l.granted' : '';
+	return qq{SELECT count(*) FROM pg_locks AS l, CAST($key AS bigint) AS k
+ WHERE l.locktype = 'advisory' $waiting AND l.objsubid = 1
+   AND l.classid = ((k >> 32) & 4294967295)::oid AND l.objid = (k & 4294967295)::oid};
 }
 
 1;

@@ -60,18 +60,8 @@ RESET ROLE;
 INSERT INTO c.raw SELECT g, 'v' || g FROM generate_series(1, 100) g;
 });
 
-# how many processes hold or wait for an advisory lock (the gate's, or a
-# pause point's), or with waiting => 1 only wait for it
-sub locks_sql
-{
-	my ($key, %opt) = @_;
-	my $waiting = $opt{waiting} ? 'AND NOT l.granted' : '';
-	return qq{SELECT count(*) FROM pg_locks AS l, CAST($key AS bigint) AS k
- WHERE l.locktype = 'advisory' $waiting AND l.objsubid = 1
-   AND l.classid = ((k >> 32) & 4294967295)::oid AND l.objid = (k & 4294967295)::oid};
-}
-my $dispatcher_key = q{hashtextextended('dispatcher_applies_wakes', 0)};
-my $worker_key = q{hashtextextended('worker_applies_wakes', 0)};
+my $dispatcher_key = pause_key('dispatcher_applies_wakes');
+my $worker_key = pause_key('worker_applies_wakes');
 
 my $gate = $node->background_psql('postgres');
 $gate->set_query_timer_restart;
@@ -79,15 +69,15 @@ $gate->query_safe("SELECT pg_advisory_lock(4242), pg_advisory_lock($worker_key)"
 
 # 1. a runs, held at the gate; then a dispatch is held after reading the slots
 sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('a', '1 hour');});
-wait_for($node, 'postgres', locks_sql(4242, waiting => 1), '1', "a's scheduled run waits at the gate");
+wait_for($node, 'postgres', advisory_locks_sql(4242, waiting => 1), '1', "a's scheduled run waits at the gate");
 $gate->query_safe("SELECT pg_advisory_lock($dispatcher_key)");
 sql($node, 'postgres', q{SELECT hwm_test_advance_clock('1 second')});
-wait_for($node, 'postgres', locks_sql($dispatcher_key, waiting => 1), '1',
+wait_for($node, 'postgres', advisory_locks_sql($dispatcher_key, waiting => 1), '1',
 	'a dispatch, with a running, is held after it read the slots');
 
 # 2. a commits its wake of b; its worker is held before applying it
 $gate->query_safe('SELECT pg_advisory_unlock(4242)');
-wait_for($node, 'postgres', locks_sql($worker_key, waiting => 1), '1',
+wait_for($node, 'postgres', advisory_locks_sql($worker_key, waiting => 1), '1',
 	"a's worker is held after a committed, before it applies a's wakes");
 is(sql($node, 'postgres', q{
 SELECT (SELECT status FROM hwm.runs WHERE pipeline = 'a') || ' '
@@ -96,7 +86,7 @@ SELECT (SELECT status FROM hwm.runs WHERE pipeline = 'a') || ' '
 
 # 3. the dispatch goes on, and ends (its transaction, which held the point's lock)
 $gate->query_safe("SELECT pg_advisory_unlock($dispatcher_key)");
-wait_for($node, 'postgres', locks_sql($dispatcher_key), '0', 'the held dispatch ended');
+wait_for($node, 'postgres', advisory_locks_sql($dispatcher_key), '0', 'the held dispatch ended');
 is(sql($node, 'postgres', q{
 SELECT (SELECT count(*) FROM hwm.wakes WHERE upstream = 'a') || ' '
     || (SELECT count(*) FROM hwm.runs WHERE pipeline = 'b')}),

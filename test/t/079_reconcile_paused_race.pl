@@ -38,10 +38,8 @@ SELECT hwm.create_pipeline('p', 'c.src', 'c.tgt', '{id}', 'id');
 RESET ROLE;
 });
 
-my $key = q{hashtextextended('worker_starts_reconcile', 0)};
-my $waiting = qq{SELECT count(*) FROM pg_locks AS l, CAST($key AS bigint) AS k
- WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objsubid = 1
-   AND l.classid = ((k >> 32) & 4294967295)::oid AND l.objid = (k & 4294967295)::oid};
+my $key = pause_key('worker_starts_reconcile');
+my $waiting = advisory_locks_sql($key, waiting => 1);
 
 my $gate = $node->background_psql('postgres');
 $gate->query_safe("SELECT pg_advisory_lock($key)");

@@ -39,14 +39,11 @@ RESET ROLE;
 INSERT INTO c.raw SELECT g, 'v' || g FROM generate_series(1, 10) g;
 });
 
-my $key = q{hashtextextended('dispatcher_applies_wakes', 0)};
+my $key = pause_key('dispatcher_applies_wakes');
 sub point_locks
 {
 	my ($waiting) = @_;
-	my $cond = $waiting ? 'AND NOT l.granted' : '';
-	return qq{SELECT count(*) FROM pg_locks AS l, CAST($key AS bigint) AS k
- WHERE l.locktype = 'advisory' $cond AND l.objsubid = 1
-   AND l.classid = ((k >> 32) & 4294967295)::oid AND l.objid = (k & 4294967295)::oid};
+	return advisory_locks_sql($key, waiting => $waiting);
 }
 
 my $gate = $node->background_psql('postgres');

@@ -43,40 +43,32 @@ RESET ROLE;
 INSERT INTO c.raw SELECT g, 'v' || g FROM generate_series(1, 10) g;
 });
 
-sub locks_sql
-{
-	my ($key, %opt) = @_;
-	my $waiting = $opt{waiting} ? 'AND NOT l.granted' : '';
-	return qq{SELECT count(*) FROM pg_locks AS l, CAST($key AS bigint) AS k
- WHERE l.locktype = 'advisory' $waiting AND l.objsubid = 1
-   AND l.classid = ((k >> 32) & 4294967295)::oid AND l.objid = (k & 4294967295)::oid};
-}
-my $sweep_key = q{hashtextextended('dispatcher_sweeps', 0)};
-my $worker_key = q{hashtextextended('worker_applies_wakes', 0)};
+my $sweep_key = pause_key('dispatcher_sweeps');
+my $worker_key = pause_key('worker_applies_wakes');
 
 my $gate = $node->background_psql('postgres');
 $gate->query_safe("SELECT pg_advisory_lock(4242), pg_advisory_lock($worker_key)");
 
 # 1. a's scheduled run loads; its worker is held before it claims b
 sql($node, 'postgres', q{SET ROLE carol; SELECT hwm.schedule('a', '1 hour');});
-wait_for($node, 'postgres', locks_sql($worker_key, waiting => 1), '1',
+wait_for($node, 'postgres', advisory_locks_sql($worker_key, waiting => 1), '1',
 	"a's worker is held after a committed, before it claims b");
 
 # 2. an upkeep dispatch (one every 10 s of the scheduler's clock) is held
 # after it read the slots
 $gate->query_safe("SELECT pg_advisory_lock($sweep_key)");
 sql($node, 'postgres', q{SELECT hwm_test_advance_clock('11 seconds')});
-wait_for($node, 'postgres', locks_sql($sweep_key, waiting => 1), '1',
+wait_for($node, 'postgres', advisory_locks_sql($sweep_key, waiting => 1), '1',
 	'an upkeep dispatch is held after it read the runs the slots hold');
 
 # 3. a's worker claims b and commits; b runs, to the gate
 $gate->query_safe("SELECT pg_advisory_unlock($worker_key)");
-wait_for($node, 'postgres', locks_sql(4242, waiting => 1), '1', "b's run waits at the gate");
+wait_for($node, 'postgres', advisory_locks_sql(4242, waiting => 1), '1', "b's run waits at the gate");
 is(sql($node, 'postgres', q{SELECT status FROM hwm.runs WHERE pipeline = 'b'}), 'running', 'b is running');
 
 # 4. the sweep goes on, and its dispatch ends
 $gate->query_safe("SELECT pg_advisory_unlock($sweep_key)");
-wait_for($node, 'postgres', locks_sql($sweep_key), '0', 'the held dispatch ended');
+wait_for($node, 'postgres', advisory_locks_sql($sweep_key), '0', 'the held dispatch ended');
 is(sql($node, 'postgres', q{SELECT status FROM hwm.runs WHERE pipeline = 'b'}), 'running',
 	'the sweep left the live run of b alone');
 
