@@ -1343,8 +1343,14 @@ hwm_state_select_due(int limit, TimestampTz now, uint64 *nrows, uint64 *ndue)
 	 * condition that makes a row due is stated on s too: under READ
 	 * COMMITTED a row changed and committed after this statement's snapshot
 	 * is locked in its newest version and checked again against the
-	 * conditions on s alone, so a pipeline unscheduled, paused or moved
-	 * later in that window is not claimed.
+	 * conditions on s, so a pipeline unscheduled, paused or moved later in
+	 * that window is not claimed.  (SCHEDULABLE's two NOT EXISTS read
+	 * hwm.runs and hwm.homes, which are not locked: they are checked again
+	 * as the snapshot saw those tables.  A claim committed after it, a
+	 * worker's of a run its run woke, has moved next_run_at on in the row,
+	 * which is checked; only a wake applied after that claim makes the row
+	 * due again, and then the second claim meets the first's pipeline lock,
+	 * or its claimed_run_id, and is recorded as skipped.)
 	 */
 	hwm_catalog_exec("SELECT s.pipeline, s.owner::pg_catalog.oid," SQL_EVERY("s.") ","
 					 " COALESCE(s.schedule_anchor, s.next_run_at), s.timeout,"
