@@ -1716,22 +1716,23 @@ hwm_state_rearm_after(const char *pipeline, TimestampTz at)
 	"    WHERE i.inhparent OPERATOR(pg_catalog.=) r.relid AND c.relispartition) AS n (relid)),"
 #define APPLY_WAKES_NO_READERS \
 	" readers (upstream, relid) AS (SELECT NULL::pg_catalog.text, NULL::pg_catalog.oid WHERE false),"
-#define APPLY_WAKES_REST \
-	" woken AS (SELECT s.pipeline FROM hwm.state AS s" \
-	"  WHERE (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (s.after))" \
-	"    OR (s.target_lag IS NOT NULL AND s.schedule IS NULL AND s.after IS NULL AND s.on_commit IS NULL" \
+/*
+ * What makes the pipeline of a row of hwm.state (alias a, "s." say) woken:
+ * woken reads it from the statement's snapshot, and free states it again
+ * on the row it locks (see above)
+ */
+#define APPLY_WAKES_WOKEN(a) \
+	" (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (" a "after))" \
+	"    OR (" a "target_lag IS NOT NULL AND " a "schedule IS NULL AND " a "after IS NULL AND " a "on_commit IS NULL" \
 	"     AND EXISTS (SELECT FROM readers AS r" \
-	"      WHERE r.relid OPERATOR(pg_catalog.=) s.source::pg_catalog.oid" \
-	"       AND r.upstream OPERATOR(pg_catalog.<>) s.pipeline)))" \
-	"   AND (s.next_run_at IS NULL OR s.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now()))," \
+	"      WHERE r.relid OPERATOR(pg_catalog.=) " a "source::pg_catalog.oid" \
+	"       AND r.upstream OPERATOR(pg_catalog.<>) " a "pipeline)))" \
+	"   AND (" a "next_run_at IS NULL OR " a "next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())"
+#define APPLY_WAKES_REST \
+	" woken AS (SELECT s.pipeline FROM hwm.state AS s WHERE" APPLY_WAKES_WOKEN("s.") ")," \
 	" free AS (SELECT x.pipeline FROM hwm.state AS x" \
 	"  WHERE x.pipeline OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT pipeline FROM woken))" \
-	"   AND (EXISTS (SELECT FROM w WHERE w.changed AND w.upstream OPERATOR(pg_catalog.=) ANY (x.after))" \
-	"    OR (x.target_lag IS NOT NULL AND x.schedule IS NULL AND x.after IS NULL AND x.on_commit IS NULL" \
-	"     AND EXISTS (SELECT FROM readers AS r" \
-	"      WHERE r.relid OPERATOR(pg_catalog.=) x.source::pg_catalog.oid" \
-	"       AND r.upstream OPERATOR(pg_catalog.<>) x.pipeline)))" \
-	"   AND (x.next_run_at IS NULL OR x.next_run_at OPERATOR(pg_catalog.>) pg_catalog.now())" \
+	"   AND" APPLY_WAKES_WOKEN("x.") \
 	"  FOR UPDATE SKIP LOCKED)," \
 	" applied AS (UPDATE hwm.state AS s SET next_run_at = pg_catalog.now() FROM free" \
 	"  WHERE s.pipeline OPERATOR(pg_catalog.=) free.pipeline RETURNING s.pipeline)," \
@@ -2785,33 +2786,23 @@ hwm_state_watermark_type(const char *pipeline)
 	return hwm_spi_first(&d) ? DatumGetObjectId(d) : InvalidOid;
 }
 
-/* The watermark's type, after alter_pipeline met a column widened since */
-void
-hwm_state_set_watermark_type(const char *pipeline, Oid type)
-{
-	Oid			argtypes[2] = {TEXTOID, OIDOID};
-	Datum		values[2] = {PIPELINE_ARG(pipeline), ObjectIdGetDatum(type)};
-
-	hwm_catalog_exec("UPDATE hwm.state SET watermark_type = $2::pg_catalog.regtype"
-					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
-					 2, argtypes, values, NULL, SPI_OK_UPDATE);
-}
-
 /* The parameters of hwm_state_alter's statement, by name */
 enum
 {
 	ALTER_PIPELINE = 1, ALTER_SOURCE, ALTER_TARGET, ALTER_UNIQUE_KEY, ALTER_PARTITION_COLUMN,
 	ALTER_LOOKBACK, ALTER_DELAY, ALTER_BATCH_SIZE, ALTER_COMMAND, ALTER_BATCHED, ALTER_SKIP_EMPTY,
 	ALTER_DELETE_COLUMN,
-	ALTER_HISTORY_COLUMNS,
-	ALTER_NARGS = ALTER_HISTORY_COLUMNS
+	ALTER_HISTORY_COLUMNS, ALTER_WATERMARK_TYPE,
+	ALTER_NARGS = ALTER_WATERMARK_TYPE
 };
 
 /*
  * hwm.alter_pipeline: the settings a pipeline's row takes from row (its
  * name, source, target, key, partition column, lookback, delay,
- * batch_size, command, batched, skip_empty, delete column and a history's
- * tracked columns); the rest of the row is kept.
+ * batch_size, command, batched, skip_empty, delete column, a history's
+ * tracked columns, and the watermark column's type: the same, or one the
+ * stored watermark compares alike with, a number widened since); the rest
+ * of the row is kept.
  */
 void
 hwm_state_alter(const HwmNewPipeline *row)
@@ -2838,12 +2829,14 @@ hwm_state_alter(const HwmNewPipeline *row)
 			row->delete_column ? CStringGetTextDatum(row->delete_column) : (Datum) 0,
 			row->delete_column == NULL);
 	SET_ARG(ALTER_HISTORY_COLUMNS, TEXTARRAYOID, row->history_columns, row->history_columns == (Datum) 0);
+	SET_ARG(ALTER_WATERMARK_TYPE, REGTYPEOID, ObjectIdGetDatum(row->watermark_type), false);
 #undef SET_ARG
-	StaticAssertStmt(ALTER_NARGS == 13, "hwm_state_alter's statement numbers 13 parameters");
+	StaticAssertStmt(ALTER_NARGS == 14, "hwm_state_alter's statement numbers 14 parameters");
 	hwm_catalog_exec("UPDATE hwm.state SET source = $2, target = $3, unique_key = $4::pg_catalog.name[],"
 					 " partition_column = $5, lookback = $6, delay = $7, batch_size = $8,"
 					 " command = $9, batched = $10, skip_empty = $11,"
-					 " delete_column = $12::pg_catalog.name, history_columns = $13::pg_catalog.name[]"
+					 " delete_column = $12::pg_catalog.name, history_columns = $13::pg_catalog.name[],"
+					 " watermark_type = $14"
 					 " WHERE pipeline OPERATOR(pg_catalog.=) $1",
 					 ALTER_NARGS,
 					 argtypes, values, nulls, SPI_OK_UPDATE);

@@ -349,7 +349,6 @@ typedef struct HwmDroppedTable
 
 extern void hwm_state_insert(const HwmNewPipeline *row);
 extern Oid	hwm_state_watermark_type(const char *pipeline);
-extern void hwm_state_set_watermark_type(const char *pipeline, Oid type);
 extern void hwm_state_alter(const HwmNewPipeline *row);
 extern void hwm_state_delete(const char *pipeline);
 extern List *hwm_state_dropped_tables(void);

@@ -109,23 +109,13 @@ index_of(const Grid *g, Timestamp t)
 }
 
 /*
- * The pipeline's grid; the anchor parsed with the column's type.  Every
- * use of the grid comes here first with the plan of the time column as it
- * is now.  A column whose type was changed since the pipeline was declared
- * (ALTER TABLE ... ALTER COLUMN ... TYPE text) is refused by the plan
- * already (hwm_plan_as_owner: the stored watermark's type); here, before
- * any of its values is taken for a time, whatever the catalog says.
+ * The pipeline's grid; the anchor parsed with the column's type (a time
+ * type: create_interval_pipeline checks it, and the plan refuses a column
+ * whose type was changed since, hwm_plan_as_owner)
  */
 static void
 grid_init(Grid *g, const HwmPlan *plan, const Interval *step, const char *anchor)
 {
-	if (!hwm_is_time_type(plan->wm.type))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the time column of an interval pipeline has type %s",
-						format_type_be(plan->wm.type)),
-				 errdetail("An interval pipeline cuts a column of type timestamptz, timestamp or date into intervals; the column's type was changed after the pipeline was declared."),
-				 errhint("Change the column's type back, or drop the pipeline and declare a command pipeline (hwm.create_command_pipeline) for ranges of other types.")));
 	g->vt = &plan->wm;
 	hwm_grid_init(&g->g, as_ts(&plan->wm, hwm_value_in(&plan->wm, anchor, "anchor")),
 				  step, false);

@@ -827,6 +827,8 @@ alter_update_row(const CreateArgs *a)
 		.batched = a->batched,
 		.skip_empty = a->skip_empty,
 		.delete_column = a->spec.delete_column,
+		/* (a column widened since, integer to bigint: the type it has now) */
+		.watermark_type = a->watermark_type,
 	};
 
 	foreach(lc, a->spec.unique_key)
@@ -865,7 +867,6 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	HwmPipeline *p;
 	CreateArgs	a = {0};
 	int			reset;
-	Oid			stored_type;
 
 	SPI_connect();
 	p = hwm_pipeline_fetch(name, true, false);
@@ -874,12 +875,8 @@ hwm_alter_pipeline(PG_FUNCTION_ARGS)
 	/* (a superuser-owned pipeline, once hwm.allow_superuser_pipelines is off) */
 	hwm_check_owner_allowed(a.owner, a.name, false);
 	/* as the owner, what create_pipeline checks, on the altered settings */
-	stored_type = hwm_state_watermark_type(name);
-	check_as_owner(NULL, &a, NULL, stored_type);
+	check_as_owner(NULL, &a, NULL, hwm_state_watermark_type(name));
 	alter_update_row(&a);
-	/* a column widened since (integer to bigint): the type it has now */
-	if (a.watermark_type != stored_type)
-		hwm_state_set_watermark_type(a.name, a.watermark_type);
 	hwm_state_set_caveat(a.name, a.caveat);
 	if (a.schedule)
 		(void) hwm_schedule_set(a.name, a.schedule, GetCurrentTransactionStartTimestamp());
